@@ -1,0 +1,31 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// band-edge: the Swift edge server of Band Licence. See docs/ and README.md.
+let package = Package(
+  name: "band-edge",
+  products: [
+    .executable(name: "band-edge", targets: ["band-edge"]),
+    .executable(name: "EdgeFuzz", targets: ["EdgeFuzz"]),
+  ],
+  targets: [
+    // System-library shims: Debian's -dev packages, reached through module maps.
+    .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+    .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+    .systemLibrary(name: "CBrotli", pkgConfig: "libbrotlienc", providers: [.apt(["libbrotli-dev"])]),
+    .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+    .systemLibrary(name: "CArgon2", pkgConfig: "libargon2", providers: [.apt(["libargon2-dev"])]),
+
+    // The HTTP engine. Knows nothing about Band Licence.
+    .target(name: "Edge"),
+    .target(name: "Shell", dependencies: ["Edge", "CZlib", "CBrotli"]),
+    .target(name: "LinkAssoc", dependencies: ["Edge"]),
+    .target(name: "ClientAPI", dependencies: ["Edge", "LinkAssoc", "CSQLite", "CArgon2", "COpenSSL"]),
+    .executableTarget(name: "band-edge", dependencies: ["Edge", "Shell", "LinkAssoc", "ClientAPI"]),
+
+    // libFuzzer target for the HTTP/1.1 parser: build/fuzz builds it with --sanitize=fuzzer.
+    .executableTarget(name: "EdgeFuzz", dependencies: ["Edge"]),
+
+    .testTarget(name: "EdgeTests", dependencies: ["Edge"]),
+  ]
+)

@@ -1,0 +1,4 @@
+// Shim for a Debian system library; see Package.swift for the package that provides it.
+#pragma once
+#include <brotli/encode.h>
+#include <brotli/decode.h>

@@ -1,0 +1,6 @@
+// Shim for a Debian system library; see Package.swift for the package that provides it.
+#pragma once
+#include <openssl/ssl.h>
+#include <openssl/rand.h>
+#include <openssl/evp.h>
+#include <openssl/err.h>

@@ -1,0 +1,3 @@
+// Shim for a Debian system library; see Package.swift for the package that provides it.
+#pragma once
+#include <zlib.h>

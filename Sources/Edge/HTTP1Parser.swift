@@ -1,0 +1,511 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// What the parser holds after a call.
+public enum ParseResult: Sendable {
+  /// The bytes so far are a valid prefix of a request; call again with more appended.
+  case needMore
+  /// The head is complete and the client waits for `100 Continue` before it sends the body
+  /// (RFC 9110 §10.1.1). Returned at most once per request; call again with the same bytes.
+  case continueExpected
+  /// A whole request; `consumed` bytes of the buffer belong to it.
+  case complete(Request, consumed: Int)
+}
+
+/// A pure, incremental, strict HTTP/1.1 request parser (RFC 9112).
+///
+/// Each call gets every unconsumed byte of the current message from its first byte on; the bytes of
+/// the previous call must be a prefix of the next call's. After `.complete`, drop `consumed`
+/// bytes and go on with the rest. Work already done is never repeated, so feeding a request one
+/// byte at a time costs the same as feeding it whole. Every limit is checked as bytes arrive.
+public struct HTTP1Parser: Sendable {
+  private enum Phase: Sendable {
+    case requestLine
+    case fields
+    case fixedBody(Int)
+    case chunkSize
+    case chunkData(Int)
+    case chunkDataEnd
+    case trailers
+  }
+
+  private enum Framing { case none, fixed(Int), chunked }
+
+  private let limits: Limits
+  private var phase = Phase.requestLine
+  /// Start of the line being read (or of the body framing being read).
+  private var lineStart = 0
+  /// Bytes already searched for a line feed.
+  private var scanned = 0
+  private var method = HTTPMethod.get
+  private var version = HTTPVersion.http11
+  private var targetStart = 0
+  private var targetEnd = 0
+  private var fieldsStart = 0
+  private var headEnd = 0
+  private var fields: [HTTPFields.Field] = []
+  private var trailerFields: [HTTPFields.Field] = []
+  private var trailersStart = 0
+  private var body: [UInt8] = []
+  private var keepAlive = true
+  private var expectsContinue = false
+
+  /// A parser enforcing `limits`.
+  public init(limits: Limits = Limits()) {
+    self.limits = limits
+  }
+
+  /// Parses as much of `buffer` as it can; see the type's documentation for the contract.
+  public mutating func parse(_ buffer: UnsafeRawBufferPointer) throws(HTTPParseError) -> ParseResult {
+    let count = buffer.count
+    while true {
+      switch phase {
+      case .requestLine, .fields, .trailers, .chunkSize:
+        guard let lf = Self.findLineFeed(buffer, from: scanned) else {
+          scanned = count
+          try checkOpenLine(count)
+          return .needMore
+        }
+        scanned = lf + 1
+        // RFC 9112 §2.2: lines end in CRLF; a bare LF is refused.
+        guard lf > lineStart, buffer[lf - 1] == ASCII.cr else { throw .bareLineFeed }
+        let start = lineStart
+        let end = lf - 1
+        lineStart = lf + 1
+        if let result = try line(buffer, start, end) { return result }
+      case .fixedBody(let length):
+        guard count - headEnd >= length else { return .needMore }
+        body = Array(buffer[headEnd..<(headEnd + length)])
+        return finish(buffer, consumed: headEnd + length)
+      case .chunkData(let remaining):
+        let take = min(count - lineStart, remaining)
+        if take > 0 {
+          body.append(contentsOf: buffer[lineStart..<(lineStart + take)])
+          lineStart += take
+        }
+        if take < remaining {
+          phase = .chunkData(remaining - take)
+          scanned = lineStart
+          return .needMore
+        }
+        phase = .chunkDataEnd
+      case .chunkDataEnd:
+        // RFC 9112 §7.1: chunk-data is followed by CRLF, nothing else.
+        guard count > lineStart else { return .needMore }
+        if buffer[lineStart] == ASCII.lf { throw .bareLineFeed }
+        guard buffer[lineStart] == ASCII.cr else { throw .invalidChunkTerminator }
+        guard count > lineStart + 1 else { return .needMore }
+        guard buffer[lineStart + 1] == ASCII.lf else { throw .bareCarriageReturn }
+        lineStart += 2
+        scanned = lineStart
+        phase = .chunkSize
+      }
+    }
+  }
+
+  /// Handles one complete line [start, end) (CRLF excluded) in a line-oriented phase.
+  private mutating func line(
+    _ buffer: UnsafeRawBufferPointer, _ start: Int, _ end: Int
+  ) throws(HTTPParseError) -> ParseResult? {
+    // Size checks come first and count whole lines, so that they fire on the same line however
+    // the bytes arrive (checkOpenLine fires only where these would fire too).
+    switch phase {
+    case .requestLine:
+      if lineStart - start > limits.maxRequestLineBytes { throw .targetTooLong }
+      if start == end {
+        // RFC 9112 §2.2: ignore empty lines received before the request-line.
+        if lineStart > limits.maxRequestLineBytes { throw .invalidRequestLine }
+        return nil
+      }
+      try parseRequestLine(buffer, start, end)
+      fieldsStart = lineStart
+      phase = .fields
+    case .fields:
+      if lineStart - fieldsStart > limits.maxHeaderBytes { throw .headerSectionTooLarge }
+      if start == end {
+        headEnd = lineStart
+        return try finishHead(buffer)
+      }
+      try Self.parseField(buffer, start, end, into: &fields)
+      if fields.count > limits.maxHeaderCount { throw .tooManyHeaderFields }
+    case .trailers:
+      if (headEnd - fieldsStart) + (lineStart - trailersStart) > limits.maxHeaderBytes {
+        throw .headerSectionTooLarge
+      }
+      if start == end { return finish(buffer, consumed: lineStart) }
+      try Self.parseField(buffer, start, end, into: &trailerFields)
+      if fields.count + trailerFields.count > limits.maxHeaderCount { throw .tooManyHeaderFields }
+    case .chunkSize:
+      if lineStart - start > Self.maxChunkLineBytes { throw .invalidChunkExtension }
+      if lineStart > limits.maxMessageBytes { throw .bodyTooLarge }
+      let size = try parseChunkLine(buffer, start, end)
+      if size == 0 {
+        trailersStart = lineStart
+        phase = .trailers
+      } else {
+        if body.count + size > limits.maxBodyBytes { throw .bodyTooLarge }
+        if body.isEmpty { body.reserveCapacity(size) }
+        phase = .chunkData(size)
+      }
+    default:
+      break
+    }
+    return nil
+  }
+
+  /// Limits on a line that has not ended yet.
+  private func checkOpenLine(_ count: Int) throws(HTTPParseError) {
+    switch phase {
+    case .requestLine:
+      if count - lineStart > limits.maxRequestLineBytes { throw .targetTooLong }
+    case .fields:
+      if count - fieldsStart > limits.maxHeaderBytes { throw .headerSectionTooLarge }
+    case .trailers:
+      if (headEnd - fieldsStart) + (count - trailersStart) > limits.maxHeaderBytes {
+        throw .headerSectionTooLarge
+      }
+    case .chunkSize:
+      if count - lineStart > Self.maxChunkLineBytes { throw .invalidChunkExtension }
+    default:
+      break
+    }
+  }
+
+  static let maxChunkLineBytes = 4096
+
+  // MARK: request line
+
+  /// request-line = method SP request-target SP HTTP-version (RFC 9112 §3), single spaces only.
+  private mutating func parseRequestLine(
+    _ buffer: UnsafeRawBufferPointer, _ start: Int, _ end: Int
+  ) throws(HTTPParseError) {
+    var sp1 = start
+    while sp1 < end && buffer[sp1] != ASCII.sp {
+      let b = buffer[sp1]
+      if b == ASCII.cr { throw .bareCarriageReturn }
+      guard ASCII.isToken(b) else { throw sp1 == start ? .invalidRequestLine : .invalidMethod }
+      sp1 += 1
+    }
+    guard sp1 > start, sp1 < end else { throw .invalidRequestLine }
+    var sp2 = sp1 + 1
+    while sp2 < end && buffer[sp2] != ASCII.sp {
+      let b = buffer[sp2]
+      if b == ASCII.cr { throw .bareCarriageReturn }
+      // RFC 9112 §3.2: the target is visible ASCII; controls, DEL and non-ASCII are refused.
+      guard b > 0x20 && b < 0x7F else { throw .invalidTarget }
+      sp2 += 1
+    }
+    guard sp2 > sp1 + 1, sp2 < end else { throw .invalidRequestLine }
+    if sp2 - sp1 - 1 > limits.maxTargetBytes { throw .targetTooLong }
+    method = Self.method(buffer, start, sp1)
+    targetStart = sp1 + 1
+    targetEnd = sp2
+    version = try Self.version(buffer, sp2 + 1, end)
+    try checkTargetForm(buffer)
+  }
+
+  /// origin-form, absolute-form (http/https), or asterisk-form for OPTIONS (RFC 9112 §3.2).
+  private func checkTargetForm(_ buffer: UnsafeRawBufferPointer) throws(HTTPParseError) {
+    let first = buffer[targetStart]
+    if first == UInt8(ascii: "/") { return }
+    if first == UInt8(ascii: "*") {
+      guard targetEnd - targetStart == 1, method == .options else { throw .invalidTarget }
+      return
+    }
+    for scheme in ["http://", "https://"] where targetEnd - targetStart > scheme.utf8.count {
+      var matches = true
+      for (k, c) in scheme.utf8.enumerated() where ASCII.lower(buffer[targetStart + k]) != c {
+        matches = false
+        break
+      }
+      if matches { return }
+    }
+    throw .invalidTarget
+  }
+
+  private static func method(_ buffer: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> HTTPMethod {
+    let length = end - start
+    if length == 3 && buffer[start] == 71 && buffer[start + 1] == 69 && buffer[start + 2] == 84 {
+      return .get
+    }
+    if length == 4 && buffer[start] == 72 && buffer[start + 1] == 69 && buffer[start + 2] == 65
+      && buffer[start + 3] == 68
+    {
+      return .head
+    }
+    return HTTPMethod(String(decoding: buffer[start..<end], as: UTF8.self))
+  }
+
+  /// HTTP-version = "HTTP/" DIGIT "." DIGIT (RFC 9112 §2.3); a major other than 1 gets 505.
+  private static func version(
+    _ buffer: UnsafeRawBufferPointer, _ start: Int, _ end: Int
+  ) throws(HTTPParseError) -> HTTPVersion {
+    guard end - start == 8 else {
+      for i in start..<end where buffer[i] == ASCII.cr { throw .bareCarriageReturn }
+      throw .invalidVersion
+    }
+    let prefix: [UInt8] = [72, 84, 84, 80, 47]  // "HTTP/"
+    for k in 0..<5 where buffer[start + k] != prefix[k] { throw .invalidVersion }
+    let major = buffer[start + 5]
+    let dot = buffer[start + 6]
+    let minor = buffer[start + 7]
+    guard major &- 48 < 10, dot == UInt8(ascii: "."), minor &- 48 < 10 else { throw .invalidVersion }
+    guard major == UInt8(ascii: "1") else { throw .unsupportedVersion }
+    return minor == UInt8(ascii: "0") ? .http10 : .http11
+  }
+
+  // MARK: fields
+
+  /// field-line = field-name ":" OWS field-value OWS (RFC 9112 §5).
+  private static func parseField(
+    _ buffer: UnsafeRawBufferPointer, _ start: Int, _ end: Int, into fields: inout [HTTPFields.Field]
+  ) throws(HTTPParseError) {
+    // RFC 9112 §5.2: obs-fold is refused; so is whitespace before the first field.
+    if ASCII.isWhitespace(buffer[start]) { throw .obsoleteLineFolding }
+    var colon = start
+    while colon < end {
+      let b = buffer[colon]
+      if b == ASCII.colon { break }
+      // RFC 9112 §5.1: no whitespace between the field name and the colon.
+      if ASCII.isWhitespace(b) { throw .whitespaceBeforeColon }
+      if b == ASCII.cr { throw .bareCarriageReturn }
+      guard ASCII.isToken(b) else { throw .invalidFieldName }
+      colon += 1
+    }
+    guard colon < end, colon > start else { throw .invalidFieldName }
+    var valueStart = colon + 1
+    var valueEnd = end
+    while valueStart < valueEnd && ASCII.isWhitespace(buffer[valueStart]) { valueStart += 1 }
+    while valueEnd > valueStart && ASCII.isWhitespace(buffer[valueEnd - 1]) { valueEnd -= 1 }
+    // RFC 9110 §5.5: NUL, CR, LF and other controls are never valid in a value.
+    for i in valueStart..<valueEnd where !ASCII.isFieldValue(buffer[i]) {
+      throw buffer[i] == ASCII.cr ? .bareCarriageReturn : .invalidFieldValue
+    }
+    fields.append(
+      .init(
+        nameStart: Int32(start), nameEnd: Int32(colon), valueStart: Int32(valueStart),
+        valueEnd: Int32(valueEnd)))
+  }
+
+  /// The head is complete: apply the message-framing rules of RFC 9112 §6 and RFC 9110 §7.2.
+  private mutating func finishHead(_ buffer: UnsafeRawBufferPointer) throws(HTTPParseError) -> ParseResult? {
+    var hosts = 0
+    var contentLength: Int? = nil
+    var transferCodings: [Substring] = []
+    var sawTransferEncoding = false
+    var close = false
+    var keepAliveToken = false
+    var expectation = false
+    for field in fields {
+      let ns = Int(field.nameStart)
+      let vs = Int(field.valueStart)
+      let ve = Int(field.valueEnd)
+      switch Int(field.nameEnd) - ns {
+      case 4 where Self.nameIs(buffer, ns, "host"):
+        hosts += 1
+        try Self.checkHost(buffer, vs, ve)
+      case 14 where Self.nameIs(buffer, ns, "content-length"):
+        // RFC 9112 §6.3: several or invalid Content-Length values are unrecoverable framing errors.
+        if contentLength != nil { throw .duplicateContentLength }
+        contentLength = try Self.contentLength(buffer, vs, ve)
+      case 17 where Self.nameIs(buffer, ns, "transfer-encoding"):
+        sawTransferEncoding = true
+        transferCodings += Self.listElements(buffer, vs, ve)
+      case 10 where Self.nameIs(buffer, ns, "connection"):
+        for option in Self.listElements(buffer, vs, ve) {
+          if option == "close" { close = true } else if option == "keep-alive" { keepAliveToken = true }
+        }
+      case 6 where Self.nameIs(buffer, ns, "expect"):
+        // RFC 9110 §10.1.1: a 1.0 request's expectation is ignored; only 100-continue is known.
+        guard version == .http11 else { break }
+        let value = String(decoding: buffer[vs..<ve], as: UTF8.self).lowercased()
+        guard value == "100-continue" else { throw .unsupportedExpectation }
+        expectation = true
+      default:
+        break
+      }
+    }
+    // RFC 9112 §3.2: a 1.1 request has exactly one Host; no request has two.
+    if hosts > 1 { throw .duplicateHost }
+    if hosts == 0 && version == .http11 { throw .missingHost }
+
+    var framing = Framing.none
+    if sawTransferEncoding {
+      // RFC 9112 §6.1: Transfer-Encoding with Content-Length is refused, as is any 1.0 use.
+      if contentLength != nil { throw .contentLengthWithTransferEncoding }
+      if version == .http10 { throw .transferEncodingInHTTP10 }
+      // RFC 9112 §6.3: chunked must be the final coding, applied once.
+      guard let last = transferCodings.last, last == "chunked" else { throw .chunkedNotFinal }
+      for coding in transferCodings.dropLast() {
+        if coding == "chunked" { throw .chunkedNotFinal }
+        throw .unsupportedTransferCoding
+      }
+      framing = .chunked
+    } else if let contentLength, contentLength > 0 {
+      if contentLength > limits.maxBodyBytes { throw .bodyTooLarge }
+      framing = .fixed(contentLength)
+    }
+    keepAlive = version == .http11 ? !close : keepAliveToken && !close
+    switch framing {
+    case .none:
+      return finish(buffer, consumed: headEnd)
+    case .fixed(let length):
+      phase = .fixedBody(length)
+    case .chunked:
+      scanned = headEnd
+      phase = .chunkSize
+    }
+    expectsContinue = expectation
+    return expectation && buffer.count == headEnd ? .continueExpected : nil
+  }
+
+  private static func nameIs(_ buffer: UnsafeRawBufferPointer, _ start: Int, _ lowercase: StaticString) -> Bool {
+    let p = lowercase.utf8Start
+    for k in 0..<lowercase.utf8CodeUnitCount where ASCII.lower(buffer[start + k]) != p[k] { return false }
+    return true
+  }
+
+  /// Content-Length = 1*DIGIT (RFC 9110 §8.6); values beyond 18 digits are refused as too large.
+  private static func contentLength(
+    _ buffer: UnsafeRawBufferPointer, _ start: Int, _ end: Int
+  ) throws(HTTPParseError) -> Int {
+    guard end > start else { throw .invalidContentLength }
+    var value = 0
+    for i in start..<end {
+      let d = buffer[i] &- 48
+      guard d < 10 else { throw .invalidContentLength }
+      if i - start >= 18 { throw .bodyTooLarge }
+      value = value * 10 + Int(d)
+    }
+    return value
+  }
+
+  /// Host = uri-host [ ":" port ] (RFC 9110 §7.2): reg-name, IP literal and port characters only.
+  private static func checkHost(_ buffer: UnsafeRawBufferPointer, _ start: Int, _ end: Int) throws(HTTPParseError) {
+    for i in start..<end {
+      let b = buffer[i]
+      let allowed =
+        (b &- 48 < 10) || (ASCII.lower(b) &- 97 < 26)
+        || "-._~!$&'()*+,;=%:[]".utf8.contains(b)
+      guard allowed else { throw .invalidHost }
+    }
+  }
+
+  /// Lower-cased, trimmed, non-empty elements of a comma-separated list (RFC 9110 §5.6.1).
+  private static func listElements(_ buffer: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> [Substring] {
+    let text = String(decoding: buffer[start..<end], as: UTF8.self).lowercased()
+    return text.split(separator: ",").compactMap { element in
+      let trimmed = element.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }
+      let value = Substring(String(trimmed.reversed()))
+      return value.isEmpty ? nil : value
+    }
+  }
+
+  // MARK: chunked framing
+
+  /// chunk-size [ chunk-ext ] (RFC 9112 §7.1): hex digits, then `;name[=value]` extensions.
+  private func parseChunkLine(
+    _ buffer: UnsafeRawBufferPointer, _ start: Int, _ end: Int
+  ) throws(HTTPParseError) -> Int {
+    var i = start
+    var size = 0
+    while i < end, let digit = Self.hexValue(buffer[i]) {
+      if i - start >= 15 { throw .bodyTooLarge }
+      size = size << 4 | digit
+      i += 1
+    }
+    guard i > start else {
+      if i < end && buffer[i] == ASCII.cr { throw .bareCarriageReturn }
+      throw .invalidChunkSize
+    }
+    if i < end { try Self.checkChunkExtensions(buffer, i, end) }
+    return size
+  }
+
+  /// chunk-ext = *( BWS ";" BWS name [ BWS "=" BWS ( token / quoted-string ) ] )
+  private static func checkChunkExtensions(
+    _ buffer: UnsafeRawBufferPointer, _ start: Int, _ end: Int
+  ) throws(HTTPParseError) {
+    var i = start
+    func skipWhitespace() { while i < end && ASCII.isWhitespace(buffer[i]) { i += 1 } }
+    func token() -> Bool {
+      let from = i
+      while i < end && ASCII.isToken(buffer[i]) { i += 1 }
+      return i > from
+    }
+    while i < end {
+      skipWhitespace()
+      guard i < end, buffer[i] == UInt8(ascii: ";") else { throw invalidExtension(buffer, start, end) }
+      i += 1
+      skipWhitespace()
+      guard token() else { throw invalidExtension(buffer, start, end) }
+      skipWhitespace()
+      guard i < end, buffer[i] == UInt8(ascii: "=") else { continue }
+      i += 1
+      skipWhitespace()
+      if i < end && buffer[i] == UInt8(ascii: "\"") {
+        i += 1
+        var closed = false
+        while i < end {
+          let b = buffer[i]
+          if b == UInt8(ascii: "\"") {
+            closed = true
+            i += 1
+            break
+          }
+          if b == UInt8(ascii: "\\") { i += 1 }
+          guard i < end, ASCII.isFieldValue(buffer[i]) else { throw invalidExtension(buffer, start, end) }
+          i += 1
+        }
+        guard closed else { throw invalidExtension(buffer, start, end) }
+      } else {
+        guard token() else { throw invalidExtension(buffer, start, end) }
+      }
+    }
+  }
+
+  private static func invalidExtension(_ buffer: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> HTTPParseError {
+    for i in start..<end where buffer[i] == ASCII.cr { return .bareCarriageReturn }
+    return .invalidChunkExtension
+  }
+
+  @inline(__always) private static func hexValue(_ b: UInt8) -> Int? {
+    switch b {
+    case 48...57: Int(b - 48)
+    case 65...70: Int(b - 55)
+    case 97...102: Int(b - 87)
+    default: nil
+    }
+  }
+
+  // MARK: completion
+
+  private mutating func finish(_ buffer: UnsafeRawBufferPointer, consumed: Int) -> ParseResult {
+    let head = Array(buffer[0..<headEnd])
+    var trailers = HTTPFields.empty
+    if !trailerFields.isEmpty {
+      let base = Int32(trailersStart)
+      let rebased = trailerFields.map {
+        HTTPFields.Field(
+          nameStart: $0.nameStart - base, nameEnd: $0.nameEnd - base, valueStart: $0.valueStart - base,
+          valueEnd: $0.valueEnd - base)
+      }
+      trailers = HTTPFields(bytes: Array(buffer[trailersStart..<consumed]), fields: rebased)
+    }
+    let target = buffer[targetStart..<targetEnd]
+    let split = Request.splitTarget(target)
+    let request = Request(
+      method: method, version: version, target: String(decoding: target, as: UTF8.self),
+      path: split.path, query: split.query, headers: HTTPFields(bytes: head, fields: fields), body: body,
+      trailers: trailers, keepAlive: keepAlive, expectsContinue: expectsContinue)
+    self = HTTP1Parser(limits: limits)
+    return .complete(request, consumed: consumed)
+  }
+
+  @inline(__always) private static func findLineFeed(_ buffer: UnsafeRawBufferPointer, from: Int) -> Int? {
+    guard from < buffer.count, let base = buffer.baseAddress else { return nil }
+    guard let hit = memchr(base + from, Int32(ASCII.lf), buffer.count - from) else { return nil }
+    return base.distance(to: UnsafeRawPointer(hit))
+  }
+}

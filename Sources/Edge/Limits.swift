@@ -1,0 +1,33 @@
+/// Every bound the engine enforces, in one value. Defaults are documented in docs/limits.md.
+///
+/// Sizes are enforced while parsing, never after: a request that crosses a bound is answered
+/// (414, 431, 413) as soon as the crossing byte arrives.
+public struct Limits: Sendable, Equatable {
+  /// Longest request-target accepted (RFC 9112 §3: at least 8000 octets recommended); longer gets 414.
+  public var maxTargetBytes: Int = 8192
+  /// Bytes of all header field lines together (trailers count too); more gets 431.
+  public var maxHeaderBytes: Int = 16384
+  /// Number of header field lines (trailers count too); more gets 431.
+  public var maxHeaderCount: Int = 100
+  /// Bytes of a request body after decoding; more gets 413.
+  public var maxBodyBytes: Int = 1 << 20
+  /// Open connections one event loop keeps; one more is accepted and closed at once.
+  public var maxConnectionsPerLoop: Int = 8192
+  /// Time from a request's first byte (or from accept) to the end of its head (slowloris bound).
+  public var headTimeout: Duration = .seconds(10)
+  /// Longest pause between two reads of a request body.
+  public var bodyTimeout: Duration = .seconds(10)
+  /// Longest wait for the next request on a kept-alive connection.
+  public var idleTimeout: Duration = .seconds(60)
+  /// Longest pause in writing a response to a client that does not read.
+  public var writeTimeout: Duration = .seconds(30)
+
+  /// The defaults.
+  public init() {}
+
+  /// Longest request line: the target plus room for a method, two spaces, a version and CRLF.
+  public var maxRequestLineBytes: Int { maxTargetBytes + 64 }
+
+  /// Raw bytes one request may occupy before it completes (head plus framed body).
+  var maxMessageBytes: Int { maxRequestLineBytes + maxHeaderBytes + 2 * maxBodyBytes + 65536 }
+}
