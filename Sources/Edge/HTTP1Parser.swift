@@ -51,6 +51,14 @@ public struct HTTP1Parser: Sendable {
   private var keepAlive = true
   private var expectsContinue = false
 
+  /// Whether the current request's head is complete (its body is being read).
+  var hasHead: Bool {
+    switch phase {
+    case .requestLine, .fields: false
+    default: true
+    }
+  }
+
   /// A parser enforcing `limits`.
   public init(limits: Limits = Limits()) {
     self.limits = limits

@@ -21,6 +21,9 @@ public struct Limits: Sendable, Equatable {
   public var idleTimeout: Duration = .seconds(60)
   /// Longest pause in writing a response to a client that does not read.
   public var writeTimeout: Duration = .seconds(30)
+  /// After the last response on a closing connection: how long unread input is drained before
+  /// the socket closes, so that the client receives the response instead of a reset (RFC 9112 §9.6).
+  public var lingerTimeout: Duration = .seconds(2)
 
   /// The defaults.
   public init() {}

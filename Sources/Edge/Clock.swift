@@ -1,0 +1,66 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+import Synchronization
+
+/// A point on a monotonic clock, in nanoseconds from an arbitrary origin.
+public struct Instant: Comparable, Hashable, Sendable {
+  /// Nanoseconds from the clock's origin.
+  public var nanoseconds: UInt64
+
+  /// An instant `nanoseconds` after the origin.
+  public init(nanoseconds: UInt64) { self.nanoseconds = nanoseconds }
+
+  /// Later than every real instant: "no deadline".
+  public static let never = Instant(nanoseconds: .max)
+
+  /// `self` plus `duration`, saturating at `never`.
+  public func adding(_ duration: Duration) -> Instant {
+    let (sum, overflow) = nanoseconds.addingReportingOverflow(duration.nanoseconds)
+    return overflow ? .never : Instant(nanoseconds: sum)
+  }
+
+  public static func < (a: Instant, b: Instant) -> Bool { a.nanoseconds < b.nanoseconds }
+}
+
+extension Duration {
+  /// The duration in whole nanoseconds (negative durations count as zero).
+  var nanoseconds: UInt64 {
+    let (seconds, attoseconds) = components
+    guard seconds >= 0 else { return 0 }
+    return UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
+  }
+}
+
+/// A source of monotonic time, injected so that deadline logic can be tested without sleeping.
+public protocol EdgeClock: Sendable {
+  /// The current instant.
+  func now() -> Instant
+}
+
+/// The system's monotonic clock (`CLOCK_MONOTONIC`).
+public struct MonotonicClock: EdgeClock {
+  /// The system clock.
+  public init() {}
+
+  public func now() -> Instant {
+    var t = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &t)
+    return Instant(nanoseconds: UInt64(t.tv_sec) * 1_000_000_000 + UInt64(t.tv_nsec))
+  }
+}
+
+/// A clock that moves only when told to; for tests.
+public final class ManualClock: EdgeClock {
+  private let current: Mutex<UInt64>
+
+  /// A clock standing at `start` nanoseconds.
+  public init(start: UInt64 = 1_000_000_000) { current = Mutex(start) }
+
+  public func now() -> Instant { Instant(nanoseconds: current.withLock { $0 }) }
+
+  /// Moves the clock forward by `duration`.
+  public func advance(by duration: Duration) {
+    current.withLock { $0 += duration.nanoseconds }
+  }
+}

@@ -1,0 +1,339 @@
+/// Everything a connection needs from its loop while it decides: the routes, the access log and
+/// the `Date` line. One per loop; passed in so that the machine stays pure.
+public struct ConnectionContext: Sendable {
+  /// The current route table.
+  public var router: Router
+  /// The loop's access-log buffer.
+  public var log: AccessLog
+  var date = HTTPDate()
+
+  /// A context over `router`.
+  public init(router: Router, log: AccessLog) {
+    self.router = router
+    self.log = log
+    date.refresh()
+  }
+}
+
+/// The life of one HTTP/1.1 connection as a state machine over an injectable clock.
+///
+/// It is fed events (bytes received, bytes written, end of input, a handler's answer, a deadline,
+/// the server draining) and answers with a `Step` the loop executes: hand a request to the worker
+/// pool, shut the write side down, or close. Responses go to `output`, which the loop writes.
+/// It performs no I/O and reads no clock but its own, so every timeout is testable instantly.
+struct ConnectionMachine<Clock: EdgeClock> {
+  enum State: Equatable {
+    /// Between requests (or before the first): waiting for a first byte.
+    case awaitingRequest
+    /// Inside a request's head.
+    case readingHead
+    /// Inside a request's body.
+    case readingBody
+    /// A pooled handler is working on a request.
+    case handling
+    /// The last response is written; reading and discarding until the peer closes.
+    case lingering
+  }
+
+  enum Close: Equatable {
+    case none
+    /// Shut the write side down (after everything is written) and linger.
+    case shutdownWrite
+    /// Close the socket at once.
+    case now
+  }
+
+  struct Step {
+    /// A request for the worker pool; its answer comes back through `handlerFinished`.
+    var dispatch: (request: Request, route: Route)? = nil
+    var close = Close.none
+  }
+
+  private struct InFlight {
+    let method: HTTPMethod
+    let path: String
+    let cacheClass: CacheClass
+    let headOnly: Bool
+    let connection: ConnectionHeader
+    let started: Instant
+  }
+
+  let clock: Clock
+  let limits: Limits
+  let client: String
+  private(set) var state = State.awaitingRequest
+  private var parser: HTTP1Parser
+  private(set) var input: [UInt8] = []
+  var output = OutputQueue()
+  private var readDeadline: Instant
+  private var writeDeadline = Instant.never
+  private var closeAfterWrite = false
+  private var inputClosed = false
+  private var draining = false
+  private var inFlight: InFlight?
+  private var isFirstRequest = true
+
+  init(clock: Clock, limits: Limits, client: String) {
+    self.clock = clock
+    self.limits = limits
+    self.client = client
+    parser = HTTP1Parser(limits: limits)
+    // A new connection must send its first head within the head timeout (slowloris).
+    readDeadline = clock.now().adding(limits.headTimeout)
+  }
+
+  /// When the loop must call `deadlinePassed` next.
+  var deadline: Instant { output.isEmpty ? readDeadline : writeDeadline }
+
+  /// Whether the loop should read from the socket now (back-pressure otherwise).
+  var wantsInput: Bool {
+    state == .lingering || (state != .handling && output.isEmpty && !closeAfterWrite && !inputClosed)
+  }
+
+  // MARK: events
+
+  /// Bytes arrived from the peer.
+  mutating func received(_ bytes: UnsafeRawBufferPointer, context: inout ConnectionContext) -> Step {
+    if state == .lingering || bytes.isEmpty { return Step() }
+    if input.isEmpty {
+      return process(bytes, context: &context)
+    }
+    input.append(contentsOf: bytes)
+    let buffered = input
+    return buffered.withUnsafeBytes { process($0, context: &context) }
+  }
+
+  /// The pooled handler answered.
+  mutating func handlerFinished(_ response: Response, context: inout ConnectionContext) -> Step {
+    guard state == .handling, let inFlight else { return Step() }
+    self.inFlight = nil
+    state = .awaitingRequest
+    readDeadline = clock.now().adding(limits.idleTimeout)
+    emit(
+      response, cacheClass: inFlight.cacheClass, headOnly: inFlight.headOnly, connection: inFlight.connection,
+      method: inFlight.method, path: inFlight.path, started: inFlight.started, context: &context)
+    let buffered = input
+    return buffered.withUnsafeBytes { process($0, context: &context) }
+  }
+
+  /// The loop wrote `count` bytes of `output`.
+  mutating func wrote(_ count: Int) -> Step {
+    output.consume(count)
+    let now = clock.now()
+    writeDeadline = now.adding(limits.writeTimeout)
+    guard output.isEmpty else { return Step() }
+    writeDeadline = .never
+    if closeAfterWrite {
+      if inputClosed { return Step(close: .now) }
+      state = .lingering
+      readDeadline = now.adding(limits.lingerTimeout)
+      return Step(close: .shutdownWrite)
+    }
+    if state == .awaitingRequest { readDeadline = now.adding(limits.idleTimeout) }
+    return Step()
+  }
+
+  /// The peer closed its sending side (read returned 0).
+  mutating func inputEnded() -> Step {
+    inputClosed = true
+    switch state {
+    case .lingering:
+      return Step(close: .now)
+    case .readingHead, .readingBody:
+      // An unfinished request can never be answered.
+      return output.isEmpty ? Step(close: .now) : markClosing()
+    case .awaitingRequest:
+      return output.isEmpty ? Step(close: .now) : markClosing()
+    case .handling:
+      return markClosing()
+    }
+  }
+
+  private mutating func markClosing() -> Step {
+    closeAfterWrite = true
+    return Step()
+  }
+
+  /// A deadline may have passed; lazy timers call this at or after `deadline`.
+  mutating func deadlinePassed(context: inout ConnectionContext) -> Step {
+    let now = clock.now()
+    guard now >= deadline else { return Step() }
+    if !output.isEmpty { return Step(close: .now) }  // the client stopped reading
+    switch state {
+    case .awaitingRequest, .lingering:
+      return Step(close: .now)
+    case .readingHead, .readingBody:
+      // RFC 9110 §15.5.9: tell the client, then close.
+      failRequest(.requestTimeout, "The request did not arrive in time.\n", context: &context)
+      writeDeadline = now.adding(min(limits.writeTimeout, limits.lingerTimeout))
+      return Step()
+    case .handling:
+      return Step()
+    }
+  }
+
+  /// The server is stopping: finish what is in flight, then close.
+  mutating func drain() -> Step {
+    draining = true
+    if state == .awaitingRequest && output.isEmpty && input.isEmpty { return Step(close: .now) }
+    if state == .lingering { return Step(close: .now) }
+    return Step()
+  }
+
+  // MARK: requests
+
+  private mutating func process(_ buffer: UnsafeRawBufferPointer, context: inout ConnectionContext) -> Step {
+    var offset = 0
+    var step = Step()
+    let now = clock.now()
+    parsing: while state != .handling && !closeAfterWrite && offset < buffer.count {
+      if state == .awaitingRequest {
+        state = .readingHead
+        readDeadline = now.adding(limits.headTimeout)
+      }
+      let window = UnsafeRawBufferPointer(rebasing: buffer[offset...])
+      let result: ParseResult
+      do throws(HTTPParseError) {
+        result = try parser.parse(window)
+      } catch {
+        offset = buffer.count
+        failRequest(error.status, Self.message(for: error), context: &context)
+        break parsing
+      }
+      switch result {
+      case .needMore:
+        if state == .readingBody || parser.isReadingBody {
+          state = .readingBody
+          readDeadline = now.adding(limits.bodyTimeout)  // progress resets the body timeout
+        }
+        break parsing
+      case .continueExpected:
+        output.append("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+        state = .readingBody
+        readDeadline = now.adding(limits.bodyTimeout)
+      case .complete(let request, let consumed):
+        offset += consumed
+        isFirstRequest = false
+        state = .awaitingRequest
+        readDeadline = now.adding(limits.idleTimeout)
+        if let dispatch = handle(request, now: now, context: &context) {
+          step.dispatch = dispatch
+        }
+      }
+    }
+    // Keep what was not consumed (a partial request, or requests pipelined behind a pooled one).
+    if offset == buffer.count {
+      input.removeAll(keepingCapacity: input.capacity <= 16384)
+    } else if offset > 0 || input.isEmpty {
+      input = Array(buffer[offset...])
+    }
+    return step
+  }
+
+  private mutating func handle(
+    _ request: Request, now: Instant, context: inout ConnectionContext
+  ) -> (request: Request, route: Route)? {
+    let keepAlive = request.keepAlive && !draining && !inputClosed
+    let connection: ConnectionHeader =
+      !keepAlive ? .close : request.version == .http10 ? .keepAlive : .none
+    if !keepAlive { closeAfterWrite = true }
+    let headOnly = request.method == .head
+    switch context.router.match(request.method, request.path) {
+    case .found(let route, let parameters, let getForHead):
+      var request = request
+      request.parameters = parameters
+      request.client = client
+      if route.execution == .pooled {
+        inFlight = InFlight(
+          method: request.method, path: request.path, cacheClass: route.cacheClass, headOnly: headOnly || getForHead,
+          connection: connection, started: now)
+        state = .handling
+        readDeadline = .never
+        return (request, route)
+      }
+      emit(
+        route.respond(to: request), cacheClass: route.cacheClass, headOnly: headOnly || getForHead,
+        connection: connection, method: request.method, path: request.path, started: now, context: &context)
+    case .methodNotAllowed(let allow):
+      emit(
+        .text(.methodNotAllowed, "This method is not allowed here.\n", headers: [("Allow", allow)]),
+        cacheClass: .private, headOnly: headOnly, connection: connection, method: request.method,
+        path: request.path, started: now, context: &context)
+    case .notFound:
+      emit(
+        .text(.notFound, "Not found.\n"), cacheClass: .private, headOnly: headOnly, connection: connection,
+        method: request.method, path: request.path, started: now, context: &context)
+    }
+    return nil
+  }
+
+  private mutating func emit(
+    _ response: Response, cacheClass: CacheClass, headOnly: Bool, connection: ConnectionHeader,
+    method: HTTPMethod?, path: String?, started: Instant, context: inout ConnectionContext
+  ) {
+    var connection = connection
+    if draining && connection != .close {
+      // The server began stopping after this request was read: make this the last answer.
+      connection = .close
+      closeAfterWrite = true
+    }
+    let wasEmpty = output.isEmpty
+    let bytes = output.append(
+      response, cacheClass: cacheClass, headOnly: headOnly, connection: connection, date: context.date.line)
+    if wasEmpty { writeDeadline = clock.now().adding(limits.writeTimeout) }
+    let elapsed = clock.now().nanoseconds &- started.nanoseconds
+    context.log.record(
+      method: method, path: path, status: response.status.code, bytes: bytes,
+      durationNanoseconds: elapsed, client: client)
+  }
+
+  /// Answers a request that cannot be parsed or finished, and closes after the answer.
+  private mutating func failRequest(_ status: Status, _ message: String, context: inout ConnectionContext) {
+    closeAfterWrite = true
+    state = .awaitingRequest
+    emit(
+      .text(status, message), cacheClass: .private, headOnly: false, connection: .close, method: nil, path: nil,
+      started: clock.now(), context: &context)
+  }
+
+  /// The plain-language message for each refusal: what was wrong, never what was received.
+  static func message(for error: HTTPParseError) -> String {
+    let detail: String =
+      switch error {
+      case .bareLineFeed: "a line ended in a bare LF; HTTP/1.1 lines end in CRLF"
+      case .bareCarriageReturn: "a bare CR appeared outside a line ending"
+      case .invalidRequestLine: "the request line is not 'METHOD target HTTP/1.1'"
+      case .invalidMethod: "the method is not a valid token"
+      case .invalidTarget: "the request target is not a valid path"
+      case .invalidVersion: "the HTTP version is malformed"
+      case .unsupportedVersion: "only HTTP/1.0 and HTTP/1.1 are served here"
+      case .targetTooLong: "the request target is too long"
+      case .headerSectionTooLarge: "the header fields are too large"
+      case .tooManyHeaderFields: "there are too many header fields"
+      case .invalidFieldName: "a header field name is invalid"
+      case .whitespaceBeforeColon: "a header field name is followed by whitespace before its colon"
+      case .obsoleteLineFolding: "a header field is folded over several lines"
+      case .invalidFieldValue: "a header field value contains a control character"
+      case .missingHost: "an HTTP/1.1 request needs a Host header field"
+      case .duplicateHost: "the Host header field appears more than once"
+      case .invalidHost: "the Host header field is invalid"
+      case .invalidContentLength: "the Content-Length header field is invalid"
+      case .duplicateContentLength: "the Content-Length header field appears more than once"
+      case .contentLengthWithTransferEncoding: "Content-Length and Transfer-Encoding cannot both be sent"
+      case .transferEncodingInHTTP10: "Transfer-Encoding is not allowed in an HTTP/1.0 request"
+      case .chunkedNotFinal: "chunked must be the final transfer coding, applied once"
+      case .unsupportedTransferCoding: "only the chunked transfer coding is supported"
+      case .invalidChunkSize: "a chunk size is invalid"
+      case .invalidChunkExtension: "a chunk extension is invalid"
+      case .invalidChunkTerminator: "chunk data is not followed by CRLF"
+      case .bodyTooLarge: "the request body is too large"
+      case .unsupportedExpectation: "only the 100-continue expectation is supported"
+      }
+    return "\(error.status.reason): \(detail).\n"
+  }
+}
+
+extension HTTP1Parser {
+  /// Whether the head is done and the body is being read.
+  var isReadingBody: Bool { hasHead }
+}

@@ -1,0 +1,34 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The `Date` header line, formatted once per second (RFC 9110 §5.6.7 IMF-fixdate).
+struct HTTPDate {
+  private(set) var line: [UInt8] = []
+  private var second: Int = -1
+
+  /// Brings the line up to date with the wall clock; cheap when the second has not changed.
+  mutating func refresh() {
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    update(epochSeconds: now.tv_sec)
+  }
+
+  /// Sets the line for `epochSeconds` (tests use fixed values).
+  mutating func update(epochSeconds: Int) {
+    guard epochSeconds != second else { return }
+    second = epochSeconds
+    line = Array("Date: \(Self.format(epochSeconds))\r\n".utf8)
+  }
+
+  static func format(_ epochSeconds: Int) -> String {
+    var t = time_t(epochSeconds)
+    var parts = tm()
+    gmtime_r(&t, &parts)
+    let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+    let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+    func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
+    return "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) "
+      + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
+  }
+}

@@ -1,0 +1,196 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// What a response says about the connection (RFC 9112 §9.3).
+enum ConnectionHeader {
+  /// HTTP/1.1 keeping the connection: nothing to say.
+  case none
+  /// `Connection: close`: this is the last response.
+  case close
+  /// `Connection: keep-alive`: an HTTP/1.0 client asked to keep the connection.
+  case keepAlive
+}
+
+/// Bytes waiting to be written to one connection, as the segments of one `writev`.
+///
+/// Small pieces are copied into one growing array; large shared bodies are referenced, never
+/// copied. Owned by one connection on one loop thread.
+struct OutputQueue {
+  enum Segment {
+    case inline(start: Int, end: Int)
+    case shared(SharedBytes, start: Int, end: Int)
+  }
+
+  /// Shared bodies up to this size are copied instead of referenced (one iovec instead of two).
+  static let copyThreshold = 2048
+  /// The most segments one writev call takes.
+  static let maxSegmentsPerWrite = 64
+
+  private(set) var bytes: [UInt8] = []
+  private var segments: [Segment] = []
+  private var first = 0
+  /// Bytes not yet written.
+  private(set) var pending = 0
+
+  /// Whether everything has been written.
+  var isEmpty: Bool { pending == 0 }
+
+  mutating func append<S: Sequence<UInt8>>(_ piece: S) {
+    let start = bytes.count
+    bytes.append(contentsOf: piece)
+    extendInline(from: start)
+  }
+
+  mutating func append(_ piece: UnsafeRawBufferPointer) {
+    let start = bytes.count
+    bytes.append(contentsOf: piece)
+    extendInline(from: start)
+  }
+
+  private mutating func extendInline(from start: Int) {
+    let end = bytes.count
+    guard end > start else { return }
+    pending += end - start
+    if segments.count > first, case .inline(let s, let e) = segments[segments.count - 1], e == start {
+      segments[segments.count - 1] = .inline(start: s, end: end)
+    } else {
+      segments.append(.inline(start: start, end: end))
+    }
+  }
+
+  mutating func append(_ shared: SharedBytes) {
+    guard shared.count > 0 else { return }
+    if shared.count <= Self.copyThreshold {
+      append(shared.buffer)
+    } else {
+      segments.append(.shared(shared, start: 0, end: shared.count))
+      pending += shared.count
+    }
+  }
+
+  /// Drops the first `written` bytes after a write.
+  mutating func consume(_ written: Int) {
+    var left = written
+    pending -= written
+    while left > 0 && first < segments.count {
+      switch segments[first] {
+      case .inline(let s, let e):
+        if e - s <= left {
+          left -= e - s
+          first += 1
+        } else {
+          segments[first] = .inline(start: s + left, end: e)
+          left = 0
+        }
+      case .shared(let shared, let s, let e):
+        if e - s <= left {
+          left -= e - s
+          first += 1
+        } else {
+          segments[first] = .shared(shared, start: s + left, end: e)
+          left = 0
+        }
+      }
+    }
+    if first == segments.count {
+      segments.removeAll(keepingCapacity: true)
+      first = 0
+      bytes.removeAll(keepingCapacity: bytes.capacity <= 65536)
+    }
+  }
+
+  /// Calls `body` with up to `maxSegmentsPerWrite` iovecs covering the pending bytes in order.
+  func withIOVecs<R>(_ body: (UnsafeBufferPointer<iovec>) -> R) -> R {
+    let n = min(segments.count - first, Self.maxSegmentsPerWrite)
+    return bytes.withUnsafeBytes { inline in
+      withUnsafeTemporaryAllocation(of: iovec.self, capacity: max(n, 1)) { vectors in
+        for k in 0..<n {
+          switch segments[first + k] {
+          case .inline(let s, let e):
+            vectors[k] = iovec(iov_base: UnsafeMutableRawPointer(mutating: inline.baseAddress! + s), iov_len: e - s)
+          case .shared(let shared, let s, let e):
+            vectors[k] = iovec(iov_base: UnsafeMutableRawPointer(mutating: shared.base + s), iov_len: e - s)
+          }
+        }
+        return body(UnsafeBufferPointer(rebasing: vectors[0..<n]))
+      }
+    }
+  }
+
+  /// The pending bytes as one array (tests and diagnostics).
+  var contents: [UInt8] {
+    var out: [UInt8] = []
+    for segment in segments[first...] {
+      switch segment {
+      case .inline(let s, let e): out += bytes[s..<e]
+      case .shared(let shared, let s, let e): out += shared.buffer[s..<e]
+      }
+    }
+    return out
+  }
+
+  // MARK: encoding
+
+  /// Appends `response` as a route of `cacheClass` answers it; returns the bytes it occupies.
+  @discardableResult
+  mutating func append(
+    _ response: Response, cacheClass: CacheClass, headOnly: Bool, connection: ConnectionHeader, date: [UInt8]
+  ) -> Int {
+    let before = pending
+    if let prebuilt = response.prebuilt {
+      assert(prebuilt.cacheClass == cacheClass, "a prebuilt response is served by a route of its own class")
+      append(prebuilt.head)
+    } else {
+      var head: [UInt8] = []
+      Self.appendHeadLines(
+        of: response, cacheClass: cacheClass.applied(to: response.status), contentLength: response.body.count,
+        to: &head)
+      append(head)
+    }
+    append(date)
+    switch connection {
+    case .none: break
+    case .close: append("Connection: close\r\n".utf8)
+    case .keepAlive: append("Connection: keep-alive\r\n".utf8)
+    }
+    append("\r\n".utf8)
+    if !headOnly && !response.status.forbidsContent {
+      switch response.body {
+      case .empty: break
+      case .bytes(let b): append(b)
+      case .shared(let s): append(s)
+      }
+    }
+    return pending - before
+  }
+
+  /// Status line, Cache-Control, the response's own fields and Content-Length, each with CRLF.
+  static func appendHeadLines(of response: Response, cacheClass: CacheClass, contentLength: Int, to head: inout [UInt8]) {
+    head.reserveCapacity(128)
+    head += "HTTP/1.1 ".utf8
+    appendDecimal(response.status.code, to: &head)
+    head.append(ASCII.sp)
+    head += response.status.reason.utf8
+    head += "\r\nCache-Control: ".utf8
+    head += cacheClass.cacheControl.utf8
+    head += "\r\n".utf8
+    for (name, value) in response.headers {
+      head += name.utf8
+      head += ": ".utf8
+      head += value.utf8
+      head += "\r\n".utf8
+    }
+    // RFC 9110 §8.6: no Content-Length on 1xx and 204; on 304 it would describe another response.
+    if !response.status.forbidsContent {
+      head += "Content-Length: ".utf8
+      appendDecimal(contentLength, to: &head)
+      head += "\r\n".utf8
+    }
+  }
+
+  static func appendDecimal(_ value: Int, to out: inout [UInt8]) {
+    if value >= 10 { appendDecimal(value / 10, to: &out) }
+    out.append(UInt8(48 + value % 10))
+  }
+}

@@ -1,0 +1,130 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Immutable bytes shared between threads and written without copying.
+// @unchecked Sendable: the buffer is allocated and filled in `init`, never written again,
+// and freed only in `deinit`, when no other reference (and so no reader) can exist.
+public final class SharedBytes: @unchecked Sendable {
+  let base: UnsafeRawPointer
+  /// How many bytes there are.
+  public let count: Int
+
+  /// A copy of `bytes`.
+  public init<C: Collection<UInt8>>(_ bytes: C) {
+    count = bytes.count
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Swift.max(count, 1), alignment: 16)
+    _ = buffer.initializeMemory(as: UInt8.self, from: bytes)
+    base = UnsafeRawPointer(buffer.baseAddress!)
+  }
+
+  deinit { base.deallocate() }
+
+  /// The bytes, for reading.
+  public var buffer: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
+
+  /// The bytes as an array (a copy).
+  public var array: [UInt8] { Array(buffer) }
+}
+
+/// A response from a handler. `Cache-Control`, `Date`, `Content-Length` and `Connection` are
+/// the writer's: the route's cache class and the connection decide them.
+public struct Response: Sendable {
+  /// The body of a response.
+  public enum Body: Sendable {
+    case empty
+    case bytes([UInt8])
+    case shared(SharedBytes)
+
+    var count: Int {
+      switch self {
+      case .empty: 0
+      case .bytes(let b): b.count
+      case .shared(let s): s.count
+      }
+    }
+  }
+
+  /// The status.
+  public var status: Status
+  /// Header fields other than the writer's own.
+  public private(set) var headers: [(name: String, value: String)]
+  /// The content.
+  public var body: Body
+  /// Set when the whole response was built ahead of time.
+  let prebuilt: PrebuiltResponse?
+
+  /// A response; `headers` must not contain the writer's own fields (checked).
+  public init(status: Status, headers: [(name: String, value: String)] = [], body: Body = .empty) {
+    self.status = status
+    self.headers = []
+    self.body = body
+    self.prebuilt = nil
+    for (name, value) in headers { add(name, value) }
+  }
+
+  init(prebuilt: PrebuiltResponse) {
+    status = prebuilt.status
+    headers = []
+    body = .shared(prebuilt.body)
+    self.prebuilt = prebuilt
+  }
+
+  /// A plain-text response with a short message (used for every error the engine writes).
+  public static func text(_ status: Status, _ message: String, headers: [(name: String, value: String)] = [])
+    -> Response
+  {
+    Response(
+      status: status, headers: [("Content-Type", "text/plain; charset=utf-8")] + headers,
+      body: .bytes(Array(message.utf8)))
+  }
+
+  /// Adds a header field; the writer's own fields are refused (a programming error).
+  public mutating func add(_ name: String, _ value: String) {
+    precondition(!Response.writerFields.contains(name.lowercased()), "\(name) is set by the writer")
+    precondition(
+      !name.utf8.contains { !ASCII.isToken($0) } && !value.utf8.contains { !ASCII.isFieldValue($0) },
+      "invalid header field")
+    headers.append((name, value))
+  }
+
+  /// The value of the first field named `name`.
+  public func header(_ name: String) -> String? {
+    headers.first { $0.name.lowercased() == name.lowercased() }?.value
+  }
+
+  static let writerFields: Set<String> = [
+    "cache-control", "date", "content-length", "connection", "transfer-encoding",
+  ]
+}
+
+/// A response built once, at load: the status line and every header but `Date` and
+/// `Connection` as ready bytes, and the body. Serving it is a copy of a few bytes and one write.
+public final class PrebuiltResponse: Sendable {
+  let status: Status
+  let cacheClass: CacheClass
+  /// Status line and header lines (each ending in CRLF), without Date/Connection/blank line.
+  let head: SharedBytes
+  let body: SharedBytes
+
+  /// Prebuilds `response` as a route of `cacheClass` serves it.
+  public init(_ response: Response, cacheClass: CacheClass) {
+    status = response.status
+    self.cacheClass = cacheClass
+    let bodyBytes: [UInt8] =
+      switch response.body {
+      case .empty: []
+      case .bytes(let b): b
+      case .shared(let s): s.array
+      }
+    var head: [UInt8] = []
+    OutputQueue.appendHeadLines(
+      of: response, cacheClass: cacheClass.applied(to: response.status), contentLength: bodyBytes.count,
+      to: &head)
+    self.head = SharedBytes(head)
+    self.body = SharedBytes(bodyBytes)
+  }
+
+  /// The response, to return from a handler.
+  public var response: Response { Response(prebuilt: self) }
+}

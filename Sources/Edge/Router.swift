@@ -1,0 +1,164 @@
+/// One route: method and path pattern to a handler, with the cache class and execution mode
+/// every route must declare.
+///
+/// Patterns are literal segments, `:name` segments that bind one segment, and an optional final
+/// `*` that binds the rest of the path (as parameter `*`).
+public struct Route: Sendable {
+  /// What answers the request.
+  public enum Handler: Sendable {
+    /// Computed per request.
+    case dynamic(@Sendable (Request) -> Response)
+    /// Built once at load; served as ready bytes.
+    case fixed(PrebuiltResponse)
+  }
+
+  public let method: HTTPMethod
+  public let pattern: String
+  public let cacheClass: CacheClass
+  public let execution: Execution
+  public let handler: Handler
+
+  /// A route computed per request.
+  public init(
+    _ method: HTTPMethod, _ pattern: String, cacheClass: CacheClass, execution: Execution = .inline,
+    handler: @escaping @Sendable (Request) -> Response
+  ) {
+    self.method = method
+    self.pattern = pattern
+    self.cacheClass = cacheClass
+    self.execution = execution
+    self.handler = .dynamic(handler)
+  }
+
+  /// A route that always answers with `response`, prebuilt now with the route's cache class.
+  public init(_ method: HTTPMethod, _ pattern: String, cacheClass: CacheClass, fixed response: Response) {
+    self.method = method
+    self.pattern = pattern
+    self.cacheClass = cacheClass
+    self.execution = .inline
+    self.handler = .fixed(PrebuiltResponse(response, cacheClass: cacheClass))
+  }
+
+  /// Answers `request` on the calling thread.
+  public func respond(to request: Request) -> Response {
+    switch handler {
+    case .dynamic(let body): body(request)
+    case .fixed(let prebuilt): prebuilt.response
+    }
+  }
+}
+
+/// Why a route table was refused at start.
+public enum RouterError: Error, Equatable, CustomStringConvertible {
+  case apiRouteNotPrivate(String)
+  case duplicateRoute(String)
+  case invalidPattern(String)
+
+  public var description: String {
+    switch self {
+    case .apiRouteNotPrivate(let p): "route \(p) is under /api/ and must use cache class private"
+    case .duplicateRoute(let p): "route \(p) is declared twice"
+    case .invalidPattern(let p): "route pattern \(p) must start with / and may end in a lone *"
+    }
+  }
+}
+
+/// What the router found for a method and a path.
+public enum RouteMatch: Sendable {
+  /// A route; `headOnly` when a HEAD request is answered by the GET route.
+  case found(Route, parameters: [String: String], headOnly: Bool)
+  /// The path exists but not for this method; `allow` lists the methods that do.
+  case methodNotAllowed(allow: String)
+  /// Nothing here.
+  case notFound
+}
+
+/// The route table: exact paths by dictionary, patterns in declaration order.
+public struct Router: Sendable {
+  private struct PathEntry: Sendable {
+    var routes: [Route] = []
+    var allow = ""
+  }
+
+  private struct PatternEntry: Sendable {
+    let segments: [Substring]
+    let wildcard: Bool
+    var entry: PathEntry
+  }
+
+  private var exact: [String: PathEntry] = [:]
+  private var patterns: [PatternEntry] = []
+
+  /// A router over `routes`; refuses `/api/` routes that are not `private`, duplicates and bad patterns.
+  public init(_ routes: [Route]) throws(RouterError) {
+    for route in routes {
+      let p = route.pattern
+      guard p.hasPrefix("/"), !p.dropLast().contains("*") else { throw .invalidPattern(p) }
+      if p.hasPrefix("/api/") && route.cacheClass != .private { throw .apiRouteNotPrivate(p) }
+      if !p.contains(":") && !p.hasSuffix("*") {
+        var entry = exact[p] ?? PathEntry()
+        guard !entry.routes.contains(where: { $0.method == route.method }) else { throw .duplicateRoute(p) }
+        entry.routes.append(route)
+        exact[p] = entry
+        continue
+      }
+      let wildcard = p.hasSuffix("*")
+      let segments = (wildcard ? p.dropLast() : Substring(p)).split(separator: "/", omittingEmptySubsequences: false)
+      if let i = patterns.firstIndex(where: { $0.segments == segments && $0.wildcard == wildcard }) {
+        guard !patterns[i].entry.routes.contains(where: { $0.method == route.method }) else {
+          throw .duplicateRoute(p)
+        }
+        patterns[i].entry.routes.append(route)
+      } else {
+        patterns.append(PatternEntry(segments: segments, wildcard: wildcard, entry: PathEntry(routes: [route])))
+      }
+    }
+    for key in exact.keys { exact[key]!.allow = Self.allow(exact[key]!.routes) }
+    for i in patterns.indices { patterns[i].entry.allow = Self.allow(patterns[i].entry.routes) }
+  }
+
+  private static func allow(_ routes: [Route]) -> String {
+    var methods = routes.map(\.method.rawValue)
+    if methods.contains("GET") && !methods.contains("HEAD") { methods.append("HEAD") }
+    return methods.sorted().joined(separator: ", ")
+  }
+
+  /// The route for `method` and `path` (RFC 9110 §9.3.2: HEAD is answered by GET without content).
+  public func match(_ method: HTTPMethod, _ path: String) -> RouteMatch {
+    if let entry = exact[path] { return Self.pick(method, entry, [:]) }
+    let segments = path.split(separator: "/", omittingEmptySubsequences: false)
+    for pattern in patterns {
+      if let parameters = Self.bind(pattern, segments) { return Self.pick(method, pattern.entry, parameters) }
+    }
+    return .notFound
+  }
+
+  private static func pick(_ method: HTTPMethod, _ entry: PathEntry, _ parameters: [String: String]) -> RouteMatch {
+    for route in entry.routes where route.method == method {
+      return .found(route, parameters: parameters, headOnly: false)
+    }
+    if method == .head {
+      for route in entry.routes where route.method == .get {
+        return .found(route, parameters: parameters, headOnly: true)
+      }
+    }
+    return .methodNotAllowed(allow: entry.allow)
+  }
+
+  private static func bind(_ pattern: PatternEntry, _ segments: [Substring]) -> [String: String]? {
+    let fixed = pattern.segments.count - (pattern.wildcard ? 1 : 0)
+    if pattern.wildcard ? segments.count < fixed + 1 : segments.count != fixed { return nil }
+    var parameters: [String: String] = [:]
+    for (k, want) in pattern.segments.prefix(fixed).enumerated() {
+      let have = segments[k]
+      if want.hasPrefix(":") {
+        guard !have.isEmpty else { return nil }
+        parameters[String(want.dropFirst())] = String(have)
+      } else if want != have {
+        return nil
+      }
+    }
+    if pattern.wildcard { parameters["*"] = segments[fixed...].joined(separator: "/") }
+    return parameters
+  }
+}

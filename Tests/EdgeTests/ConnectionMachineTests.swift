@@ -1,0 +1,366 @@
+import Foundation
+import Testing
+
+@testable import Edge
+
+/// A machine over a manual clock and a small router, with helpers to feed it.
+struct Harness {
+  let clock = ManualClock()
+  var machine: ConnectionMachine<ManualClock>
+  var context: ConnectionContext
+
+  init(limits: Limits = Harness.limits) {
+    let router = try! Router([
+      Route(.get, "/hello", cacheClass: .revalidate, fixed: .text(.ok, "hello\n")),
+      Route(.get, "/echo", cacheClass: .private) { r in .text(.ok, "echo \(r.query ?? "")") },
+      Route(.post, "/echo", cacheClass: .private) { r in .text(.ok, String(decoding: r.body, as: UTF8.self)) },
+      Route(.get, "/slow", cacheClass: .private, execution: .pooled) { _ in .text(.ok, "slow") },
+    ])
+    machine = ConnectionMachine(clock: clock, limits: limits, client: "127.0.0.1:5000")
+    context = ConnectionContext(router: router, log: AccessLog(enabled: true))
+    context.date.update(epochSeconds: 0)
+  }
+
+  static var limits: Limits {
+    var l = Limits()
+    l.headTimeout = .seconds(10)
+    l.bodyTimeout = .seconds(5)
+    l.idleTimeout = .seconds(60)
+    l.writeTimeout = .seconds(30)
+    l.lingerTimeout = .seconds(2)
+    return l
+  }
+
+  @discardableResult
+  mutating func send(_ text: String) -> ConnectionMachine<ManualClock>.Step {
+    let bytes = Array(text.utf8)
+    return bytes.withUnsafeBytes { machine.received($0, context: &context) }
+  }
+
+  /// Everything queued, as text; then marks it written.
+  mutating func drainOutput() -> (text: String, step: ConnectionMachine<ManualClock>.Step) {
+    let text = String(decoding: machine.output.contents, as: UTF8.self)
+    let step = machine.wrote(machine.output.pending)
+    return (text, step)
+  }
+
+  mutating func timeout(after duration: Duration) -> ConnectionMachine<ManualClock>.Step {
+    clock.advance(by: duration)
+    return machine.deadlinePassed(context: &context)
+  }
+}
+
+@Suite("Connection state machine")
+struct ConnectionMachineTests {
+  @Test("a GET gets its response with the route's cache class and the writer's fields")
+  func simpleGet() {
+    var h = Harness()
+    h.send("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n")
+    let out = h.drainOutput().text
+    #expect(
+      out == "HTTP/1.1 200 OK\r\nCache-Control: no-cache\r\nContent-Type: text/plain; charset=utf-8\r\n"
+        + "Content-Length: 6\r\nDate: Thu, 01 Jan 1970 00:00:00 GMT\r\n\r\nhello\n")
+  }
+
+  @Test("three pipelined requests in one read are answered in order")
+  func pipelined() {
+    var h = Harness()
+    h.send(
+      "GET /echo?1 HTTP/1.1\r\nHost: a\r\n\r\nGET /echo?2 HTTP/1.1\r\nHost: a\r\n\r\nGET /echo?3 HTTP/1.1\r\nHost: a\r\n\r\n")
+    let out = h.drainOutput().text
+    let bodies = out.components(separatedBy: "\r\n\r\n").dropFirst().map { $0.prefix(6) }
+    #expect(bodies == ["echo 1", "echo 2", "echo 3"])
+  }
+
+  @Test("a pooled request holds later pipelined requests until its answer is written first")
+  func pooledKeepsOrder() {
+    var h = Harness()
+    let step = h.send("GET /slow HTTP/1.1\r\nHost: a\r\n\r\nGET /echo?after HTTP/1.1\r\nHost: a\r\n\r\n")
+    #expect(step.dispatch?.request.path == "/slow")
+    #expect(h.machine.state == .handling)
+    #expect(h.machine.output.isEmpty)
+    #expect(!h.machine.wantsInput)
+    #expect(h.machine.deadline == .never)
+    let next = h.machine.handlerFinished(.text(.ok, "slow"), context: &h.context)
+    #expect(next.dispatch == nil)
+    let out = h.drainOutput().text
+    let slow = out.range(of: "\r\n\r\nslow")!.lowerBound
+    let after = out.range(of: "echo after")!.lowerBound
+    #expect(slow < after)
+  }
+
+  @Test("HEAD is answered by GET without content but with its Content-Length")
+  func head() {
+    var h = Harness()
+    h.send("HEAD /hello HTTP/1.1\r\nHost: a\r\n\r\n")
+    let out = h.drainOutput().text
+    #expect(out.hasPrefix("HTTP/1.1 200 OK\r\n"))
+    #expect(out.contains("Content-Length: 6\r\n"))
+    #expect(out.hasSuffix("\r\n\r\n"))
+  }
+
+  @Test("unknown path is 404 no-store; wrong method is 405 with Allow")
+  func notFoundAndNotAllowed() {
+    var h = Harness()
+    h.send("GET /nope HTTP/1.1\r\nHost: a\r\n\r\nDELETE /echo HTTP/1.1\r\nHost: a\r\n\r\n")
+    let out = h.drainOutput().text
+    #expect(out.hasPrefix("HTTP/1.1 404 Not Found\r\nCache-Control: no-store\r\n"))
+    #expect(out.contains("HTTP/1.1 405 Method Not Allowed\r\nCache-Control: no-store\r\n"))
+    #expect(out.contains("Allow: GET, HEAD, POST\r\n"))
+  }
+
+  @Test("Connection: close answers with close, shuts the write side, then closes on EOF")
+  func connectionClose() {
+    var h = Harness()
+    h.send("GET /hello HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\nGET /hello HTTP/1.1\r\nHost: a\r\n\r\n")
+    let (out, step) = h.drainOutput()
+    #expect(out.contains("Connection: close\r\n"))
+    #expect(out.components(separatedBy: "HTTP/1.1 200").count == 2, "the second request is not answered")
+    #expect(step.close == .shutdownWrite)
+    #expect(h.machine.state == .lingering)
+    #expect(h.machine.inputEnded().close == .now)
+  }
+
+  @Test("a lingering connection is closed at the linger deadline")
+  func lingerDeadline() {
+    var h = Harness()
+    h.send("GET /hello HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+    _ = h.drainOutput()
+    #expect(h.timeout(after: .seconds(1)).close == .none)
+    #expect(h.timeout(after: .seconds(1)).close == .now)
+  }
+
+  @Test("HTTP/1.0 keep-alive is confirmed; plain 1.0 closes")
+  func http10() {
+    var h = Harness()
+    h.send("GET /hello HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+    let (out, step) = h.drainOutput()
+    #expect(out.contains("Connection: keep-alive\r\n"))
+    #expect(step.close == .none)
+    h.send("GET /hello HTTP/1.0\r\n\r\n")
+    let (out2, step2) = h.drainOutput()
+    #expect(out2.contains("Connection: close\r\n"))
+    #expect(step2.close == .shutdownWrite)
+  }
+
+  @Test("Expect: 100-continue gets an interim response before the body is read")
+  func hundredContinue() {
+    var h = Harness()
+    h.send("POST /echo HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n")
+    #expect(h.drainOutput().text == "HTTP/1.1 100 Continue\r\n\r\n")
+    #expect(h.machine.state == .readingBody)
+    h.send("ping")
+    let out = h.drainOutput().text
+    #expect(out.hasPrefix("HTTP/1.1 200 OK\r\n"))
+    #expect(out.hasSuffix("ping"))
+  }
+
+  @Test("a request split across many reads is answered once complete")
+  func splitRequest() {
+    var h = Harness()
+    for c in "POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc" { h.send(String(c)) }
+    #expect(h.drainOutput().text.hasSuffix("\r\n\r\nabc"))
+  }
+
+  @Test("a parse error gets its status, a plain message and Connection: close")
+  func parseError() {
+    var h = Harness()
+    h.send("GET / HTTP/1.1\nHost: a\r\n\r\n")
+    let (out, step) = h.drainOutput()
+    #expect(out.hasPrefix("HTTP/1.1 400 Bad Request\r\nCache-Control: no-store\r\n"))
+    #expect(out.contains("Connection: close\r\n"))
+    #expect(out.hasSuffix("Bad Request: a line ended in a bare LF; HTTP/1.1 lines end in CRLF.\n"))
+    #expect(step.close == .shutdownWrite)
+  }
+
+  @Test("a silent new connection is closed at the head deadline")
+  func silentConnection() {
+    var h = Harness()
+    #expect(h.timeout(after: .seconds(9)).close == .none)
+    #expect(h.timeout(after: .seconds(1)).close == .now)
+  }
+
+  @Test("a slow head is cut at its deadline however it trickles (slowloris)")
+  func slowHead() {
+    var h = Harness()
+    h.send("GET / HTTP/1.1\r\n")
+    for _ in 0..<9 {
+      #expect(h.timeout(after: .seconds(1)).close == .none)
+      h.send("X-a: b\r\n")  // progress does not extend the head deadline
+    }
+    _ = h.timeout(after: .seconds(1))
+    let (out, step) = h.drainOutput()
+    #expect(out.hasPrefix("HTTP/1.1 408 Request Timeout\r\n"))
+    #expect(step.close == .shutdownWrite)
+  }
+
+  @Test("a body is allowed its progress timeout between reads, then cut")
+  func slowBody() {
+    var h = Harness()
+    h.send("POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\n\r\n")
+    for _ in 0..<5 {
+      #expect(h.timeout(after: .seconds(4)).close == .none)
+      h.send("x")
+    }
+    _ = h.timeout(after: .seconds(5))
+    #expect(h.drainOutput().text.hasPrefix("HTTP/1.1 408 Request Timeout\r\n"))
+  }
+
+  @Test("a kept-alive connection is closed after the idle timeout")
+  func idle() {
+    var h = Harness()
+    h.send("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n")
+    _ = h.drainOutput()
+    #expect(h.timeout(after: .seconds(59)).close == .none)
+    #expect(h.timeout(after: .seconds(1)).close == .now)
+  }
+
+  @Test("a client that does not read is closed at the write deadline; progress extends it")
+  func writeDeadline() {
+    var h = Harness()
+    h.send("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n")
+    #expect(h.timeout(after: .seconds(29)).close == .none)
+    _ = h.machine.wrote(1)  // some progress
+    #expect(h.timeout(after: .seconds(29)).close == .none)
+    #expect(h.timeout(after: .seconds(1)).close == .now)
+  }
+
+  @Test("draining closes an idle connection at once and ends an active one after its answer")
+  func drain() {
+    var idle = Harness()
+    #expect(idle.machine.drain().close == .now)
+
+    var busy = Harness()
+    busy.send("GET /slow HTTP/1.1\r\nHost: a\r\n\r\n")
+    #expect(busy.machine.drain().close == .none)
+    _ = busy.machine.handlerFinished(.text(.ok, "slow"), context: &busy.context)
+    let (out, step) = busy.drainOutput()
+    #expect(out.contains("Connection: close\r\n"))
+    #expect(step.close == .shutdownWrite)
+  }
+
+  @Test("end of input after complete requests: answer them, then close")
+  func halfClose() {
+    var h = Harness()
+    h.send("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n")
+    #expect(h.machine.inputEnded().close == .none)
+    let (out, step) = h.drainOutput()
+    #expect(out.hasPrefix("HTTP/1.1 200 OK"))
+    #expect(step.close == .now)
+  }
+
+  @Test("end of input inside a request closes at once")
+  func truncated() {
+    var h = Harness()
+    h.send("GET /hello HTTP/1.1\r\nHo")
+    #expect(h.machine.inputEnded().close == .now)
+  }
+
+  @Test("the access log has the path without its query, and nothing from headers")
+  func accessLog() {
+    var h = Harness()
+    h.send("GET /echo?code=secret HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer secret\r\n\r\n")
+    let line = h.context.log.text
+    #expect(line.contains(#""method":"GET","path":"/echo","status":200"#))
+    #expect(line.contains(#""client":"127.0.0.1:5000""#))
+    #expect(!line.contains("secret"))
+  }
+}
+
+@Suite("Router")
+struct RouterTests {
+  let ok: @Sendable (Request) -> Response = { _ in .text(.ok, "") }
+
+  @Test("exact, parameter and wildcard routes bind what they should")
+  func matching() throws {
+    let router = try Router([
+      Route(.get, "/a", cacheClass: .revalidate, handler: ok),
+      Route(.get, "/schools/:id/members/:member", cacheClass: .private, handler: ok),
+      Route(.get, "/qr/*", cacheClass: .private, handler: ok),
+    ])
+    let table: [(String, [String: String]?)] = [
+      ("/a", [:]),
+      ("/a/", nil),
+      ("/schools/sch_1/members/acc_2", ["id": "sch_1", "member": "acc_2"]),
+      ("/schools//members/x", nil),
+      ("/schools/1/members", nil),
+      ("/qr/abc/def", ["*": "abc/def"]),
+      ("/qr/", ["*": ""]),
+      ("/qr", nil),
+      ("/b", nil),
+    ]
+    for (path, expected) in table {
+      switch router.match(.get, path) {
+      case .found(_, let parameters, _): #expect(parameters == expected, "\(path)")
+      default: #expect(expected == nil, "\(path)")
+      }
+    }
+  }
+
+  @Test("HEAD falls back to GET; other methods get 405 with Allow")
+  func methods() throws {
+    let router = try Router([
+      Route(.get, "/x", cacheClass: .private, handler: ok), Route(.post, "/x", cacheClass: .private, handler: ok),
+    ])
+    guard case .found(let route, _, let headOnly) = router.match(.head, "/x") else {
+      Issue.record("HEAD not routed")
+      return
+    }
+    #expect(route.method == .get && headOnly)
+    guard case .methodNotAllowed(let allow) = router.match(.put, "/x") else {
+      Issue.record("PUT not refused")
+      return
+    }
+    #expect(allow == "GET, HEAD, POST")
+  }
+
+  @Test("an /api/ route must be private; duplicates and bad patterns are refused")
+  func validation() {
+    #expect(throws: RouterError.apiRouteNotPrivate("/api/x")) {
+      try Router([Route(.get, "/api/x", cacheClass: .revalidate, handler: ok)])
+    }
+    #expect(throws: RouterError.duplicateRoute("/x")) {
+      try Router([
+        Route(.get, "/x", cacheClass: .private, handler: ok), Route(.get, "/x", cacheClass: .private, handler: ok),
+      ])
+    }
+    #expect(throws: RouterError.invalidPattern("x")) {
+      try Router([Route(.get, "x", cacheClass: .private, handler: ok)])
+    }
+    #expect(throws: RouterError.invalidPattern("/a*/b")) {
+      try Router([Route(.get, "/a*/b", cacheClass: .private, handler: ok)])
+    }
+  }
+
+  @Test("errors are no-store whatever the route's class")
+  func errorsAreNoStore() {
+    #expect(CacheClass.immutable.applied(to: .notFound) == .private)
+    #expect(CacheClass.immutable.applied(to: .ok) == .immutable)
+    #expect(CacheClass.linkFile(maxAge: 3600).cacheControl == "public, max-age=3600")
+  }
+}
+
+@Suite("Output queue")
+struct OutputQueueTests {
+  @Test("partial writes resume exactly where they stopped, across inline and shared segments")
+  func partialWrites() {
+    var q = OutputQueue()
+    let big = SharedBytes(Array(repeating: UInt8(ascii: "b"), count: 5000))
+    q.append("head".utf8)
+    q.append(big)
+    q.append("tail".utf8)
+    let expected = Array("head".utf8) + big.array + Array("tail".utf8)
+    var written: [UInt8] = []
+    while !q.isEmpty {
+      let chunk = Array(q.contents.prefix(777))
+      written += chunk
+      q.consume(chunk.count)
+    }
+    #expect(written == expected)
+  }
+
+  @Test("the Date line is IMF-fixdate")
+  func date() {
+    #expect(HTTPDate.format(784_111_777) == "Sun, 06 Nov 1994 08:49:37 GMT")
+  }
+}
