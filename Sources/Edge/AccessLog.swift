@@ -15,6 +15,8 @@ public struct AccessLog: Sendable {
   private(set) var buffer: [UInt8] = []
   private var timeLine: [UInt8] = []
   private var timeSecond = -1
+  /// The second in which the oldest buffered line was recorded.
+  private var oldestSecond = -1
 
   /// A log that records when `enabled`.
   public init(enabled: Bool) {
@@ -27,24 +29,32 @@ public struct AccessLog: Sendable {
   ) {
     guard enabled else { return }
     refreshTime()
-    buffer += #"{"time":""#.utf8
+    if buffer.isEmpty { oldestSecond = timeSecond }
+    buffer.append(static: #"{"time":""#)
     buffer += timeLine
-    buffer += #"","method":""#.utf8
-    buffer += (method?.rawValue ?? "-").utf8
-    buffer += #"","path":""#.utf8
-    for b in (path ?? "-").utf8 {
-      if b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") { buffer.append(UInt8(ascii: "\\")) }
-      buffer.append(b)
+    buffer.append(static: #"","method":""#)
+    if let method { buffer.append(utf8: method.rawValue) } else { buffer.append(static: "-") }
+    buffer.append(static: #"","path":""#)
+    if var path {
+      // The parser admits only visible ASCII in a target: quote and backslash need escaping.
+      path.withUTF8 { bytes in
+        for b in bytes {
+          if b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") { buffer.append(UInt8(ascii: "\\")) }
+          buffer.append(b)
+        }
+      }
+    } else {
+      buffer.append(static: "-")
     }
-    buffer += #"","status":"#.utf8
+    buffer.append(static: #"","status":"#)
     OutputQueue.appendDecimal(status, to: &buffer)
-    buffer += #","bytes":"#.utf8
+    buffer.append(static: #","bytes":"#)
     OutputQueue.appendDecimal(bytes, to: &buffer)
-    buffer += #","duration_us":"#.utf8
+    buffer.append(static: #","duration_us":"#)
     OutputQueue.appendDecimal(Int(durationNanoseconds / 1000), to: &buffer)
-    buffer += #","client":""#.utf8
-    buffer += client.utf8
-    buffer += "\"}\n".utf8
+    buffer.append(static: #","client":""#)
+    buffer.append(utf8: client)
+    buffer.append(static: "\"}\n")
   }
 
   private mutating func refreshTime() {
@@ -61,8 +71,21 @@ public struct AccessLog: Sendable {
         .utf8)
   }
 
+  /// Whether nothing is buffered.
+  var isEmpty: Bool { buffer.isEmpty }
+
   /// The recorded lines as text (tests).
   public var text: String { String(decoding: buffer, as: UTF8.self) }
+
+  /// Bytes buffered before a write is forced.
+  static let flushBytes = 32768
+
+  /// Writes the lines if 32 KiB are buffered or the oldest is a second old (like nginx's
+  /// `buffer=… flush=1s`), so that a busy loop writes the log in large pieces.
+  mutating func flushIfDue(nowSecond: Int) {
+    guard !buffer.isEmpty else { return }
+    if buffer.count >= Self.flushBytes || nowSecond != oldestSecond { flush() }
+  }
 
   /// Writes the buffered lines to standard output and empties the buffer.
   mutating func flush() {

@@ -98,7 +98,7 @@ struct ConnectionMachine<Clock: EdgeClock> {
     if input.isEmpty {
       return process(bytes, context: &context)
     }
-    input.append(contentsOf: bytes)
+    input.append(contentsOf: bytes.bytes(0..<bytes.count))
     let buffered = input
     return buffered.withUnsafeBytes { process($0, context: &context) }
   }
@@ -111,7 +111,7 @@ struct ConnectionMachine<Clock: EdgeClock> {
     readDeadline = clock.now().adding(limits.idleTimeout)
     emit(
       response, cacheClass: inFlight.cacheClass, headOnly: inFlight.headOnly, connection: inFlight.connection,
-      method: inFlight.method, path: inFlight.path, started: inFlight.started, context: &context)
+      method: inFlight.method, path: inFlight.path, started: inFlight.started, inline: false, context: &context)
     let buffered = input
     return buffered.withUnsafeBytes { process($0, context: &context) }
   }
@@ -225,7 +225,7 @@ struct ConnectionMachine<Clock: EdgeClock> {
     if offset == buffer.count {
       input.removeAll(keepingCapacity: input.capacity <= 16384)
     } else if offset > 0 || input.isEmpty {
-      input = Array(buffer[offset...])
+      input = Array(buffer.bytes(offset..<buffer.count))
     }
     return step
   }
@@ -269,7 +269,7 @@ struct ConnectionMachine<Clock: EdgeClock> {
 
   private mutating func emit(
     _ response: Response, cacheClass: CacheClass, headOnly: Bool, connection: ConnectionHeader,
-    method: HTTPMethod?, path: String?, started: Instant, context: inout ConnectionContext
+    method: HTTPMethod?, path: String?, started: Instant, inline: Bool = true, context: inout ConnectionContext
   ) {
     var connection = connection
     if draining && connection != .close {
@@ -280,8 +280,10 @@ struct ConnectionMachine<Clock: EdgeClock> {
     let wasEmpty = output.isEmpty
     let bytes = output.append(
       response, cacheClass: cacheClass, headOnly: headOnly, connection: connection, date: context.date.line)
-    if wasEmpty { writeDeadline = clock.now().adding(limits.writeTimeout) }
-    let elapsed = clock.now().nanoseconds &- started.nanoseconds
+    // Inline answers take the instant of their request; pooled ones read the clock once.
+    let now = inline ? started : clock.now()
+    if wasEmpty { writeDeadline = now.adding(limits.writeTimeout) }
+    let elapsed = now.nanoseconds &- started.nanoseconds
     context.log.record(
       method: method, path: path, status: response.status.code, bytes: bytes,
       durationNanoseconds: elapsed, client: client)

@@ -84,12 +84,12 @@ public struct HTTP1Parser: Sendable {
         if let result = try line(buffer, start, end) { return result }
       case .fixedBody(let length):
         guard count - headEnd >= length else { return .needMore }
-        body = Array(buffer[headEnd..<(headEnd + length)])
+        body = Array(buffer.bytes(headEnd..<(headEnd + length)))
         return finish(buffer, consumed: headEnd + length)
       case .chunkData(let remaining):
         let take = min(count - lineStart, remaining)
         if take > 0 {
-          body.append(contentsOf: buffer[lineStart..<(lineStart + take)])
+          body.append(contentsOf: buffer.bytes(lineStart..<(lineStart + take)))
           lineStart += take
         }
         if take < remaining {
@@ -391,13 +391,7 @@ public struct HTTP1Parser: Sendable {
 
   /// Host = uri-host [ ":" port ] (RFC 9110 §7.2): reg-name, IP literal and port characters only.
   private static func checkHost(_ buffer: UnsafeRawBufferPointer, _ start: Int, _ end: Int) throws(HTTPParseError) {
-    for i in start..<end {
-      let b = buffer[i]
-      let allowed =
-        (b &- 48 < 10) || (ASCII.lower(b) &- 97 < 26)
-        || "-._~!$&'()*+,;=%:[]".utf8.contains(b)
-      guard allowed else { throw .invalidHost }
-    }
+    for i in start..<end where !ASCII.isHostCharacter(buffer[i]) { throw .invalidHost }
   }
 
   /// Lower-cased, trimmed, non-empty elements of a comma-separated list (RFC 9110 §5.6.1).
@@ -490,7 +484,7 @@ public struct HTTP1Parser: Sendable {
   // MARK: completion
 
   private mutating func finish(_ buffer: UnsafeRawBufferPointer, consumed: Int) -> ParseResult {
-    let head = Array(buffer[0..<headEnd])
+    let head = Array(buffer.bytes(0..<headEnd))
     var trailers = HTTPFields.empty
     if !trailerFields.isEmpty {
       let base = Int32(trailersStart)
@@ -499,7 +493,7 @@ public struct HTTP1Parser: Sendable {
           nameStart: $0.nameStart - base, nameEnd: $0.nameEnd - base, valueStart: $0.valueStart - base,
           valueEnd: $0.valueEnd - base)
       }
-      trailers = HTTPFields(bytes: Array(buffer[trailersStart..<consumed]), fields: rebased)
+      trailers = HTTPFields(bytes: Array(buffer.bytes(trailersStart..<consumed)), fields: rebased)
     }
     let target = buffer[targetStart..<targetEnd]
     let split = Request.splitTarget(target)
@@ -507,8 +501,19 @@ public struct HTTP1Parser: Sendable {
       method: method, version: version, target: String(decoding: target, as: UTF8.self),
       path: split.path, query: split.query, headers: HTTPFields(bytes: head, fields: fields), body: body,
       trailers: trailers, keepAlive: keepAlive, expectsContinue: expectsContinue)
-    self = HTTP1Parser(limits: limits)
+    reset()
     return .complete(request, consumed: consumed)
+  }
+
+  private mutating func reset() {
+    phase = .requestLine
+    lineStart = 0
+    scanned = 0
+    fields = []
+    if !trailerFields.isEmpty { trailerFields = [] }
+    if !body.isEmpty { body = [] }
+    keepAlive = true
+    expectsContinue = false
   }
 
   @inline(__always) private static func findLineFeed(_ buffer: UnsafeRawBufferPointer, from: Int) -> Int? {

@@ -5,12 +5,13 @@
 /// The `Date` header line, formatted once per second (RFC 9110 §5.6.7 IMF-fixdate).
 struct HTTPDate {
   private(set) var line: [UInt8] = []
-  private var second: Int = -1
+  /// The wall-clock second the line shows.
+  private(set) var second: Int = -1
 
   /// Brings the line up to date with the wall clock; cheap when the second has not changed.
   mutating func refresh() {
     var now = timespec()
-    clock_gettime(CLOCK_REALTIME, &now)
+    clock_gettime(CLOCK_REALTIME_COARSE, &now)
     update(epochSeconds: now.tv_sec)
   }
 

@@ -79,16 +79,19 @@ enum ASCII {
   static let colon: UInt8 = 58
 
   /// tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA
-  static let tchar: [Bool] = (0..<256).map { b in
-    switch UInt8(b) {
-    case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-      UInt8(ascii: "A")...UInt8(ascii: "Z"):
-      true
-    default: "!#$%&'*+-.^_`|~".utf8.contains(UInt8(b))
-    }
+  /// (RFC 9110 §5.6.2), as a 128-bit mask in two literals (no lazily initialised global table).
+  @inline(__always) static func isToken(_ b: UInt8) -> Bool {
+    inMask(b, low: 0x03FF_6CFA_0000_0000, high: 0x57FF_FFFF_C7FF_FFFE)
   }
 
-  @inline(__always) static func isToken(_ b: UInt8) -> Bool { tchar[Int(b)] }
+  /// Characters of uri-host [ ":" port ] (RFC 3986 §3.2.2): unreserved, sub-delims, "%", ":", "[", "]".
+  @inline(__always) static func isHostCharacter(_ b: UInt8) -> Bool {
+    inMask(b, low: 0x2FFF_7FF2_0000_0000, high: 0x47FF_FFFE_AFFF_FFFE)
+  }
+
+  @inline(__always) private static func inMask(_ b: UInt8, low: UInt64, high: UInt64) -> Bool {
+    b < 64 ? (low >> UInt64(b)) & 1 == 1 : b < 128 ? (high >> UInt64(b - 64)) & 1 == 1 : false
+  }
 
   /// field-vchar / SP / HTAB: VCHAR and obs-text; never NUL, CR, LF or another control.
   @inline(__always) static func isFieldValue(_ b: UInt8) -> Bool {

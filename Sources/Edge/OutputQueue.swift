@@ -42,9 +42,15 @@ struct OutputQueue {
     extendInline(from: start)
   }
 
+  mutating func append(static piece: StaticString) {
+    let start = bytes.count
+    bytes.append(static: piece)
+    extendInline(from: start)
+  }
+
   mutating func append(_ piece: UnsafeRawBufferPointer) {
     let start = bytes.count
-    bytes.append(contentsOf: piece)
+    bytes.append(contentsOf: piece.assumingMemoryBound(to: UInt8.self))
     extendInline(from: start)
   }
 
@@ -151,10 +157,10 @@ struct OutputQueue {
     append(date)
     switch connection {
     case .none: break
-    case .close: append("Connection: close\r\n".utf8)
-    case .keepAlive: append("Connection: keep-alive\r\n".utf8)
+    case .close: append(static: "Connection: close\r\n")
+    case .keepAlive: append(static: "Connection: keep-alive\r\n")
     }
-    append("\r\n".utf8)
+    append(static: "\r\n")
     if !headOnly && !response.status.forbidsContent {
       switch response.body {
       case .empty: break
@@ -190,7 +196,20 @@ struct OutputQueue {
   }
 
   static func appendDecimal(_ value: Int, to out: inout [UInt8]) {
-    if value >= 10 { appendDecimal(value / 10, to: &out) }
-    out.append(UInt8(48 + value % 10))
+    guard value >= 10 else {
+      out.append(UInt8(48 + value))
+      return
+    }
+    var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // room for 24 digits
+    var v = value
+    var n = 0
+    withUnsafeMutableBytes(of: &digits) { d in
+      while v > 0 {
+        n += 1
+        d[24 - n] = UInt8(48 + v % 10)
+        v /= 10
+      }
+      out.append(contentsOf: UnsafeRawBufferPointer(rebasing: d[(24 - n)...]).assumingMemoryBound(to: UInt8.self))
+    }
   }
 }

@@ -1,1 +1,42 @@
-print("band-edge")
+import Edge
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+let usage = """
+  Usage: band-edge <command> [options]
+
+  The edge server of Band Licence.
+
+  Commands:
+    serve       serve HTTP until SIGTERM (band-edge serve --help)
+    help        this text
+
+  Exit status: 0 success; 1 failure at run time; 2 usage error. Errors are one line on stderr.
+  """
+
+/// Prints one error line on stderr.
+func fail(_ message: String) {
+  var line = Array("band-edge: error: \(message)\n".utf8)
+  _ = write(2, &line, line.count)
+}
+
+var words = Array(CommandLine.arguments.dropFirst())
+let command = words.isEmpty ? "help" : words.removeFirst()
+let status: Int32
+do throws(UsageError) {
+  switch command {
+  case "serve":
+    status = try ServeCommand.run(Arguments(words))
+  case "help", "--help", "-h":
+    print(usage)
+    status = 0
+  default:
+    throw UsageError("unknown command '\(command)'; see band-edge help")
+  }
+} catch {
+  fail(error.message)
+  status = 2
+}
+exit(status)

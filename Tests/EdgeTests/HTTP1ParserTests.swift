@@ -350,3 +350,16 @@ struct HTTP1ParserTests {
     #expect(request.queryItem("z") == nil)
   }
 }
+
+@Suite("Byte classes")
+struct ByteClassTests {
+  @Test("the token and host masks match the RFC character lists")
+  func masks() {
+    let tchar = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
+    let host = Set("-._~!$&'()*+,;=%:[]0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
+    for b in 0...255 {
+      #expect(ASCII.isToken(UInt8(b)) == tchar.contains(UInt8(b)), "tchar \(b)")
+      #expect(ASCII.isHostCharacter(UInt8(b)) == host.contains(UInt8(b)), "host \(b)")
+    }
+  }
+}

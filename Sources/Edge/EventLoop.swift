@@ -1,0 +1,347 @@
+import CLinux
+#if canImport(Glibc)
+  import Glibc
+#endif
+import Synchronization
+
+/// Messages to a loop from other threads.
+enum LoopMessage: Sendable {
+  /// A pooled handler's answer for connection `fd` of `generation`.
+  case completed(fd: Int32, generation: UInt64, response: Response)
+  /// Stop accepting, finish what is in flight, then end.
+  case drain
+  /// Use this route table from now on.
+  case router(Router)
+}
+
+/// The thread-safe side of a loop: a mailbox and the eventfd that wakes the loop.
+final class LoopMailbox: Sendable {
+  let eventFD: Int32
+  private let messages = Mutex<[LoopMessage]>([])
+
+  init() throws(SystemError) {
+    eventFD = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))
+    guard eventFD >= 0 else { throw SystemError("eventfd") }
+  }
+
+  /// Queues `message` and wakes the loop (one write per batch of messages).
+  func post(_ message: LoopMessage) {
+    let wasEmpty = messages.withLock { list in
+      list.append(message)
+      return list.count == 1
+    }
+    if wasEmpty {
+      var one: UInt64 = 1
+      _ = write(eventFD, &one, 8)
+    }
+  }
+
+  /// Takes every queued message.
+  func take() -> [LoopMessage] {
+    var counter: UInt64 = 0
+    _ = read(eventFD, &counter, 8)
+    return messages.withLock { list in
+      let taken = list
+      list.removeAll()
+      return taken
+    }
+  }
+}
+
+/// One accepted connection; owned by its loop's thread and never touched elsewhere.
+final class Connection {
+  let fd: Int32
+  let generation: UInt64
+  var machine: ConnectionMachine<MonotonicClock>
+  /// Whether the socket may hold unread bytes (edge-triggered: cleared when a read drains it).
+  var readable = true
+  var scheduled = Instant.never
+
+  init(fd: Int32, generation: UInt64, machine: ConnectionMachine<MonotonicClock>) {
+    self.fd = fd
+    self.generation = generation
+    self.machine = machine
+  }
+}
+
+private let epollIn = UInt32(EPOLLIN.rawValue)
+private let epollOut = UInt32(EPOLLOUT.rawValue)
+private let epollErr = UInt32(EPOLLERR.rawValue)
+private let epollHup = UInt32(EPOLLHUP.rawValue)
+private let epollRdHup = UInt32(EPOLLRDHUP.rawValue)
+private let epollEdge = UInt32(EPOLLET.rawValue)
+
+/// One event loop: an epoll set, its own listeners, its connections and their timers.
+/// Bound to the thread that runs it (not Sendable).
+final class EventLoop {
+  private let epoll: Int32
+  private let mailbox: LoopMailbox
+  private var listeners: [Int32]
+  private let pool: WorkerPool
+  private let limits: Limits
+  private let clock = MonotonicClock()
+  private var context: ConnectionContext
+  private var connections: [Connection?] = []
+  private var live = 0
+  private var timers = TimerHeap()
+  private var nextGeneration: UInt64 = 1
+  private var draining = false
+  private let readBuffer: UnsafeMutableRawBufferPointer
+  private static let readBufferSize = 65536
+  private static let maxEvents: Int32 = 256
+
+  init(listeners: [Int32], mailbox: LoopMailbox, pool: WorkerPool, limits: Limits, context: ConnectionContext)
+    throws(SystemError)
+  {
+    epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
+    guard epoll >= 0 else { throw SystemError("epoll_create1") }
+    self.listeners = listeners
+    self.mailbox = mailbox
+    self.pool = pool
+    self.limits = limits
+    self.context = context
+    readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
+    for fd in listeners + [mailbox.eventFD] {
+      var event = epoll_event(events: epollIn, data: epoll_data_t(fd: fd))
+      guard epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event) == 0 else { throw SystemError("epoll_ctl") }
+    }
+  }
+
+  deinit {
+    readBuffer.deallocate()
+    close(epoll)
+  }
+
+  /// Runs until drained.
+  func run() {
+    let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: Int(Self.maxEvents))
+    defer { events.deallocate() }
+    while !(draining && live == 0) {
+      let n = epoll_wait(epoll, events, Self.maxEvents, waitMilliseconds())
+      if n < 0 {
+        if errno == EINTR { continue }
+        Log.event("error", "epoll_wait", [("error", SystemError("epoll_wait").description)])
+        return
+      }
+      context.date.refresh()
+      for i in 0..<Int(n) {
+        let fd = events[i].data.fd
+        let flags = events[i].events
+        if fd == mailbox.eventFD {
+          handleMessages()
+        } else if listeners.contains(fd) {
+          acceptAll(fd)
+        } else {
+          handle(fd, flags)
+        }
+      }
+      fireTimers()
+      context.log.flushIfDue(nowSecond: context.date.second)
+    }
+    context.log.flush()
+  }
+
+  private func waitMilliseconds() -> Int32 {
+    // Buffered log lines are written within about a second even when no request follows.
+    let logWait: Int32 = context.log.isEmpty ? -1 : 1000
+    guard let earliest = timers.earliest else { return logWait }
+    let now = clock.now()
+    if earliest <= now { return 0 }
+    let ms = (earliest.nanoseconds - now.nanoseconds + 999_999) / 1_000_000
+    return Int32(min(ms, logWait < 0 ? 60_000 : UInt64(logWait)))
+  }
+
+  // MARK: accepting
+
+  private func acceptAll(_ listener: Int32) {
+    while true {
+      var storage = sockaddr_storage()
+      var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+      let fd = withUnsafeMutablePointer(to: &storage) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+          accept(listener, $0, &length)
+        }
+      }
+      if fd < 0 {
+        switch errno {
+        case EINTR, ECONNABORTED: continue
+        case EAGAIN: return
+        default:
+          // EMFILE and friends: stop this round; the backlog keeps the rest.
+          Log.event("error", "accept", [("error", SystemError("accept4").description)])
+          return
+        }
+      }
+      if live >= limits.maxConnectionsPerLoop {
+        close(fd)
+        continue
+      }
+      // accept4 needs _GNU_SOURCE, which Swift's Glibc module lacks: set the flags here.
+      _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+      _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+      var one: Int32 = 1
+      setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+      let client = withUnsafePointer(to: &storage) { SocketAddress.describe($0) }
+      let connection = Connection(
+        fd: fd, generation: nextGeneration, machine: ConnectionMachine(clock: clock, limits: limits, client: client))
+      nextGeneration += 1
+      if Int(fd) >= connections.count {
+        connections.append(contentsOf: repeatElement(nil, count: Int(fd) + 1 - connections.count + 64))
+      }
+      connections[Int(fd)] = connection
+      live += 1
+      // Edge-triggered, registered once: no epoll_ctl per request, and no re-poll of every
+      // ready socket on the next epoll_wait as level-triggered mode would do.
+      var event = epoll_event(events: epollIn | epollOut | epollRdHup | epollEdge, data: epoll_data_t(fd: fd))
+      epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event)
+      schedule(connection)
+    }
+  }
+
+  // MARK: connection events
+
+  private func handle(_ fd: Int32, _ flags: UInt32) {
+    guard Int(fd) < connections.count, let connection = connections[Int(fd)] else { return }
+    if flags & epollErr != 0 {
+      closeConnection(connection)
+      return
+    }
+    if flags & (epollIn | epollHup | epollRdHup) != 0 { connection.readable = true }
+    pump(connection)
+  }
+
+  /// Reads while the machine wants input and the socket may have some, writing what each read
+  /// produced; then schedules the connection's deadline.
+  private func pump(_ connection: Connection) {
+    while true {
+      guard flush(connection) else { return }
+      guard connection.readable && connection.machine.wantsInput else { break }
+      // recv, not read: sockets skip the VFS read path (position lock, area checks).
+      let n = recv(connection.fd, readBuffer.baseAddress, Self.readBufferSize, 0)
+      if n > 0 {
+        // A short read drained the socket; the next arrival raises a new edge.
+        if n < Self.readBufferSize { connection.readable = false }
+        let step = connection.machine.received(
+          UnsafeRawBufferPointer(rebasing: readBuffer[0..<n]), context: &context)
+        guard apply(step, connection) else { return }
+      } else if n == 0 {
+        connection.readable = false
+        guard apply(connection.machine.inputEnded(), connection) else { return }
+      } else {
+        switch errno {
+        case EINTR: continue
+        case EAGAIN: connection.readable = false
+        default:
+          closeConnection(connection)
+          return
+        }
+      }
+    }
+    schedule(connection)
+  }
+
+  /// Writes what the machine has queued; false when the connection was closed.
+  private func flush(_ connection: Connection) -> Bool {
+    while !connection.machine.output.isEmpty {
+      let n = connection.machine.output.withIOVecs { writev(connection.fd, $0.baseAddress, Int32($0.count)) }
+      if n > 0 {
+        guard apply(connection.machine.wrote(n), connection) else { return false }
+      } else if n < 0 && errno == EINTR {
+        continue
+      } else if n < 0 && errno == EAGAIN {
+        return true
+      } else {
+        closeConnection(connection)
+        return false
+      }
+    }
+    return true
+  }
+
+  /// Executes a machine's step; false when the connection was closed.
+  private func apply(_ step: ConnectionMachine<MonotonicClock>.Step, _ connection: Connection) -> Bool {
+    if let (request, route) = step.dispatch {
+      let mailbox = self.mailbox
+      let fd = connection.fd
+      let generation = connection.generation
+      let accepted = pool.submit {
+        let response = route.respond(to: request)
+        mailbox.post(.completed(fd: fd, generation: generation, response: response))
+      }
+      if !accepted {
+        let busy = Response.text(
+          .serviceUnavailable, "The server is busy; try again shortly.\n", headers: [("Retry-After", "1")])
+        guard apply(connection.machine.handlerFinished(busy, context: &context), connection) else { return false }
+      }
+    }
+    switch step.close {
+    case .none:
+      return true
+    case .shutdownWrite:
+      shutdown(connection.fd, Int32(SHUT_WR))
+      return true
+    case .now:
+      closeConnection(connection)
+      return false
+    }
+  }
+
+  private func schedule(_ connection: Connection) {
+    let deadline = connection.machine.deadline
+    guard deadline < connection.scheduled else { return }
+    connection.scheduled = deadline
+    timers.push(.init(deadline: deadline, fd: connection.fd, generation: connection.generation))
+  }
+
+  private func fireTimers() {
+    let now = clock.now()
+    while let entry = timers.popDue(now) {
+      guard Int(entry.fd) < connections.count, let connection = connections[Int(entry.fd)],
+        connection.generation == entry.generation, connection.scheduled == entry.deadline
+      else { continue }
+      connection.scheduled = .never
+      guard apply(connection.machine.deadlinePassed(context: &context), connection) else { continue }
+      pump(connection)
+    }
+  }
+
+  private func closeConnection(_ connection: Connection) {
+    guard connections[Int(connection.fd)] === connection else { return }
+    connections[Int(connection.fd)] = nil
+    live -= 1
+    close(connection.fd)  // also removes it from the epoll set
+  }
+
+  // MARK: messages
+
+  private func handleMessages() {
+    for message in mailbox.take() {
+      switch message {
+      case .completed(let fd, let generation, let response):
+        guard Int(fd) < connections.count, let connection = connections[Int(fd)],
+          connection.generation == generation
+        else { continue }  // the client went away meanwhile
+        guard apply(connection.machine.handlerFinished(response, context: &context), connection) else { continue }
+        pump(connection)
+      case .router(let router):
+        context.router = router
+      case .drain:
+        startDraining()
+      }
+    }
+  }
+
+  private func startDraining() {
+    guard !draining else { return }
+    draining = true
+    for fd in listeners {
+      epoll_ctl(epoll, EPOLL_CTL_DEL, fd, nil)
+      close(fd)
+    }
+    listeners = []
+    for case let connection? in connections {
+      guard apply(connection.machine.drain(), connection) else { continue }
+      pump(connection)
+    }
+  }
+}

@@ -1,0 +1,135 @@
+import CLinux
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// How a server listens, how many loops and workers it runs, and its limits.
+public struct ServerConfiguration: Sendable {
+  /// Addresses to listen on; every loop gets its own `SO_REUSEPORT` socket for each.
+  public var listen: [SocketAddress] = [.v4(host: "127.0.0.1", port: 8080)]
+  /// Event loops (threads); default one per core.
+  public var threads: Int = ServerConfiguration.cores
+  /// Worker threads for pooled routes.
+  public var poolThreads: Int = max(2, ServerConfiguration.cores)
+  /// Pooled requests that may wait for a worker before new ones get 503.
+  public var poolQueue: Int = 256
+  /// Connection and request limits.
+  public var limits = Limits()
+  /// After SIGTERM/SIGINT, how long in-flight requests may take before the process exits anyway.
+  public var drainTimeout: Duration = .seconds(10)
+  /// Whether to write the access log to standard output.
+  public var accessLog = true
+
+  /// The defaults.
+  public init() {}
+
+  /// Online processors.
+  public static var cores: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
+}
+
+/// The engine: loops, listeners, pool and lifecycle. `run` blocks until the server has stopped.
+public final class Server: Sendable {
+  private let configuration: ServerConfiguration
+  private let router: Router
+
+  /// A server for `router`.
+  public init(configuration: ServerConfiguration, router: Router) {
+    self.configuration = configuration
+    self.router = router
+  }
+
+  /// Blocks signals, binds, starts the loops and the pool, then serves until SIGTERM or SIGINT has
+  /// drained the server. SIGHUP calls `reload`; a router it returns replaces the current one on every
+  /// loop, and nil keeps the old one (the hook logs why). Returns the process exit status.
+  public func run(onListening: ([SocketAddress]) -> Void = { _ in }, reload: @escaping @Sendable () -> Router?)
+    throws(SystemError) -> Int32
+  {
+    var signals = sigset_t()
+    sigemptyset(&signals)
+    for s in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&signals, s) }
+    // Every thread started below inherits this mask; only this thread takes the signals.
+    pthread_sigmask(SIG_BLOCK, &signals, nil)
+    signal(SIGPIPE, SIG_IGN)
+    Self.raiseFileLimit()
+
+    let threads = max(1, configuration.threads)
+    var perLoop: [[Int32]] = Array(repeating: [], count: threads)
+    var bound: [SocketAddress] = []
+    for address in configuration.listen {
+      let first = try Listener.open(address)
+      let actual = address.with(port: Listener.boundPort(first))
+      bound.append(actual)
+      perLoop[0].append(first)
+      for k in 1..<threads { perLoop[k].append(try Listener.open(actual)) }
+    }
+
+    let pool = WorkerPool(threads: max(1, configuration.poolThreads), capacity: max(0, configuration.poolQueue))
+    var mailboxes: [LoopMailbox] = []
+    let running = LoopCounter()
+    for k in 0..<threads {
+      let mailbox = try LoopMailbox()
+      mailboxes.append(mailbox)
+      let listeners = perLoop[k]
+      let limits = configuration.limits
+      let context = ConnectionContext(router: router, log: AccessLog(enabled: configuration.accessLog))
+      running.count.add(1, ordering: .relaxed)
+      startThread {
+        defer { running.count.subtract(1, ordering: .releasing) }
+        do {
+          let loop = try EventLoop(
+            listeners: listeners, mailbox: mailbox, pool: pool, limits: limits, context: context)
+          loop.run()
+        } catch {
+          Log.event("error", "loop_failed", [("error", "\(error)")])
+        }
+      }
+    }
+    for address in bound { Log.event("info", "listening", [("address", address.description)]) }
+    onListening(bound)
+
+    var drainDeadline: Instant? = nil
+    let clock = MonotonicClock()
+    while true {
+      if drainDeadline != nil && running.count.load(ordering: .acquiring) == 0 {
+        Log.event("info", "stopped")
+        return 0
+      }
+      if let deadline = drainDeadline, clock.now() >= deadline {
+        Log.event("warning", "drain_timeout", [("loops_still_busy", "\(running.count.load(ordering: .relaxed))")])
+        return 0
+      }
+      var info = siginfo_t()
+      var wait = timespec(tv_sec: 0, tv_nsec: drainDeadline == nil ? 500_000_000 : 20_000_000)
+      let signal = sigtimedwait(&signals, &info, &wait)
+      switch signal {
+      case SIGTERM, SIGINT:
+        guard drainDeadline == nil else { continue }
+        Log.event("info", "draining", [("signal", signal == SIGTERM ? "SIGTERM" : "SIGINT")])
+        drainDeadline = clock.now().adding(configuration.drainTimeout)
+        for mailbox in mailboxes { mailbox.post(.drain) }
+      case SIGHUP:
+        if let router = reload() {
+          for mailbox in mailboxes { mailbox.post(.router(router)) }
+          Log.event("info", "reloaded")
+        }
+      default:
+        continue
+      }
+    }
+  }
+
+  /// Lifts the soft open-file limit to the hard one, so that connection limits, not the
+  /// default 1024 descriptors, decide how many clients are served.
+  private static func raiseFileLimit() {
+    var limit = rlimit()
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+    limit.rlim_cur = limit.rlim_max
+    setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+  }
+}
+
+private final class LoopCounter: Sendable {
+  let count = Atomic<Int>(0)
+}

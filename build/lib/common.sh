@@ -1,0 +1,48 @@
+# Shared by the build/ scripts: package installation, building, ports, waiting.
+# shellcheck shell=bash
+
+export PATH="/opt/swift/usr/bin:$PATH"
+release_binary=.build/release/band-edge
+debug_binary=.build/debug/band-edge
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+# Installs Debian packages that are missing (apt-get update once, only when needed).
+ensure_packages() {
+  local missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  ((${#missing[@]} == 0)) && return 0
+  log "installing ${missing[*]}"
+  local sudo=""
+  ((EUID == 0)) || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# The C libraries the package links (module maps in Sources/C*).
+ensure_build_packages() {
+  ensure_packages libssl-dev zlib1g-dev libbrotli-dev libsqlite3-dev libargon2-dev pkg-config
+  command -v swift >/dev/null || { echo "band-edge: error: the Swift 6 toolchain is not on PATH (expected /opt/swift)" >&2; exit 1; }
+}
+
+build_release() {
+  ensure_build_packages
+  log "swift build -c release"
+  swift build -c release -j "$(nproc)" 2>&1 | grep -Ev '^\[[0-9]+/[0-9]+\]' >&2 || true
+  [[ -x $release_binary ]] || { echo "band-edge: error: release build failed" >&2; exit 1; }
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+wait_for_http() {
+  for _ in $(seq 1 200); do
+    curl -fsS -o /dev/null "$1" 2>/dev/null && return 0
+    sleep 0.05
+  done
+  echo "band-edge: error: nothing answered at $1" >&2
+  return 1
+}
