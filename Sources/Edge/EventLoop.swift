@@ -55,6 +55,8 @@ final class Connection {
   var machine: ConnectionMachine<MonotonicClock>
   /// Whether the socket may hold unread bytes (edge-triggered: cleared when a read drains it).
   var readable = true
+  /// The peer shut its side down: read on until end of input, even after a short read.
+  var peerHungUp = false
   var scheduled = Instant.never
 
   init(fd: Int32, generation: UInt64, machine: ConnectionMachine<MonotonicClock>) {
@@ -207,6 +209,7 @@ final class EventLoop {
       return
     }
     if flags & (epollIn | epollHup | epollRdHup) != 0 { connection.readable = true }
+    if flags & (epollHup | epollRdHup) != 0 { connection.peerHungUp = true }
     pump(connection)
   }
 
@@ -219,8 +222,9 @@ final class EventLoop {
       // recv, not read: sockets skip the VFS read path (position lock, area checks).
       let n = recv(connection.fd, readBuffer.baseAddress, Self.readBufferSize, 0)
       if n > 0 {
-        // A short read drained the socket; the next arrival raises a new edge.
-        if n < Self.readBufferSize { connection.readable = false }
+        // A short read drained the socket; the next arrival raises a new edge. After a hang-up
+        // no edge follows, so the end of input must still be read.
+        if n < Self.readBufferSize && !connection.peerHungUp { connection.readable = false }
         let step = connection.machine.received(
           UnsafeRawBufferPointer(rebasing: readBuffer[0..<n]), context: &context)
         guard apply(step, connection) else { return }

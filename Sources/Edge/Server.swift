@@ -58,11 +58,9 @@ public final class Server: Sendable {
     var perLoop: [[Int32]] = Array(repeating: [], count: threads)
     var bound: [SocketAddress] = []
     for address in configuration.listen {
-      let first = try Listener.open(address)
-      let actual = address.with(port: Listener.boundPort(first))
+      let actual = try Listener.claim(address)
       bound.append(actual)
-      perLoop[0].append(first)
-      for k in 1..<threads { perLoop[k].append(try Listener.open(actual)) }
+      for k in 0..<threads { perLoop[k].append(try Listener.open(actual)) }
     }
 
     let pool = WorkerPool(threads: max(1, configuration.poolThreads), capacity: max(0, configuration.poolQueue))

@@ -130,6 +130,21 @@ enum Listener {
     return fd
   }
 
+  /// Fails with EADDRINUSE when anything listens on `address` already (another band-edge
+  /// included, which SO_REUSEPORT would otherwise let us share silently); returns the address
+  /// with its port resolved when it was 0.
+  static func claim(_ address: SocketAddress) throws(SystemError) -> SocketAddress {
+    let family = if case .v6 = address { AF_INET6 } else { AF_INET }
+    let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard fd >= 0 else { throw SystemError("socket") }
+    defer { close(fd) }
+    var one: Int32 = 1
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+    if family == AF_INET6 { setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size)) }
+    guard address.withSockAddr({ bind(fd, $0, $1) }) == 0 else { throw SystemError("bind \(address)") }
+    return address.with(port: boundPort(fd))
+  }
+
   /// The port a socket is bound to.
   static func boundPort(_ fd: Int32) -> UInt16 {
     var storage = sockaddr_storage()

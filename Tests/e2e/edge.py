@@ -1,0 +1,173 @@
+"""Helpers for the end-to-end suites: start the real band-edge binary, speak raw HTTP/1.1."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def binary() -> Path:
+    """The binary under test: $BAND_EDGE_BINARY, else the release build, else the debug build."""
+    if os.environ.get("BAND_EDGE_BINARY"):
+        return Path(os.environ["BAND_EDGE_BINARY"])
+    for kind in ("release", "debug"):
+        path = ROOT / ".build" / kind / "band-edge"
+        if path.exists():
+            return path
+    raise RuntimeError("build band-edge first (swift build -c release)")
+
+
+class Server:
+    """A band-edge process listening on a random loopback port, with its logs in files."""
+
+    def __init__(self, *args: str, test_routes: bool = True):
+        self.dir = Path(tempfile.mkdtemp(prefix="band-edge-e2e-"))
+        self.stdout_path = self.dir / "stdout.log"
+        self.stderr_path = self.dir / "stderr.log"
+        command = [str(binary()), "serve", "--listen", "127.0.0.1:0", *args]
+        if test_routes:
+            command.append("--test-routes")
+        self.process = subprocess.Popen(
+            command, stdout=self.stdout_path.open("wb"), stderr=self.stderr_path.open("wb"), stdin=subprocess.DEVNULL
+        )
+        self.port = self._wait_for_port()
+        self.address = ("127.0.0.1", self.port)
+
+    def _wait_for_port(self) -> int:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            match = re.search(r'"event":"listening","address":"127\.0\.0\.1:(\d+)"', self.stderr_path.read_text())
+            if match:
+                return int(match.group(1))
+            if self.process.poll() is not None:
+                raise RuntimeError(f"band-edge exited: {self.stderr_path.read_text()}")
+            time.sleep(0.02)
+        raise RuntimeError("band-edge did not announce its port")
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def connect(self, **kwargs) -> "Client":
+        return Client(self.address, **kwargs)
+
+    def signal(self, sig: int) -> None:
+        self.process.send_signal(sig)
+
+    def wait(self, timeout: float = 15) -> int:
+        return self.process.wait(timeout=timeout)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def access_log(self, minimum: int = 1, timeout: float = 5) -> list[dict]:
+        """Access-log lines (JSON), waiting until at least `minimum` are there (the log is flushed
+        within about a second)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            lines = [json.loads(line) for line in self.stdout_path.read_text().splitlines() if line.strip()]
+            if len(lines) >= minimum or time.monotonic() > deadline:
+                return lines
+
+    def events(self) -> list[dict]:
+        return [json.loads(line) for line in self.stderr_path.read_text().splitlines() if line.startswith("{")]
+
+
+@dataclass
+class Response:
+    status: int
+    reason: str
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    body: bytes = b""
+    raw_head: bytes = b""
+
+    def header(self, name: str) -> str | None:
+        for key, value in self.headers:
+            if key.lower() == name.lower():
+                return value
+        return None
+
+    def header_names(self) -> list[str]:
+        return [key.lower() for key, _ in self.headers]
+
+
+class Client:
+    """A raw socket that reads HTTP/1.1 responses exactly as they arrive."""
+
+    def __init__(self, address, timeout: float = 5.0, rcvbuf: int | None = None):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if rcvbuf:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        self.sock.settimeout(timeout)
+        self.sock.connect(address)
+        self.buffer = b""
+
+    def send(self, data: bytes | str) -> None:
+        self.sock.sendall(data.encode("latin-1") if isinstance(data, str) else data)
+
+    def _fill(self) -> bool:
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            return False
+        self.buffer += chunk
+        return True
+
+    def read_response(self, head_request: bool = False) -> Response:
+        while b"\r\n\r\n" not in self.buffer:
+            if not self._fill():
+                raise ConnectionError(f"closed before a response head; got {self.buffer!r}")
+        head, self.buffer = self.buffer.split(b"\r\n\r\n", 1)
+        lines = head.decode("latin-1").split("\r\n")
+        version, status, reason = lines[0].split(" ", 2)
+        assert version == "HTTP/1.1", lines[0]
+        headers = [tuple(part.strip() for part in line.split(":", 1)) for line in lines[1:]]
+        response = Response(int(status), reason, headers, raw_head=head)
+        length = response.header("content-length")
+        if head_request or response.status in (100, 204, 304) or length is None:
+            return response
+        while len(self.buffer) < int(length):
+            if not self._fill():
+                raise ConnectionError("closed inside a body")
+        response.body, self.buffer = self.buffer[: int(length)], self.buffer[int(length):]
+        return response
+
+    def closed_by_peer(self, timeout: float = 5.0) -> bool:
+        """True when the server closes (EOF or reset) within `timeout` with nothing more sent."""
+        self.sock.settimeout(timeout)
+        try:
+            while True:
+                chunk = self.sock.recv(65536)
+                if not chunk:
+                    return True
+                self.buffer += chunk
+        except (ConnectionResetError, BrokenPipeError):
+            return True
+        except socket.timeout:
+            return False
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def request(method: str, path: str, headers: dict[str, str] | None = None, body: bytes = b"") -> bytes:
+    lines = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1"]
+    for key, value in (headers or {}).items():
+        lines.append(f"{key}: {value}")
+    if body and not any(k.lower() in ("content-length", "transfer-encoding") for k in (headers or {})):
+        lines.append(f"Content-Length: {len(body)}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body

@@ -1,0 +1,197 @@
+"""The HTTP/1.1 engine over real sockets: keep-alive, pipelining, framing, rejections, limits."""
+
+import subprocess
+
+import pytest
+from edge import request
+
+# (name, raw request, expected status): every one must also close the connection.
+REJECTIONS = [
+    ("content-length and transfer-encoding",
+     b"POST /_test/echo HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400),
+    ("invalid content-length", b"POST /_test/echo HTTP/1.1\r\nHost: a\r\nContent-Length: 3x\r\n\r\nabc", 400),
+    ("conflicting content-length",
+     b"POST /_test/echo HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd", 400),
+    ("transfer-encoding without final chunked", b"POST /_test/echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n", 400),
+    ("chunked then gzip", b"POST /_test/echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", 400),
+    ("obs-fold", b"GET /healthz HTTP/1.1\r\nHost: a\r\nX-Long: a\r\n  continued\r\n\r\n", 400),
+    ("whitespace before colon", b"GET /healthz HTTP/1.1\r\nHost : a\r\n\r\n", 400),
+    ("bare LF line ending", b"GET /healthz HTTP/1.1\nHost: a\n\n", 400),
+    ("bare CR in a value", b"GET /healthz HTTP/1.1\r\nHost: a\r\nX: a\rb\r\n\r\n", 400),
+    ("NUL in a value", b"GET /healthz HTTP/1.1\r\nHost: a\r\nX: a\x00b\r\n\r\n", 400),
+    ("other control in a value", b"GET /healthz HTTP/1.1\r\nHost: a\r\nX: a\x1bb\r\n\r\n", 400),
+    ("missing Host", b"GET /healthz HTTP/1.1\r\nX: a\r\n\r\n", 400),
+    ("duplicate Host", b"GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400),
+    ("bare LF in chunk framing",
+     b"POST /_test/echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\nabc\r\n0\r\n\r\n", 400),
+    ("bare CR after chunk data",
+     b"POST /_test/echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\rx0\r\n\r\n", 400),
+    ("unknown major version", b"GET /healthz HTTP/2.0\r\nHost: a\r\n\r\n", 505),
+    ("target too long", b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\nHost: a\r\n\r\n", 414),
+    ("header section too large", b"GET /healthz HTTP/1.1\r\nHost: a\r\nX: " + b"b" * 20000 + b"\r\n\r\n", 431),
+    ("too many header fields", b"GET /healthz HTTP/1.1\r\nHost: a\r\n" + b"".join(b"X-%d: 1\r\n" % i for i in range(101)) + b"\r\n", 431),
+    ("body too large", b"POST /_test/echo HTTP/1.1\r\nHost: a\r\nContent-Length: 2000000\r\n\r\n", 413),
+    ("unknown transfer coding", b"POST /_test/echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: foo, chunked\r\n\r\n0\r\n\r\n", 501),
+    ("unknown expectation", b"POST /_test/echo HTTP/1.1\r\nHost: a\r\nExpect: 200-ok\r\nContent-Length: 1\r\n\r\na", 417),
+]
+
+
+@pytest.mark.parametrize("name,raw,status", REJECTIONS, ids=[r[0] for r in REJECTIONS])
+def test_rejection_has_its_status_a_plain_message_and_closes(server, name, raw, status):
+    client = server.connect()
+    client.send(raw)
+    response = client.read_response()
+    assert response.status == status
+    assert response.header("connection") == "close"
+    assert response.header("cache-control") == "no-store"
+    assert response.header("content-type") == "text/plain; charset=utf-8"
+    assert response.body.startswith(response.reason.encode() + b": ")
+    assert client.closed_by_peer()
+
+
+def test_rejection_closes_even_with_unread_bytes_and_still_delivers_the_answer(server):
+    client = server.connect()
+    client.send(b"GET /healthz HTTP/1.1\r\nHost: a\r\nX : y\r\n\r\n" + b"z" * 100000)
+    assert client.read_response().status == 400
+    assert client.closed_by_peer()
+
+
+def test_keep_alive_serves_several_requests_on_one_connection(server):
+    client = server.connect()
+    for _ in range(3):
+        client.send(request("GET", "/healthz"))
+        response = client.read_response()
+        assert response.status == 200
+        assert response.body == b"ok\n"
+        assert response.header("connection") is None
+    assert not client.closed_by_peer(timeout=0.2)
+
+
+def test_three_pipelined_requests_in_one_write_are_answered_in_order(server):
+    client = server.connect()
+    client.send(b"".join(request("POST", "/_test/echo", body=word) for word in (b"one", b"two", b"three")))
+    assert [client.read_response().body for _ in range(3)] == [b"one", b"two", b"three"]
+
+
+def test_pipelining_behind_a_pooled_request_keeps_order(server):
+    client = server.connect()
+    client.send(request("GET", "/_test/sleep?ms=200") + request("POST", "/_test/echo", body=b"after"))
+    assert client.read_response().body == b"slept 200\n"
+    assert client.read_response().body == b"after"
+
+
+def test_connection_close_is_honoured(server):
+    client = server.connect()
+    client.send(request("GET", "/healthz", {"Connection": "close"}))
+    response = client.read_response()
+    assert response.status == 200
+    assert response.header("connection") == "close"
+    assert client.closed_by_peer()
+
+
+def test_half_closed_client_gets_its_answers(server):
+    client = server.connect()
+    client.send(request("GET", "/healthz") + request("GET", "/healthz"))
+    client.sock.shutdown(1)  # SHUT_WR, as `printf ... | nc` does
+    assert client.read_response().status == 200
+    assert client.read_response().status == 200
+    assert client.closed_by_peer()
+
+
+def test_http10_keep_alive_and_default_close(server):
+    client = server.connect()
+    client.send(b"GET /healthz HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+    response = client.read_response()
+    assert response.header("connection") == "keep-alive"
+    client.send(b"GET /healthz HTTP/1.0\r\n\r\n")
+    response = client.read_response()
+    assert response.header("connection") == "close"
+    assert client.closed_by_peer()
+
+
+def test_expect_100_continue(server):
+    client = server.connect()
+    client.send(b"POST /_test/echo HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
+    interim = client.read_response()
+    assert interim.status == 100
+    client.send(b"hello")
+    final = client.read_response()
+    assert final.status == 200
+    assert final.body == b"hello"
+
+
+def test_chunked_body_with_trailer(server):
+    client = server.connect()
+    client.send(
+        b"POST /_test/echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-Checksum: 1\r\n\r\n"
+    )
+    response = client.read_response()
+    assert response.body == b"hello world"
+    assert response.header("x-trailer-count") == "1"
+
+
+def test_head_matches_get_without_content(server):
+    client = server.connect()
+    client.send(request("GET", "/healthz") + request("HEAD", "/healthz"))
+    get = client.read_response()
+    head = client.read_response(head_request=True)
+    assert head.status == 200
+    assert head.header("content-length") == get.header("content-length") == "3"
+    assert [h for h in head.headers if h[0] != "Date"] == [h for h in get.headers if h[0] != "Date"]
+    client.send(request("GET", "/healthz"))  # nothing stray was left on the wire
+    assert client.read_response().body == b"ok\n"
+
+
+def test_not_found_and_method_not_allowed(server):
+    client = server.connect()
+    client.send(request("GET", "/nope") + request("DELETE", "/healthz"))
+    missing = client.read_response()
+    assert missing.status == 404
+    assert missing.header("cache-control") == "no-store"
+    wrong = client.read_response()
+    assert wrong.status == 405
+    assert wrong.header("allow") == "GET, HEAD"
+
+
+def test_eight_kib_target_is_accepted(server):
+    client = server.connect()
+    client.send(request("GET", "/healthz?" + "a" * (8192 - len("/healthz?"))))
+    assert client.read_response().status == 200
+
+
+def test_healthz_with_curl_exact_headers(server):
+    out = subprocess.run(["curl", "-sS", "-i", server.url("/healthz")], capture_output=True, check=True).stdout
+    head, body = out.split(b"\r\n\r\n", 1)
+    names = [line.split(b":")[0].lower() for line in head.split(b"\r\n")[1:]]
+    assert head.startswith(b"HTTP/1.1 200 OK\r\n")
+    assert sorted(names) == [b"cache-control", b"content-length", b"content-type", b"date"]
+    assert b"Cache-Control: no-store" in head
+    assert body == b"ok\n"
+
+
+def test_access_log_is_one_json_line_per_request_without_query_or_headers(server):
+    client = server.connect()
+    client.send(request("GET", "/healthz?code=c0de-secret", {"Authorization": "Bearer t0ken-secret",
+                                                             "Cookie": "bl=cookie-secret"}))
+    client.read_response()
+    client.send(request("GET", "/nope"))
+    client.read_response()
+    lines = server.access_log(minimum=2)
+    assert [(line["method"], line["path"], line["status"]) for line in lines] == [
+        ("GET", "/healthz", 200), ("GET", "/nope", 404)]
+    assert all(set(line) == {"time", "method", "path", "status", "bytes", "duration_us", "client"} for line in lines)
+    assert lines[0]["client"].startswith("127.0.0.1:")
+    text = server.stdout_path.read_text() + server.stderr_path.read_text()
+    assert "secret" not in text
+
+
+def test_connection_limit_per_loop(make_server):
+    server = make_server("--threads", "1", "--max-connections", "2")
+    first, second = server.connect(), server.connect()
+    first.send(request("GET", "/healthz"))
+    assert first.read_response().status == 200
+    third = server.connect()
+    assert third.closed_by_peer()
+    second.send(request("GET", "/healthz"))
+    assert second.read_response().status == 200

@@ -1,0 +1,164 @@
+"""Deadlines (configured short), the worker pool's bound, draining, reload and the command line."""
+
+import signal
+import subprocess
+import time
+
+from edge import binary, request
+
+
+def test_slow_head_is_cut_at_its_deadline(make_server):
+    server = make_server("--head-timeout", "0.5")
+    client = server.connect()
+    client.send(b"GET /healthz HTTP/1.1\r\nHost: a\r\n")
+    response = client.read_response()
+    assert response.status == 408
+    assert response.header("connection") == "close"
+    assert client.closed_by_peer()
+
+
+def test_trickling_head_is_cut_however_it_progresses(make_server):
+    server = make_server("--head-timeout", "0.6")
+    client = server.connect()
+    client.send(b"GET /healthz HTTP/1.1\r\nHost: a\r\n")
+    started = time.monotonic()
+    cut = False
+    while time.monotonic() - started < 5:
+        try:
+            client.send(b"X-A: b\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            cut = True
+            break
+        if client.closed_by_peer(timeout=0.1):
+            cut = True
+            break
+    assert cut
+    assert client.buffer.startswith(b"HTTP/1.1 408 Request Timeout\r\n")
+
+
+def test_silent_connection_is_closed_at_the_head_deadline(make_server):
+    server = make_server("--head-timeout", "0.5")
+    assert server.connect().closed_by_peer()
+
+
+def test_slow_body_is_cut_at_its_deadline(make_server):
+    server = make_server("--body-timeout", "0.5")
+    client = server.connect()
+    client.send(b"POST /_test/echo HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nab")
+    response = client.read_response()
+    assert response.status == 408
+    assert client.closed_by_peer()
+
+
+def test_idle_keep_alive_connection_is_closed(make_server):
+    server = make_server("--idle-timeout", "0.5")
+    client = server.connect()
+    client.send(request("GET", "/healthz"))
+    assert client.read_response().status == 200
+    assert client.closed_by_peer()
+
+
+def test_client_that_does_not_read_is_cut_at_the_write_deadline(make_server):
+    server = make_server("--write-timeout", "0.5")
+    size = 32 << 20
+    client = server.connect(rcvbuf=4096)
+    client.send(request("GET", f"/_test/bytes?n={size}"))
+    time.sleep(1.5)  # real time must pass for a real deadline; the limit is configured short
+    received = 0
+    client.sock.settimeout(5)
+    try:
+        while True:
+            chunk = client.sock.recv(1 << 20)
+            if not chunk:
+                break
+            received += len(chunk)
+    except ConnectionResetError:
+        pass
+    assert received < size
+
+
+def test_full_pool_queue_answers_503_with_retry_after_at_once(make_server):
+    server = make_server("--threads", "1", "--pool-threads", "1", "--pool-queue", "1")
+    running, waiting, refused = server.connect(), server.connect(), server.connect()
+    running.send(request("GET", "/_test/sleep?ms=1500"))
+    time.sleep(0.3)  # let the only worker take it
+    waiting.send(request("GET", "/_test/sleep?ms=10"))
+    time.sleep(0.1)
+    started = time.monotonic()
+    refused.send(request("GET", "/_test/sleep?ms=10"))
+    busy = refused.read_response()
+    assert busy.status == 503
+    assert busy.header("retry-after") == "1"
+    assert busy.header("cache-control") == "no-store"
+    assert time.monotonic() - started < 1.0, "the refusal did not wait for the busy worker"
+    assert running.read_response().status == 200
+    assert waiting.read_response().status == 200
+
+
+def test_sigterm_lets_the_request_in_flight_finish_then_exits_zero(make_server):
+    server = make_server("--drain-timeout", "10")
+    busy = server.connect()
+    idle = server.connect()
+    idle.send(request("GET", "/healthz"))
+    assert idle.read_response().status == 200
+    busy.send(request("GET", "/_test/sleep?ms=800"))
+    time.sleep(0.2)
+    server.signal(signal.SIGTERM)
+    assert idle.closed_by_peer(), "an idle connection is closed when draining starts"
+    response = busy.read_response()
+    assert response.status == 200
+    assert response.header("connection") == "close"
+    assert server.wait() == 0
+    events = [e["event"] for e in server.events()]
+    assert events[-2:] == ["draining", "stopped"]
+
+
+def test_drain_timeout_bounds_the_exit(make_server):
+    server = make_server("--drain-timeout", "0.5")
+    busy = server.connect()
+    busy.send(request("GET", "/_test/sleep?ms=5000"))
+    time.sleep(0.2)
+    started = time.monotonic()
+    server.signal(signal.SIGTERM)
+    assert server.wait() == 0
+    assert time.monotonic() - started < 4
+    assert "drain_timeout" in [e["event"] for e in server.events()]
+
+
+def test_sighup_calls_the_reload_hook_and_keeps_serving(server):
+    server.signal(signal.SIGHUP)
+    deadline = time.monotonic() + 5
+    while "reload_requested" not in [e["event"] for e in server.events()] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "reload_requested" in [e["event"] for e in server.events()]
+    client = server.connect()
+    client.send(request("GET", "/healthz"))
+    assert client.read_response().status == 200
+
+
+def run_cli(*args):
+    return subprocess.run([str(binary()), *args], capture_output=True, text=True, timeout=10)
+
+
+def test_help_for_every_command():
+    for args in (["help"], ["--help"], ["serve", "--help"]):
+        result = run_cli(*args)
+        assert result.returncode == 0
+        assert "Usage: band-edge" in result.stdout
+
+
+def test_usage_errors_are_one_line_and_exit_2():
+    for args in (["serve", "--bogus"], ["serve", "--listen", "localhost:80"], ["serve", "--threads", "0"],
+                 ["serve", "--head-timeout", "soon"], ["frobnicate"]):
+        result = run_cli(*args)
+        assert result.returncode == 2, args
+        assert result.stderr.count("\n") == 1 and result.stderr.startswith("band-edge: error: "), result.stderr
+
+
+def test_address_in_use_exits_1_with_one_line(server):
+    # SO_REUSEPORT would let a second band-edge share the port silently; it must refuse instead.
+    result = run_cli("serve", "--listen", f"127.0.0.1:{server.port}")
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith("band-edge: error: could not start: bind 127.0.0.1:")
+    assert "Address already in use" in result.stderr
