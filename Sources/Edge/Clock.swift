@@ -1,7 +1,8 @@
+import Synchronization
+
 #if canImport(Glibc)
   import Glibc
 #endif
-import Synchronization
 
 /// A point on a monotonic clock, in nanoseconds from an arbitrary origin.
 public struct Instant: Comparable, Hashable, Sendable {

@@ -111,7 +111,8 @@ struct ConnectionMachine<Clock: EdgeClock> {
     readDeadline = clock.now().adding(limits.idleTimeout)
     emit(
       response, cacheClass: inFlight.cacheClass, headOnly: inFlight.headOnly, connection: inFlight.connection,
-      method: inFlight.method, path: inFlight.path, started: inFlight.started, inline: false, context: &context)
+      method: inFlight.method, path: inFlight.path, started: inFlight.started, inline: false,
+      context: &context)
     let buffered = input
     return buffered.withUnsafeBytes { process($0, context: &context) }
   }
@@ -245,7 +246,8 @@ struct ConnectionMachine<Clock: EdgeClock> {
       request.client = client
       if route.execution == .pooled {
         inFlight = InFlight(
-          method: request.method, path: request.path, cacheClass: route.cacheClass, headOnly: headOnly || getForHead,
+          method: request.method, path: request.path, cacheClass: route.cacheClass,
+          headOnly: headOnly || getForHead,
           connection: connection, started: now)
         state = .handling
         readDeadline = .never
@@ -269,7 +271,8 @@ struct ConnectionMachine<Clock: EdgeClock> {
 
   private mutating func emit(
     _ response: Response, cacheClass: CacheClass, headOnly: Bool, connection: ConnectionHeader,
-    method: HTTPMethod?, path: String?, started: Instant, inline: Bool = true, context: inout ConnectionContext
+    method: HTTPMethod?, path: String?, started: Instant, inline: Bool = true,
+    context: inout ConnectionContext
   ) {
     var connection = connection
     if draining && connection != .close {
@@ -294,7 +297,8 @@ struct ConnectionMachine<Clock: EdgeClock> {
     closeAfterWrite = true
     state = .awaitingRequest
     emit(
-      .text(status, message), cacheClass: .private, headOnly: false, connection: .close, method: nil, path: nil,
+      .text(status, message), cacheClass: .private, headOnly: false, connection: .close, method: nil,
+      path: nil,
       started: clock.now(), context: &context)
   }
 

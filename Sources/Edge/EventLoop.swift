@@ -1,8 +1,9 @@
 import CLinux
+import Synchronization
+
 #if canImport(Glibc)
   import Glibc
 #endif
-import Synchronization
 
 /// Messages to a loop from other threads.
 enum LoopMessage: Sendable {
@@ -185,7 +186,8 @@ final class EventLoop {
       setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
       let client = withUnsafePointer(to: &storage) { SocketAddress.describe($0) }
       let connection = Connection(
-        fd: fd, generation: nextGeneration, machine: ConnectionMachine(clock: clock, limits: limits, client: client))
+        fd: fd, generation: nextGeneration,
+        machine: ConnectionMachine(clock: clock, limits: limits, client: client))
       nextGeneration += 1
       if Int(fd) >= connections.count {
         connections.append(contentsOf: repeatElement(nil, count: Int(fd) + 1 - connections.count + 64))
@@ -275,7 +277,9 @@ final class EventLoop {
       if !accepted {
         let busy = Response.text(
           .serviceUnavailable, "The server is busy; try again shortly.\n", headers: [("Retry-After", "1")])
-        guard apply(connection.machine.handlerFinished(busy, context: &context), connection) else { return false }
+        guard apply(connection.machine.handlerFinished(busy, context: &context), connection) else {
+          return false
+        }
       }
     }
     switch step.close {
@@ -325,7 +329,9 @@ final class EventLoop {
         guard Int(fd) < connections.count, let connection = connections[Int(fd)],
           connection.generation == generation
         else { continue }  // the client went away meanwhile
-        guard apply(connection.machine.handlerFinished(response, context: &context), connection) else { continue }
+        guard apply(connection.machine.handlerFinished(response, context: &context), connection) else {
+          continue
+        }
         pump(connection)
       case .router(let router):
         context.router = router

@@ -29,7 +29,9 @@ extension HTTP1Parser {
     while true {
       let result: Result<ParseResult, HTTPParseError> = bytes.withUnsafeBytes { all in
         let window = UnsafeRawBufferPointer(rebasing: all[start..<available])
-        do throws(HTTPParseError) { return .success(try parser.parse(window)) } catch { return .failure(error) }
+        do throws(HTTPParseError) { return .success(try parser.parse(window)) } catch {
+          return .failure(error)
+        }
       }
       switch result {
       case .failure(let error):

@@ -76,6 +76,9 @@ public struct HTTP1Parser: Sendable {
           return .needMore
         }
         scanned = lf + 1
+        // Size first, then syntax: the same line must fail the same way however its bytes arrived
+        // (checkOpenLine may already have refused it before its line feed came).
+        try checkLine(end: lf + 1)
         // RFC 9112 §2.2: lines end in CRLF; a bare LF is refused.
         guard lf > lineStart, buffer[lf - 1] == ASCII.cr else { throw .bareLineFeed }
         let start = lineStart
@@ -116,11 +119,8 @@ public struct HTTP1Parser: Sendable {
   private mutating func line(
     _ buffer: UnsafeRawBufferPointer, _ start: Int, _ end: Int
   ) throws(HTTPParseError) -> ParseResult? {
-    // Size checks come first and count whole lines, so that they fire on the same line however
-    // the bytes arrive (checkOpenLine fires only where these would fire too).
     switch phase {
     case .requestLine:
-      if lineStart - start > limits.maxRequestLineBytes { throw .targetTooLong }
       if start == end {
         // RFC 9112 §2.2: ignore empty lines received before the request-line.
         if lineStart > limits.maxRequestLineBytes { throw .invalidRequestLine }
@@ -130,7 +130,6 @@ public struct HTTP1Parser: Sendable {
       fieldsStart = lineStart
       phase = .fields
     case .fields:
-      if lineStart - fieldsStart > limits.maxHeaderBytes { throw .headerSectionTooLarge }
       if start == end {
         headEnd = lineStart
         return try finishHead(buffer)
@@ -138,15 +137,10 @@ public struct HTTP1Parser: Sendable {
       try Self.parseField(buffer, start, end, into: &fields)
       if fields.count > limits.maxHeaderCount { throw .tooManyHeaderFields }
     case .trailers:
-      if (headEnd - fieldsStart) + (lineStart - trailersStart) > limits.maxHeaderBytes {
-        throw .headerSectionTooLarge
-      }
       if start == end { return finish(buffer, consumed: lineStart) }
       try Self.parseField(buffer, start, end, into: &trailerFields)
       if fields.count + trailerFields.count > limits.maxHeaderCount { throw .tooManyHeaderFields }
     case .chunkSize:
-      if lineStart - start > Self.maxChunkLineBytes { throw .invalidChunkExtension }
-      if lineStart > limits.maxMessageBytes { throw .bodyTooLarge }
       let size = try parseChunkLine(buffer, start, end)
       if size == 0 {
         trailersStart = lineStart
@@ -160,6 +154,26 @@ public struct HTTP1Parser: Sendable {
       break
     }
     return nil
+  }
+
+  /// Limits on a line that ends (line feed included) at `end`; counts whole lines, so it fires
+  /// wherever `checkOpenLine` fired for the same bytes.
+  private func checkLine(end: Int) throws(HTTPParseError) {
+    switch phase {
+    case .requestLine:
+      if end - lineStart > limits.maxRequestLineBytes { throw .targetTooLong }
+    case .fields:
+      if end - fieldsStart > limits.maxHeaderBytes { throw .headerSectionTooLarge }
+    case .trailers:
+      if (headEnd - fieldsStart) + (end - trailersStart) > limits.maxHeaderBytes {
+        throw .headerSectionTooLarge
+      }
+    case .chunkSize:
+      if end - lineStart > Self.maxChunkLineBytes { throw .invalidChunkExtension }
+      if end > limits.maxMessageBytes { throw .bodyTooLarge }
+    default:
+      break
+    }
   }
 
   /// Limits on a line that has not ended yet.
@@ -368,7 +382,9 @@ public struct HTTP1Parser: Sendable {
     return expectation && buffer.count == headEnd ? .continueExpected : nil
   }
 
-  private static func nameIs(_ buffer: UnsafeRawBufferPointer, _ start: Int, _ lowercase: StaticString) -> Bool {
+  private static func nameIs(_ buffer: UnsafeRawBufferPointer, _ start: Int, _ lowercase: StaticString)
+    -> Bool
+  {
     let p = lowercase.utf8Start
     for k in 0..<lowercase.utf8CodeUnitCount where ASCII.lower(buffer[start + k]) != p[k] { return false }
     return true
@@ -390,12 +406,15 @@ public struct HTTP1Parser: Sendable {
   }
 
   /// Host = uri-host [ ":" port ] (RFC 9110 §7.2): reg-name, IP literal and port characters only.
-  private static func checkHost(_ buffer: UnsafeRawBufferPointer, _ start: Int, _ end: Int) throws(HTTPParseError) {
+  private static func checkHost(_ buffer: UnsafeRawBufferPointer, _ start: Int, _ end: Int)
+    throws(HTTPParseError)
+  {
     for i in start..<end where !ASCII.isHostCharacter(buffer[i]) { throw .invalidHost }
   }
 
   /// Lower-cased, trimmed, non-empty elements of a comma-separated list (RFC 9110 §5.6.1).
-  private static func listElements(_ buffer: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> [Substring] {
+  private static func listElements(_ buffer: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> [Substring]
+  {
     let text = String(decoding: buffer[start..<end], as: UTF8.self).lowercased()
     return text.split(separator: ",").compactMap { element in
       let trimmed = element.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }
@@ -467,7 +486,9 @@ public struct HTTP1Parser: Sendable {
     }
   }
 
-  private static func invalidExtension(_ buffer: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> HTTPParseError {
+  private static func invalidExtension(_ buffer: UnsafeRawBufferPointer, _ start: Int, _ end: Int)
+    -> HTTPParseError
+  {
     for i in start..<end where buffer[i] == ASCII.cr { return .bareCarriageReturn }
     return .invalidChunkExtension
   }

@@ -114,7 +114,8 @@ struct OutputQueue {
         for k in 0..<n {
           switch segments[first + k] {
           case .inline(let s, let e):
-            vectors[k] = iovec(iov_base: UnsafeMutableRawPointer(mutating: inline.baseAddress! + s), iov_len: e - s)
+            vectors[k] = iovec(
+              iov_base: UnsafeMutableRawPointer(mutating: inline.baseAddress! + s), iov_len: e - s)
           case .shared(let shared, let s, let e):
             vectors[k] = iovec(iov_base: UnsafeMutableRawPointer(mutating: shared.base + s), iov_len: e - s)
           }
@@ -172,7 +173,9 @@ struct OutputQueue {
   }
 
   /// Status line, Cache-Control, the response's own fields and Content-Length, each with CRLF.
-  static func appendHeadLines(of response: Response, cacheClass: CacheClass, contentLength: Int, to head: inout [UInt8]) {
+  static func appendHeadLines(
+    of response: Response, cacheClass: CacheClass, contentLength: Int, to head: inout [UInt8]
+  ) {
     head.reserveCapacity(128)
     head += "HTTP/1.1 ".utf8
     appendDecimal(response.status.code, to: &head)
@@ -209,7 +212,8 @@ struct OutputQueue {
         d[24 - n] = UInt8(48 + v % 10)
         v /= 10
       }
-      out.append(contentsOf: UnsafeRawBufferPointer(rebasing: d[(24 - n)...]).assumingMemoryBound(to: UInt8.self))
+      out.append(
+        contentsOf: UnsafeRawBufferPointer(rebasing: d[(24 - n)...]).assumingMemoryBound(to: UInt8.self))
     }
   }
 }

@@ -37,7 +37,8 @@ public struct Request: Sendable {
       bytes += name.utf8
       let nameEnd = Int32(bytes.count)
       bytes += value.utf8
-      fields.append(.init(nameStart: nameStart, nameEnd: nameEnd, valueStart: nameEnd, valueEnd: Int32(bytes.count)))
+      fields.append(
+        .init(nameStart: nameStart, nameEnd: nameEnd, valueStart: nameEnd, valueEnd: Int32(bytes.count)))
     }
     let split = Request.splitTarget(Array(target.utf8))
     self.init(

@@ -103,14 +103,16 @@ public struct Router: Sendable {
         continue
       }
       let wildcard = p.hasSuffix("*")
-      let segments = (wildcard ? p.dropLast() : Substring(p)).split(separator: "/", omittingEmptySubsequences: false)
+      let segments = (wildcard ? p.dropLast() : Substring(p)).split(
+        separator: "/", omittingEmptySubsequences: false)
       if let i = patterns.firstIndex(where: { $0.segments == segments && $0.wildcard == wildcard }) {
         guard !patterns[i].entry.routes.contains(where: { $0.method == route.method }) else {
           throw .duplicateRoute(p)
         }
         patterns[i].entry.routes.append(route)
       } else {
-        patterns.append(PatternEntry(segments: segments, wildcard: wildcard, entry: PathEntry(routes: [route])))
+        patterns.append(
+          PatternEntry(segments: segments, wildcard: wildcard, entry: PathEntry(routes: [route])))
       }
     }
     for key in exact.keys { exact[key]!.allow = Self.allow(exact[key]!.routes) }
@@ -133,7 +135,9 @@ public struct Router: Sendable {
     return .notFound
   }
 
-  private static func pick(_ method: HTTPMethod, _ entry: PathEntry, _ parameters: [String: String]) -> RouteMatch {
+  private static func pick(_ method: HTTPMethod, _ entry: PathEntry, _ parameters: [String: String])
+    -> RouteMatch
+  {
     for route in entry.routes where route.method == method {
       return .found(route, parameters: parameters, headOnly: false)
     }

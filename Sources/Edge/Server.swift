@@ -43,7 +43,9 @@ public final class Server: Sendable {
   /// Blocks signals, binds, starts the loops and the pool, then serves until SIGTERM or SIGINT has
   /// drained the server. SIGHUP calls `reload`; a router it returns replaces the current one on every
   /// loop, and nil keeps the old one (the hook logs why). Returns the process exit status.
-  public func run(onListening: ([SocketAddress]) -> Void = { _ in }, reload: @escaping @Sendable () -> Router?)
+  public func run(
+    onListening: ([SocketAddress]) -> Void = { _ in }, reload: @escaping @Sendable () -> Router?
+  )
     throws(SystemError) -> Int32
   {
     var signals = sigset_t()
@@ -63,7 +65,8 @@ public final class Server: Sendable {
       for k in 0..<threads { perLoop[k].append(try Listener.open(actual)) }
     }
 
-    let pool = WorkerPool(threads: max(1, configuration.poolThreads), capacity: max(0, configuration.poolQueue))
+    let pool = WorkerPool(
+      threads: max(1, configuration.poolThreads), capacity: max(0, configuration.poolQueue))
     var mailboxes: [LoopMailbox] = []
     let running = LoopCounter()
     for k in 0..<threads {
@@ -95,7 +98,8 @@ public final class Server: Sendable {
         return 0
       }
       if let deadline = drainDeadline, clock.now() >= deadline {
-        Log.event("warning", "drain_timeout", [("loops_still_busy", "\(running.count.load(ordering: .relaxed))")])
+        Log.event(
+          "warning", "drain_timeout", [("loops_still_busy", "\(running.count.load(ordering: .relaxed))")])
         return 0
       }
       var info = siginfo_t()
@@ -122,7 +126,9 @@ public final class Server: Sendable {
   /// default 1024 descriptors, decide how many clients are served.
   private static func raiseFileLimit() {
     var limit = rlimit()
-    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else {
+      return
+    }
     limit.rlim_cur = limit.rlim_max
     setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
   }

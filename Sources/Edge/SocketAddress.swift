@@ -10,7 +10,9 @@ public enum SocketAddress: Sendable, Equatable, CustomStringConvertible {
   /// Parses `host:port` with a numeric host; nil when it is not one.
   public init?(_ text: String) {
     if text.hasPrefix("[") {
-      guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else { return nil }
+      guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else {
+        return nil
+      }
       let host = String(text[text.index(after: text.startIndex)..<close])
       guard let port = UInt16(text[text.index(close, offsetBy: 2)...]) else { return nil }
       var probe = in6_addr()
@@ -66,7 +68,9 @@ public enum SocketAddress: Sendable, Equatable, CustomStringConvertible {
       a.sin_port = port.bigEndian
       inet_pton(AF_INET, host, &a.sin_addr)
       return withUnsafePointer(to: &a) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+          body($0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
       }
     case .v6(let host, let port):
       var a = sockaddr_in6()
@@ -74,7 +78,9 @@ public enum SocketAddress: Sendable, Equatable, CustomStringConvertible {
       a.sin6_port = port.bigEndian
       inet_pton(AF_INET6, host, &a.sin6_addr)
       return withUnsafePointer(to: &a) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+          body($0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+        }
       }
     }
   }
@@ -110,12 +116,15 @@ enum Listener {
   /// A non-blocking listening socket on `address` with `SO_REUSEPORT`, so that each loop has its own.
   static func open(_ address: SocketAddress, backlog: Int32 = 4096) throws(SystemError) -> Int32 {
     let family = if case .v6 = address { AF_INET6 } else { AF_INET }
-    let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    let fd = socket(
+      family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     guard fd >= 0 else { throw SystemError("socket") }
     var one: Int32 = 1
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
     setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, socklen_t(MemoryLayout<Int32>.size))
-    if family == AF_INET6 { setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size)) }
+    if family == AF_INET6 {
+      setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size))
+    }
     let bound = address.withSockAddr { bind(fd, $0, $1) }
     guard bound == 0 else {
       let error = SystemError("bind \(address)")
@@ -140,7 +149,9 @@ enum Listener {
     defer { close(fd) }
     var one: Int32 = 1
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-    if family == AF_INET6 { setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size)) }
+    if family == AF_INET6 {
+      setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size))
+    }
     guard address.withSockAddr({ bind(fd, $0, $1) }) == 0 else { throw SystemError("bind \(address)") }
     return address.with(port: boundPort(fd))
   }

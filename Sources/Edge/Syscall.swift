@@ -15,7 +15,9 @@ public struct SystemError: Error, CustomStringConvertible, Sendable {
     self.code = code
   }
 
-  public var description: String { "\(call): \(String(decoding: UnsafeRawBufferPointer(start: strerror(code), count: strlen(strerror(code))), as: UTF8.self))" }
+  public var description: String {
+    "\(call): \(String(decoding: UnsafeRawBufferPointer(start: strerror(code), count: strlen(strerror(code))), as: UTF8.self))"
+  }
 }
 
 /// What a non-blocking call came to.

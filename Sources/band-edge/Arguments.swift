@@ -21,7 +21,9 @@ struct Arguments {
     return value
   }
 
-  static func integer(_ text: String, _ flag: String, min: Int = 0, max: Int = Int.max) throws(UsageError) -> Int {
+  static func integer(_ text: String, _ flag: String, min: Int = 0, max: Int = Int.max) throws(UsageError)
+    -> Int
+  {
     guard let n = Int(text), n >= min, n <= max else {
       throw UsageError("\(flag) takes a whole number from \(min) to \(max), not '\(text)'")
     }

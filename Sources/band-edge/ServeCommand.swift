@@ -50,12 +50,15 @@ enum ServeCommand {
       case "--listen":
         let text = try value()
         guard let address = SocketAddress(text) else {
-          throw UsageError("--listen takes a numeric host:port such as 127.0.0.1:8080 or [::1]:8080, not '\(text)'")
+          throw UsageError(
+            "--listen takes a numeric host:port such as 127.0.0.1:8080 or [::1]:8080, not '\(text)'")
         }
         listen.append(address)
       case "--threads": configuration.threads = try Arguments.integer(value(), flag, min: 1, max: 256)
-      case "--pool-threads": configuration.poolThreads = try Arguments.integer(value(), flag, min: 1, max: 1024)
-      case "--pool-queue": configuration.poolQueue = try Arguments.integer(value(), flag, min: 0, max: 1_000_000)
+      case "--pool-threads":
+        configuration.poolThreads = try Arguments.integer(value(), flag, min: 1, max: 1024)
+      case "--pool-queue":
+        configuration.poolQueue = try Arguments.integer(value(), flag, min: 0, max: 1_000_000)
       case "--drain-timeout": configuration.drainTimeout = try Arguments.seconds(value(), flag)
       case "--no-access-log": configuration.accessLog = false
       case "--max-target-bytes":
@@ -67,7 +70,8 @@ enum ServeCommand {
       case "--max-body-bytes":
         configuration.limits.maxBodyBytes = try Arguments.integer(value(), flag, min: 0, max: 1 << 30)
       case "--max-connections":
-        configuration.limits.maxConnectionsPerLoop = try Arguments.integer(value(), flag, min: 1, max: 1_000_000)
+        configuration.limits.maxConnectionsPerLoop = try Arguments.integer(
+          value(), flag, min: 1, max: 1_000_000)
       case "--head-timeout": configuration.limits.headTimeout = try Arguments.seconds(value(), flag)
       case "--body-timeout": configuration.limits.bodyTimeout = try Arguments.seconds(value(), flag)
       case "--idle-timeout": configuration.limits.idleTimeout = try Arguments.seconds(value(), flag)

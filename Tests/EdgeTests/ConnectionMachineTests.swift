@@ -13,7 +13,8 @@ struct Harness {
     let router = try! Router([
       Route(.get, "/hello", cacheClass: .revalidate, fixed: .text(.ok, "hello\n")),
       Route(.get, "/echo", cacheClass: .private) { r in .text(.ok, "echo \(r.query ?? "")") },
-      Route(.post, "/echo", cacheClass: .private) { r in .text(.ok, String(decoding: r.body, as: UTF8.self)) },
+      Route(.post, "/echo", cacheClass: .private) { r in .text(.ok, String(decoding: r.body, as: UTF8.self))
+      },
       Route(.get, "/slow", cacheClass: .private, execution: .pooled) { _ in .text(.ok, "slow") },
     ])
     machine = ConnectionMachine(clock: clock, limits: limits, client: "127.0.0.1:5000")
@@ -66,7 +67,8 @@ struct ConnectionMachineTests {
   func pipelined() {
     var h = Harness()
     h.send(
-      "GET /echo?1 HTTP/1.1\r\nHost: a\r\n\r\nGET /echo?2 HTTP/1.1\r\nHost: a\r\n\r\nGET /echo?3 HTTP/1.1\r\nHost: a\r\n\r\n")
+      "GET /echo?1 HTTP/1.1\r\nHost: a\r\n\r\nGET /echo?2 HTTP/1.1\r\nHost: a\r\n\r\nGET /echo?3 HTTP/1.1\r\nHost: a\r\n\r\n"
+    )
     let out = h.drainOutput().text
     let bodies = out.components(separatedBy: "\r\n\r\n").dropFirst().map { $0.prefix(6) }
     #expect(bodies == ["echo 1", "echo 2", "echo 3"])
@@ -112,7 +114,8 @@ struct ConnectionMachineTests {
   @Test("Connection: close answers with close, shuts the write side, then closes on EOF")
   func connectionClose() {
     var h = Harness()
-    h.send("GET /hello HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\nGET /hello HTTP/1.1\r\nHost: a\r\n\r\n")
+    h.send(
+      "GET /hello HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\nGET /hello HTTP/1.1\r\nHost: a\r\n\r\n")
     let (out, step) = h.drainOutput()
     #expect(out.contains("Connection: close\r\n"))
     #expect(out.components(separatedBy: "HTTP/1.1 200").count == 2, "the second request is not answered")
@@ -300,7 +303,8 @@ struct RouterTests {
   @Test("HEAD falls back to GET; other methods get 405 with Allow")
   func methods() throws {
     let router = try Router([
-      Route(.get, "/x", cacheClass: .private, handler: ok), Route(.post, "/x", cacheClass: .private, handler: ok),
+      Route(.get, "/x", cacheClass: .private, handler: ok),
+      Route(.post, "/x", cacheClass: .private, handler: ok),
     ])
     guard case .found(let route, _, let headOnly) = router.match(.head, "/x") else {
       Issue.record("HEAD not routed")
@@ -321,7 +325,8 @@ struct RouterTests {
     }
     #expect(throws: RouterError.duplicateRoute("/x")) {
       try Router([
-        Route(.get, "/x", cacheClass: .private, handler: ok), Route(.get, "/x", cacheClass: .private, handler: ok),
+        Route(.get, "/x", cacheClass: .private, handler: ok),
+        Route(.get, "/x", cacheClass: .private, handler: ok),
       ])
     }
     #expect(throws: RouterError.invalidPattern("x")) {

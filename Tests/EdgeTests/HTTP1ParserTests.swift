@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import Edge
@@ -25,7 +26,9 @@ private var small: Limits {
 
 let parserCases: [ParserCase] = [
   // Accepted shapes
-  .init(name: "minimal GET", input: "GET / HTTP/1.1\r\nHost: a\r\n\r\n", expected: [ok("GET / 1.1 [host=a] body=")]),
+  .init(
+    name: "minimal GET", input: "GET / HTTP/1.1\r\nHost: a\r\n\r\n",
+    expected: [ok("GET / 1.1 [host=a] body=")]),
   .init(
     name: "query kept in target", input: "GET /p?q=1 HTTP/1.1\r\nHost: a\r\n\r\n",
     expected: [ok("GET /p?q=1 1.1 [host=a] body=")]),
@@ -42,7 +45,8 @@ let parserCases: [ParserCase] = [
     name: "leading empty line ignored (RFC 9112 §2.2)", input: "\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
     expected: [ok("GET / 1.1 [host=a] body=")]),
   .init(
-    name: "HTTP/1.0 without Host closes", input: "GET / HTTP/1.0\r\n\r\n", expected: [ok("GET / 1.0 [] body= close")]),
+    name: "HTTP/1.0 without Host closes", input: "GET / HTTP/1.0\r\n\r\n",
+    expected: [ok("GET / 1.0 [] body= close")]),
   .init(
     name: "HTTP/1.0 keep-alive", input: "GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n",
     expected: [ok("GET / 1.0 [connection=Keep-Alive] body=")]),
@@ -59,18 +63,22 @@ let parserCases: [ParserCase] = [
     name: "Content-Length zero", input: "POST /f HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n",
     expected: [ok("POST /f 1.1 [host=a,content-length=0] body=")]),
   .init(
-    name: "chunked body", input: "POST /f HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n",
+    name: "chunked body",
+    input:
+      "POST /f HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n",
     expected: [ok("POST /f 1.1 [host=a,transfer-encoding=chunked] body=hello world")]),
   .init(
     name: "chunked with extension and trailer",
-    input: "POST /f HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nA;name=\"v\\\"x\" ; b\r\n0123456789\r\n0\r\nX-Sum: 1\r\n\r\n",
+    input:
+      "POST /f HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nA;name=\"v\\\"x\" ; b\r\n0123456789\r\n0\r\nX-Sum: 1\r\n\r\n",
     expected: [ok("POST /f 1.1 [host=a,transfer-encoding=chunked] body=0123456789 trailers=[x-sum=1]")]),
   .init(
     name: "chunk size in upper-case hex with leading zeros",
     input: "POST /f HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n00A\r\n0123456789\r\n0\r\n\r\n",
     expected: [ok("POST /f 1.1 [host=a,transfer-encoding=chunked] body=0123456789")]),
   .init(
-    name: "Expect: 100-continue", input: "POST /f HTTP/1.1\r\nHost: a\r\nExpect: 100-Continue\r\nContent-Length: 2\r\n\r\nhi",
+    name: "Expect: 100-continue",
+    input: "POST /f HTTP/1.1\r\nHost: a\r\nExpect: 100-Continue\r\nContent-Length: 2\r\n\r\nhi",
     expected: [ok("POST /f 1.1 [host=a,expect=100-Continue,content-length=2] body=hi expect-continue")]),
   .init(
     name: "Expect ignored in HTTP/1.0", input: "GET / HTTP/1.0\r\nExpect: something\r\n\r\n",
@@ -85,7 +93,8 @@ let parserCases: [ParserCase] = [
     name: "pipelined pair", input: "GET /1 HTTP/1.1\r\nHost: a\r\n\r\nGET /2 HTTP/1.1\r\nHost: a\r\n\r\n",
     expected: [ok("GET /1 1.1 [host=a] body="), ok("GET /2 1.1 [host=a] body=")]),
   .init(
-    name: "target at the limit", input: "GET /" + String(repeating: "a", count: 31) + " HTTP/1.1\r\nHost: a\r\n\r\n",
+    name: "target at the limit",
+    input: "GET /" + String(repeating: "a", count: 31) + " HTTP/1.1\r\nHost: a\r\n\r\n",
     expected: [ok("GET /" + String(repeating: "a", count: 31) + " 1.1 [host=a] body=")], limits: small),
   .init(name: "incomplete head", input: "GET / HTTP/1.1\r\nHost: a\r\n", expected: [.incomplete]),
   .init(
@@ -93,11 +102,20 @@ let parserCases: [ParserCase] = [
     expected: [.incomplete]),
 
   // Line endings: CRLF only (RFC 9112 §2.2)
-  .init(name: "bare LF after request line", input: "GET / HTTP/1.1\nHost: a\r\n\r\n", expected: [fail(.bareLineFeed)]),
-  .init(name: "bare LF ending head", input: "GET / HTTP/1.1\r\nHost: a\r\n\n", expected: [fail(.bareLineFeed)]),
-  .init(name: "bare CR in request line", input: "GET /\r HTTP/1.1\r\nHost: a\r\n\r\n", expected: [fail(.bareCarriageReturn)]),
-  .init(name: "bare CR in value", input: "GET / HTTP/1.1\r\nHost: a\r\nX: a\rb\r\n\r\n", expected: [fail(.bareCarriageReturn)]),
-  .init(name: "bare CR in name", input: "GET / HTTP/1.1\r\nHost: a\r\nX\rY: a\r\n\r\n", expected: [fail(.bareCarriageReturn)]),
+  .init(
+    name: "bare LF after request line", input: "GET / HTTP/1.1\nHost: a\r\n\r\n",
+    expected: [fail(.bareLineFeed)]),
+  .init(
+    name: "bare LF ending head", input: "GET / HTTP/1.1\r\nHost: a\r\n\n", expected: [fail(.bareLineFeed)]),
+  .init(
+    name: "bare CR in request line", input: "GET /\r HTTP/1.1\r\nHost: a\r\n\r\n",
+    expected: [fail(.bareCarriageReturn)]),
+  .init(
+    name: "bare CR in value", input: "GET / HTTP/1.1\r\nHost: a\r\nX: a\rb\r\n\r\n",
+    expected: [fail(.bareCarriageReturn)]),
+  .init(
+    name: "bare CR in name", input: "GET / HTTP/1.1\r\nHost: a\r\nX\rY: a\r\n\r\n",
+    expected: [fail(.bareCarriageReturn)]),
   .init(
     name: "bare LF in chunk size line",
     input: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n",
@@ -120,39 +138,87 @@ let parserCases: [ParserCase] = [
     expected: [fail(.bareLineFeed)]),
 
   // Request line
-  .init(name: "double space", input: "GET  / HTTP/1.1\r\nHost: a\r\n\r\n", expected: [fail(.invalidRequestLine)]),
+  .init(
+    name: "double space", input: "GET  / HTTP/1.1\r\nHost: a\r\n\r\n", expected: [fail(.invalidRequestLine)]),
   .init(name: "tab separator", input: "GET\t/ HTTP/1.1\r\nHost: a\r\n\r\n", expected: [fail(.invalidMethod)]),
   .init(name: "missing version (HTTP/0.9)", input: "GET /\r\n\r\n", expected: [fail(.invalidRequestLine)]),
-  .init(name: "method not a token", input: "G(T / HTTP/1.1\r\nHost: a\r\n\r\n", expected: [fail(.invalidMethod)]),
-  .init(name: "NUL in target", input: "GET /\u{0} HTTP/1.1\r\nHost: a\r\n\r\n", expected: [fail(.invalidTarget)]),
-  .init(name: "DEL in target", input: "GET /\u{7F} HTTP/1.1\r\nHost: a\r\n\r\n", expected: [fail(.invalidTarget)]),
-  .init(name: "non-ASCII in target", input: "GET /\u{E9} HTTP/1.1\r\nHost: a\r\n\r\n", expected: [fail(.invalidTarget)]),
-  .init(name: "relative target", input: "GET a/b HTTP/1.1\r\nHost: a\r\n\r\n", expected: [fail(.invalidTarget)]),
-  .init(name: "asterisk with GET", input: "GET * HTTP/1.1\r\nHost: a\r\n\r\n", expected: [fail(.invalidTarget)]),
-  .init(name: "authority-form", input: "CONNECT a:443 HTTP/1.1\r\nHost: a\r\n\r\n", expected: [fail(.invalidTarget)]),
-  .init(name: "lower-case version", input: "GET / http/1.1\r\nHost: a\r\n\r\n", expected: [fail(.invalidVersion)]),
-  .init(name: "version with extra digit", input: "GET / HTTP/1.10\r\nHost: a\r\n\r\n", expected: [fail(.invalidVersion)]),
-  .init(name: "trailing space after version", input: "GET / HTTP/1.1 \r\nHost: a\r\n\r\n", expected: [fail(.invalidVersion)]),
-  .init(name: "HTTP/2.0 gets 505", input: "GET / HTTP/2.0\r\nHost: a\r\n\r\n", expected: [fail(.unsupportedVersion)]),
-  .init(name: "HTTP/0.9 version gets 505", input: "GET / HTTP/0.9\r\nHost: a\r\n\r\n", expected: [fail(.unsupportedVersion)]),
   .init(
-    name: "target over the limit gets 414", input: "GET /" + String(repeating: "a", count: 32) + " HTTP/1.1\r\nHost: a\r\n\r\n",
+    name: "method not a token", input: "G(T / HTTP/1.1\r\nHost: a\r\n\r\n", expected: [fail(.invalidMethod)]),
+  .init(
+    name: "NUL in target", input: "GET /\u{0} HTTP/1.1\r\nHost: a\r\n\r\n", expected: [fail(.invalidTarget)]),
+  .init(
+    name: "DEL in target", input: "GET /\u{7F} HTTP/1.1\r\nHost: a\r\n\r\n", expected: [fail(.invalidTarget)]),
+  .init(
+    name: "non-ASCII in target", input: "GET /\u{E9} HTTP/1.1\r\nHost: a\r\n\r\n",
+    expected: [fail(.invalidTarget)]),
+  .init(
+    name: "relative target", input: "GET a/b HTTP/1.1\r\nHost: a\r\n\r\n", expected: [fail(.invalidTarget)]),
+  .init(
+    name: "asterisk with GET", input: "GET * HTTP/1.1\r\nHost: a\r\n\r\n", expected: [fail(.invalidTarget)]),
+  .init(
+    name: "authority-form", input: "CONNECT a:443 HTTP/1.1\r\nHost: a\r\n\r\n",
+    expected: [fail(.invalidTarget)]),
+  .init(
+    name: "lower-case version", input: "GET / http/1.1\r\nHost: a\r\n\r\n", expected: [fail(.invalidVersion)]),
+  .init(
+    name: "version with extra digit", input: "GET / HTTP/1.10\r\nHost: a\r\n\r\n",
+    expected: [fail(.invalidVersion)]),
+  .init(
+    name: "trailing space after version", input: "GET / HTTP/1.1 \r\nHost: a\r\n\r\n",
+    expected: [fail(.invalidVersion)]),
+  .init(
+    name: "HTTP/2.0 gets 505", input: "GET / HTTP/2.0\r\nHost: a\r\n\r\n",
+    expected: [fail(.unsupportedVersion)]),
+  .init(
+    name: "HTTP/0.9 version gets 505", input: "GET / HTTP/0.9\r\nHost: a\r\n\r\n",
+    expected: [fail(.unsupportedVersion)]),
+  .init(
+    name: "target over the limit gets 414",
+    input: "GET /" + String(repeating: "a", count: 32) + " HTTP/1.1\r\nHost: a\r\n\r\n",
     expected: [fail(.targetTooLong)], limits: small),
+  .init(
+    name: "over-long request line ending in a bare LF gets 414 (fuzz crasher)",
+    input: "GET /" + String(repeating: "a", count: 200) + "\n", expected: [fail(.targetTooLong)],
+    limits: small),
+  .init(
+    name: "over-long header line ending in a bare LF gets 431",
+    input: "GET / HTTP/1.1\r\nX: " + String(repeating: "b", count: 80) + "\n",
+    expected: [fail(.headerSectionTooLarge)],
+    limits: small),
   .init(
     name: "unterminated long request line gets 414", input: "GET /" + String(repeating: "a", count: 200),
     expected: [fail(.targetTooLong)], limits: small),
 
   // Field lines
-  .init(name: "obs-fold", input: "GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n b\r\n\r\n", expected: [fail(.obsoleteLineFolding)]),
-  .init(name: "whitespace before first field", input: "GET / HTTP/1.1\r\n Host: a\r\n\r\n", expected: [fail(.obsoleteLineFolding)]),
-  .init(name: "space before colon", input: "GET / HTTP/1.1\r\nHost : a\r\n\r\n", expected: [fail(.whitespaceBeforeColon)]),
-  .init(name: "tab before colon", input: "GET / HTTP/1.1\r\nHost\t: a\r\n\r\n", expected: [fail(.whitespaceBeforeColon)]),
-  .init(name: "no colon", input: "GET / HTTP/1.1\r\nHost a\r\n\r\n", expected: [fail(.whitespaceBeforeColon)]),
-  .init(name: "empty name", input: "GET / HTTP/1.1\r\n: a\r\nHost: a\r\n\r\n", expected: [fail(.invalidFieldName)]),
-  .init(name: "name not a token", input: "GET / HTTP/1.1\r\nHo(st: a\r\n\r\n", expected: [fail(.invalidFieldName)]),
-  .init(name: "NUL in value", input: "GET / HTTP/1.1\r\nHost: a\r\nX: a\u{0}b\r\n\r\n", expected: [fail(.invalidFieldValue)]),
-  .init(name: "control in value", input: "GET / HTTP/1.1\r\nHost: a\r\nX: a\u{1}b\r\n\r\n", expected: [fail(.invalidFieldValue)]),
-  .init(name: "DEL in value", input: "GET / HTTP/1.1\r\nHost: a\r\nX: a\u{7F}\r\n\r\n", expected: [fail(.invalidFieldValue)]),
+  .init(
+    name: "obs-fold", input: "GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n b\r\n\r\n",
+    expected: [fail(.obsoleteLineFolding)]),
+  .init(
+    name: "whitespace before first field", input: "GET / HTTP/1.1\r\n Host: a\r\n\r\n",
+    expected: [fail(.obsoleteLineFolding)]),
+  .init(
+    name: "space before colon", input: "GET / HTTP/1.1\r\nHost : a\r\n\r\n",
+    expected: [fail(.whitespaceBeforeColon)]),
+  .init(
+    name: "tab before colon", input: "GET / HTTP/1.1\r\nHost\t: a\r\n\r\n",
+    expected: [fail(.whitespaceBeforeColon)]),
+  .init(
+    name: "no colon", input: "GET / HTTP/1.1\r\nHost a\r\n\r\n", expected: [fail(.whitespaceBeforeColon)]),
+  .init(
+    name: "empty name", input: "GET / HTTP/1.1\r\n: a\r\nHost: a\r\n\r\n", expected: [fail(.invalidFieldName)]
+  ),
+  .init(
+    name: "name not a token", input: "GET / HTTP/1.1\r\nHo(st: a\r\n\r\n", expected: [fail(.invalidFieldName)]
+  ),
+  .init(
+    name: "NUL in value", input: "GET / HTTP/1.1\r\nHost: a\r\nX: a\u{0}b\r\n\r\n",
+    expected: [fail(.invalidFieldValue)]),
+  .init(
+    name: "control in value", input: "GET / HTTP/1.1\r\nHost: a\r\nX: a\u{1}b\r\n\r\n",
+    expected: [fail(.invalidFieldValue)]),
+  .init(
+    name: "DEL in value", input: "GET / HTTP/1.1\r\nHost: a\r\nX: a\u{7F}\r\n\r\n",
+    expected: [fail(.invalidFieldValue)]),
   .init(
     name: "too many fields gets 431", input: "GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n",
     expected: [fail(.tooManyHeaderFields)], limits: small),
@@ -167,10 +233,16 @@ let parserCases: [ParserCase] = [
 
   // Host
   .init(name: "missing Host in 1.1", input: "GET / HTTP/1.1\r\nX: a\r\n\r\n", expected: [fail(.missingHost)]),
-  .init(name: "duplicate Host", input: "GET / HTTP/1.1\r\nHost: a\r\nhost: b\r\n\r\n", expected: [fail(.duplicateHost)]),
-  .init(name: "duplicate Host in 1.0", input: "GET / HTTP/1.0\r\nHost: a\r\nHost: a\r\n\r\n", expected: [fail(.duplicateHost)]),
-  .init(name: "Host with a path", input: "GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", expected: [fail(.invalidHost)]),
-  .init(name: "Host with a space", input: "GET / HTTP/1.1\r\nHost: a b\r\n\r\n", expected: [fail(.invalidHost)]),
+  .init(
+    name: "duplicate Host", input: "GET / HTTP/1.1\r\nHost: a\r\nhost: b\r\n\r\n",
+    expected: [fail(.duplicateHost)]),
+  .init(
+    name: "duplicate Host in 1.0", input: "GET / HTTP/1.0\r\nHost: a\r\nHost: a\r\n\r\n",
+    expected: [fail(.duplicateHost)]),
+  .init(
+    name: "Host with a path", input: "GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", expected: [fail(.invalidHost)]),
+  .init(
+    name: "Host with a space", input: "GET / HTTP/1.1\r\nHost: a b\r\n\r\n", expected: [fail(.invalidHost)]),
 
   // Framing (RFC 9112 §6)
   .init(
@@ -178,10 +250,12 @@ let parserCases: [ParserCase] = [
     input: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
     expected: [fail(.contentLengthWithTransferEncoding)]),
   .init(
-    name: "two Content-Length fields", input: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
+    name: "two Content-Length fields",
+    input: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
     expected: [fail(.duplicateContentLength)]),
   .init(
-    name: "repeated equal Content-Length", input: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\na",
+    name: "repeated equal Content-Length",
+    input: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\na",
     expected: [fail(.duplicateContentLength)]),
   .init(
     name: "Content-Length list", input: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1, 1\r\n\r\na",
@@ -203,21 +277,25 @@ let parserCases: [ParserCase] = [
     input: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999999\r\n\r\n",
     expected: [fail(.bodyTooLarge)]),
   .init(
-    name: "Content-Length over the limit gets 413", input: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 11\r\n\r\n",
+    name: "Content-Length over the limit gets 413",
+    input: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 11\r\n\r\n",
     expected: [fail(.bodyTooLarge)], limits: small),
   .init(
     name: "chunked body over the limit gets 413",
-    input: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n6\r\n012345\r\n6\r\n012345\r\n0\r\n\r\n",
+    input:
+      "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n6\r\n012345\r\n6\r\n012345\r\n0\r\n\r\n",
     expected: [fail(.bodyTooLarge)], limits: small),
   .init(
     name: "giant chunk size gets 413",
     input: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFFFF\r\n",
     expected: [fail(.bodyTooLarge)]),
   .init(
-    name: "Transfer-Encoding gzip only", input: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n",
+    name: "Transfer-Encoding gzip only",
+    input: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n",
     expected: [fail(.chunkedNotFinal)]),
   .init(
-    name: "chunked not final", input: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, gzip\r\n\r\n",
+    name: "chunked not final",
+    input: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, gzip\r\n\r\n",
     expected: [fail(.chunkedNotFinal)]),
   .init(
     name: "chunked twice", input: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, chunked\r\n\r\n",
@@ -238,14 +316,17 @@ let parserCases: [ParserCase] = [
     input: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
     expected: [fail(.unsupportedTransferCoding)]),
   .init(
-    name: "Transfer-Encoding in HTTP/1.0", input: "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    name: "Transfer-Encoding in HTTP/1.0",
+    input: "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
     expected: [fail(.transferEncodingInHTTP10)]),
   .init(
     name: "chunk size not hex",
-    input: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nZ\r\n\r\n", expected: [fail(.invalidChunkSize)]),
+    input: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nZ\r\n\r\n",
+    expected: [fail(.invalidChunkSize)]),
   .init(
     name: "empty chunk size line",
-    input: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n\r\n", expected: [fail(.invalidChunkSize)]),
+    input: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n\r\n",
+    expected: [fail(.invalidChunkSize)]),
   .init(
     name: "chunk size with junk",
     input: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5 x\r\nhello\r\n0\r\n\r\n",
@@ -259,12 +340,14 @@ let parserCases: [ParserCase] = [
     input: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5;a=\"b\r\nhello\r\n0\r\n\r\n",
     expected: [fail(.invalidChunkExtension)]),
   .init(
-    name: "control in trailer", input: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX: \u{1}\r\n\r\n",
+    name: "control in trailer",
+    input: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX: \u{1}\r\n\r\n",
     expected: [fail(.invalidFieldValue)]),
 
   // Expectations
   .init(
-    name: "unknown expectation gets 417", input: "POST / HTTP/1.1\r\nHost: a\r\nExpect: 200-ok\r\nContent-Length: 1\r\n\r\na",
+    name: "unknown expectation gets 417",
+    input: "POST / HTTP/1.1\r\nHost: a\r\nExpect: 200-ok\r\nContent-Length: 1\r\n\r\na",
     expected: [fail(.unsupportedExpectation)]),
 ]
 
@@ -348,6 +431,25 @@ struct HTTP1ParserTests {
     #expect(request.queryItem("x") == "1")
     #expect(request.queryItem("y") == "")
     #expect(request.queryItem("z") == nil)
+  }
+}
+
+/// Inputs the fuzzer found, kept byte for byte in Tests/fuzz/crashers: each must parse the same way
+/// whole, byte by byte and in halves (fuzzHTTP1Parser traps otherwise).
+let fuzzCrashers: [URL] = {
+  let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+    .appendingPathComponent("../fuzz/crashers").standardized
+  return
+    ((try? FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)) ?? [])
+    .sorted { $0.path < $1.path }
+}()
+
+@Test("fuzz crashers parse the same whole, byte by byte and in halves")
+func fuzzCrashersReplay() throws {
+  #expect(!fuzzCrashers.isEmpty, "Tests/fuzz/crashers holds the inputs the fuzzer found")
+  for file in fuzzCrashers {
+    let bytes = try Data(contentsOf: file)
+    Array(bytes).withUnsafeBytes { fuzzHTTP1Parser($0) }
   }
 }
 

@@ -1,0 +1,74 @@
+"""Runs slowhttptest -H against a port while probing availability and connection ages."""
+
+import re
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+port, head_timeout, seconds, work = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+first_seen: dict[str, float] = {}
+max_age = 0.0
+probes = failures = 0
+stop = threading.Event()
+
+
+def watch_ages() -> None:
+    global max_age
+    while not stop.is_set():
+        now = time.monotonic()
+        out = subprocess.run(["ss", "-tnH", "state", "established", f"( sport = :{port} )"],
+                             capture_output=True, text=True).stdout
+        alive = set()
+        for line in out.splitlines():
+            peer = line.split()[-1]
+            alive.add(peer)
+            first_seen.setdefault(peer, now)
+            max_age = max(max_age, now - first_seen[peer])
+        for peer in list(first_seen):
+            if peer not in alive:
+                del first_seen[peer]
+        time.sleep(0.25)
+
+
+def probe() -> None:
+    global probes, failures
+    while not stop.is_set():
+        probes += 1
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as r:
+                if r.status != 200:
+                    failures += 1
+        except Exception:
+            failures += 1
+        time.sleep(0.5)
+
+
+threads = [threading.Thread(target=watch_ages), threading.Thread(target=probe)]
+for t in threads:
+    t.start()
+# slowhttptest does not reconnect: once the server has cut all of a wave's connections at their
+# deadline it stops. Waves of 1000 follow each other until the attack has lasted `seconds`.
+attack_started = time.monotonic()
+waves = []
+while (left := seconds - (time.monotonic() - attack_started)) > 1:
+    waves.append(subprocess.run(
+        ["slowhttptest", "-H", "-c", "1000", "-r", "200", "-i", "1", "-l", str(int(left)), "-s", "8192",
+         "-u", f"http://127.0.0.1:{port}/healthz", "-t", "GET", "-x", "24", "-p", "3"],
+        capture_output=True, text=True))
+attack_seconds = time.monotonic() - attack_started
+attack = waves[-1]
+stop.set()
+for t in threads:
+    t.join()
+plain = re.sub(r"\x1b\[[0-9;]*m", "", attack.stdout)
+lines = [line.strip() for line in plain.splitlines()]
+summary = "\n".join(dict.fromkeys(line for line in lines if re.search(r"^(test type|number of connections|service available|exit status)", line, re.I)))
+print(summary)
+print(f"slowloris: attack ran {attack_seconds:.0f} s in {len(waves)} waves of 1000 connections")
+print(f"slowloris: {probes} probes of /healthz during the attack, {failures} failed; "
+      f"longest-lived connection {max_age:.1f} s (head timeout {head_timeout:g} s)")
+ok = failures == 0 and max_age <= head_timeout + 1.5 and probes > 0
+print(f"slowloris: {'1 passed, 0 failed' if ok else '0 passed, 1 failed'}")
+sys.exit(0 if ok else 1)
