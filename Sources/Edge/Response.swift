@@ -14,7 +14,12 @@ public final class SharedBytes: @unchecked Sendable {
   public init<C: Collection<UInt8>>(_ bytes: C) {
     count = bytes.count
     let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Swift.max(count, 1), alignment: 16)
-    _ = buffer.initializeMemory(as: UInt8.self, from: bytes)
+    // Contiguous input is one memcpy; the element-wise path is for other collections only
+    // (unspecialised across modules it costs a call per byte).
+    let copied: Void? = bytes.withContiguousStorageIfAvailable { source in
+      buffer.copyMemory(from: UnsafeRawBufferPointer(source))
+    }
+    if copied == nil { _ = buffer.initializeMemory(as: UInt8.self, from: bytes) }
     base = UnsafeRawPointer(buffer.baseAddress!)
   }
 

@@ -31,9 +31,10 @@ enum EdgeRoutes {
       // `n` bytes of content (at most 64 MiB), for clients that read slowly.
       Route(.get, "/_test/bytes", cacheClass: .private) { request in
         let n = min(max(Int(request.queryItem("n") ?? "") ?? 1024, 0), 64 << 20)
+        // Shared bytes: a large body goes out as its own segment (sendmsg with several iovecs).
         return Response(
           status: .ok, headers: [("Content-Type", "application/octet-stream")],
-          body: .bytes(Array(repeating: UInt8(ascii: "x"), count: n)))
+          body: .shared(SharedBytes([UInt8](repeating: UInt8(ascii: "x"), count: n))))
       },
     ]
   }

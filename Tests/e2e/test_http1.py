@@ -195,3 +195,13 @@ def test_connection_limit_per_loop(make_server):
     assert third.closed_by_peer()
     second.send(request("GET", "/healthz"))
     assert second.read_response().status == 200
+
+
+def test_large_body_arrives_whole_and_the_next_response_follows(server):
+    client = server.connect()
+    size = 3_000_000
+    client.send(request("GET", f"/_test/bytes?n={size}") + request("GET", "/healthz"))
+    big = client.read_response()
+    assert big.status == 200
+    assert len(big.body) == size and big.body == b"x" * size
+    assert client.read_response().body == b"ok\n"
