@@ -43,9 +43,20 @@ struct ConnectionMachine<Clock: EdgeClock> {
     case now
   }
 
+  /// A request for the worker pool. A class, so that `Step` stays two words: steps are returned
+  /// from every event, dispatches are rare.
+  final class Dispatch {
+    let request: Request
+    let route: Route
+    init(request: Request, route: Route) {
+      self.request = request
+      self.route = route
+    }
+  }
+
   struct Step {
     /// A request for the worker pool; its answer comes back through `handlerFinished`.
-    var dispatch: (request: Request, route: Route)? = nil
+    var dispatch: Dispatch? = nil
     var close = Close.none
   }
 
@@ -233,7 +244,7 @@ struct ConnectionMachine<Clock: EdgeClock> {
 
   private mutating func handle(
     _ request: Request, now: Instant, context: inout ConnectionContext
-  ) -> (request: Request, route: Route)? {
+  ) -> Dispatch? {
     let keepAlive = request.keepAlive && !draining && !inputClosed
     let connection: ConnectionHeader =
       !keepAlive ? .close : request.version == .http10 ? .keepAlive : .none
@@ -251,7 +262,7 @@ struct ConnectionMachine<Clock: EdgeClock> {
           connection: connection, started: now)
         state = .handling
         readDeadline = .never
-        return (request, route)
+        return Dispatch(request: request, route: route)
       }
       emit(
         route.respond(to: request), cacheClass: route.cacheClass, headOnly: headOnly || getForHead,

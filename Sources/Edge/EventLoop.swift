@@ -277,7 +277,9 @@ final class EventLoop {
 
   /// Executes a machine's step; false when the connection was closed.
   private func apply(_ step: ConnectionMachine<MonotonicClock>.Step, _ connection: Connection) -> Bool {
-    if let (request, route) = step.dispatch {
+    if let dispatch = step.dispatch {
+      let request = dispatch.request
+      let route = dispatch.route
       let mailbox = self.mailbox
       let fd = connection.fd
       let generation = connection.generation
