@@ -79,9 +79,9 @@ public struct AccessLog: Sendable {
   public var text: String { String(decoding: buffer, as: UTF8.self) }
 
   /// Bytes buffered before a write is forced.
-  static let flushBytes = 32768
+  static let flushBytes = 65536
 
-  /// Writes the lines if 32 KiB are buffered or the oldest is a second old (like nginx's
+  /// Writes the lines if 64 KiB are buffered or the oldest is a second old (like nginx's
   /// `buffer=… flush=1s`), so that a busy loop writes the log in large pieces.
   mutating func flushIfDue(nowSecond: Int) {
     guard !buffer.isEmpty else { return }

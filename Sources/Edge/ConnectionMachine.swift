@@ -82,7 +82,6 @@ struct ConnectionMachine<Clock: EdgeClock> {
   private var inputClosed = false
   private var draining = false
   private var inFlight: InFlight?
-  private var isFirstRequest = true
 
   init(clock: Clock, limits: Limits, client: String) {
     self.clock = clock
@@ -204,9 +203,9 @@ struct ConnectionMachine<Clock: EdgeClock> {
         readDeadline = now.adding(limits.headTimeout)
       }
       let window = UnsafeRawBufferPointer(rebasing: buffer[offset...])
-      let result: ParseResult
+      let result: HTTP1Parser.Progress
       do throws(HTTPParseError) {
-        result = try parser.parse(window)
+        result = try parser.advance(window)
       } catch {
         offset = buffer.count
         failRequest(error.status, Self.message(for: error), context: &context)
@@ -223,12 +222,11 @@ struct ConnectionMachine<Clock: EdgeClock> {
         output.append("HTTP/1.1 100 Continue\r\n\r\n".utf8)
         state = .readingBody
         readDeadline = now.adding(limits.bodyTimeout)
-      case .complete(let request, let consumed):
+      case .complete(let consumed):
         offset += consumed
-        isFirstRequest = false
         state = .awaitingRequest
         readDeadline = now.adding(limits.idleTimeout)
-        if let dispatch = handle(request, now: now, context: &context) {
+        if let dispatch = respond(window, now: now, context: &context) {
           step.dispatch = dispatch
         }
       }
@@ -242,15 +240,29 @@ struct ConnectionMachine<Clock: EdgeClock> {
     return step
   }
 
-  private mutating func handle(
-    _ request: Request, now: Instant, context: inout ConnectionContext
+  /// Routes the request the parser holds, then answers it. A prebuilt answer needs nothing of the
+  /// request but its method and path, so no `Request` is built for it.
+  private mutating func respond(
+    _ window: UnsafeRawBufferPointer, now: Instant, context: inout ConnectionContext
   ) -> Dispatch? {
-    let keepAlive = request.keepAlive && !draining && !inputClosed
+    let method = parser.requestMethod
+    let path = parser.path(window)
+    let keepAlive = parser.requestKeepAlive && !draining && !inputClosed
     let connection: ConnectionHeader =
-      !keepAlive ? .close : request.version == .http10 ? .keepAlive : .none
+      !keepAlive ? .close : parser.requestVersion == .http10 ? .keepAlive : .none
     if !keepAlive { closeAfterWrite = true }
-    let headOnly = request.method == .head
-    switch context.router.match(request.method, request.path) {
+    let headOnly = method == .head
+    let match = context.router.match(method, path)
+    if case .found(let route, _, let getForHead) = match, case .fixed(let prebuilt) = route.handler {
+      parser.skipRequest()
+      emit(
+        prebuilt.response, cacheClass: route.cacheClass, headOnly: headOnly || getForHead,
+        connection: connection,
+        method: method, path: path, started: now, context: &context)
+      return nil
+    }
+    let request = parser.takeRequest(window, path: path)
+    switch match {
     case .found(let route, let parameters, let getForHead):
       var request = request
       request.parameters = parameters

@@ -47,6 +47,7 @@ public struct HTTP1Parser: Sendable {
   private var fields: [HTTPFields.Field] = []
   private var trailerFields: [HTTPFields.Field] = []
   private var trailersStart = 0
+  private var messageEnd = 0
   private var body: [UInt8] = []
   private var keepAlive = true
   private var expectsContinue = false
@@ -66,6 +67,38 @@ public struct HTTP1Parser: Sendable {
 
   /// Parses as much of `buffer` as it can; see the type's documentation for the contract.
   public mutating func parse(_ buffer: UnsafeRawBufferPointer) throws(HTTPParseError) -> ParseResult {
+    switch try advance(buffer) {
+    case .needMore: return .needMore
+    case .continueExpected: return .continueExpected
+    case .complete(let consumed):
+      return .complete(takeRequest(buffer, path: path(buffer)), consumed: consumed)
+    }
+  }
+
+  /// What `advance` reached: like `ParseResult`, without building the request.
+  enum Progress {
+    case needMore
+    case continueExpected
+    /// A whole request of `consumed` bytes; read it with `method`, `path(_:)`, `keepAlive`, then
+    /// `takeRequest` or `skipRequest` before the next call.
+    case complete(consumed: Int)
+  }
+
+  /// The request's method, once `advance` reported `.complete`.
+  var requestMethod: HTTPMethod { method }
+  /// The request's version, once complete.
+  var requestVersion: HTTPVersion { version }
+  /// Whether the connection stays open after this request, once complete.
+  var requestKeepAlive: Bool { keepAlive }
+
+  /// The request's path (no query), once complete.
+  func path(_ buffer: UnsafeRawBufferPointer) -> String {
+    Request.splitTarget(buffer.bytes(targetStart..<targetEnd)).path
+  }
+
+  /// Parses like `parse`, but leaves a complete request unbuilt, so that a prebuilt answer costs no
+  /// allocation at all.
+  mutating func advance(_ buffer: UnsafeRawBufferPointer) throws(HTTPParseError) -> Progress {
     let count = buffer.count
     while true {
       switch phase {
@@ -118,7 +151,7 @@ public struct HTTP1Parser: Sendable {
   /// Handles one complete line [start, end) (CRLF excluded) in a line-oriented phase.
   private mutating func line(
     _ buffer: UnsafeRawBufferPointer, _ start: Int, _ end: Int
-  ) throws(HTTPParseError) -> ParseResult? {
+  ) throws(HTTPParseError) -> Progress? {
     switch phase {
     case .requestLine:
       if start == end {
@@ -311,7 +344,7 @@ public struct HTTP1Parser: Sendable {
   }
 
   /// The head is complete: apply the message-framing rules of RFC 9112 §6 and RFC 9110 §7.2.
-  private mutating func finishHead(_ buffer: UnsafeRawBufferPointer) throws(HTTPParseError) -> ParseResult? {
+  private mutating func finishHead(_ buffer: UnsafeRawBufferPointer) throws(HTTPParseError) -> Progress? {
     var hosts = 0
     var contentLength: Int? = nil
     var transferCodings: [Substring] = []
@@ -504,7 +537,15 @@ public struct HTTP1Parser: Sendable {
 
   // MARK: completion
 
-  private mutating func finish(_ buffer: UnsafeRawBufferPointer, consumed: Int) -> ParseResult {
+  private mutating func finish(_ buffer: UnsafeRawBufferPointer, consumed: Int) -> Progress {
+    messageEnd = consumed
+    return .complete(consumed: consumed)
+  }
+
+  /// Builds the complete request (copying what it needs out of `buffer`) and readies the parser
+  /// for the next one.
+  mutating func takeRequest(_ buffer: UnsafeRawBufferPointer, path: String) -> Request {
+    let consumed = messageEnd
     let head = Array(buffer.bytes(0..<headEnd))
     var trailers = HTTPFields.empty
     if !trailerFields.isEmpty {
@@ -516,21 +557,24 @@ public struct HTTP1Parser: Sendable {
       }
       trailers = HTTPFields(bytes: Array(buffer.bytes(trailersStart..<consumed)), fields: rebased)
     }
-    let target = buffer[targetStart..<targetEnd]
-    let split = Request.splitTarget(target)
+    let split = Request.splitTarget(buffer.bytes(targetStart..<targetEnd))
     let request = Request(
-      method: method, version: version, target: String(decoding: target, as: UTF8.self),
-      path: split.path, query: split.query, headers: HTTPFields(bytes: head, fields: fields), body: body,
-      trailers: trailers, keepAlive: keepAlive, expectsContinue: expectsContinue)
+      method: method, version: version, targetRange: targetStart..<targetEnd,
+      queryStart: split.queryStart.map { targetStart + $0 }, path: path,
+      headers: HTTPFields(bytes: head, fields: fields), body: body, trailers: trailers, keepAlive: keepAlive,
+      expectsContinue: expectsContinue)
     reset()
-    return .complete(request, consumed: consumed)
+    return request
   }
+
+  /// Drops the complete request unbuilt and readies the parser for the next one.
+  mutating func skipRequest() { reset() }
 
   private mutating func reset() {
     phase = .requestLine
     lineStart = 0
     scanned = 0
-    fields = []
+    fields.removeAll(keepingCapacity: true)
     if !trailerFields.isEmpty { trailerFields = [] }
     if !body.isEmpty { body = [] }
     keepAlive = true

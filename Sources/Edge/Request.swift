@@ -5,11 +5,20 @@ public struct Request: Sendable {
   /// The protocol version.
   public let version: HTTPVersion
   /// The request-target exactly as received.
-  public let target: String
+  public var target: String {
+    String(decoding: headers.bytes[Int(targetStart)..<Int(targetEnd)], as: UTF8.self)
+  }
   /// The path part of the target (no query), as received (still percent-encoded).
   public let path: String
   /// The query part of the target without its `?`, or nil when there is none.
-  public let query: String?
+  public var query: String? {
+    queryStart < 0 ? nil : String(decoding: headers.bytes[Int(queryStart)..<Int(targetEnd)], as: UTF8.self)
+  }
+  /// Where the target (and its query, -1 for none) lie in the head bytes; built into strings only
+  /// when a handler asks.
+  private let targetStart: Int32
+  private let targetEnd: Int32
+  private let queryStart: Int32
   /// The header fields.
   public let headers: HTTPFields
   /// The body after transfer decoding (empty when there is none).
@@ -30,7 +39,7 @@ public struct Request: Sendable {
     method: HTTPMethod, target: String, version: HTTPVersion = .http11,
     headers: [(String, String)] = [], body: [UInt8] = []
   ) {
-    var bytes: [UInt8] = []
+    var bytes = Array(target.utf8)
     var fields: [HTTPFields.Field] = []
     for (name, value) in headers {
       let nameStart = Int32(bytes.count)
@@ -40,22 +49,26 @@ public struct Request: Sendable {
       fields.append(
         .init(nameStart: nameStart, nameEnd: nameEnd, valueStart: nameEnd, valueEnd: Int32(bytes.count)))
     }
-    let split = Request.splitTarget(Array(target.utf8))
+    let targetLength = target.utf8.count
+    let question = target.utf8.firstIndex(of: UInt8(ascii: "?")).map {
+      target.utf8.distance(from: target.utf8.startIndex, to: $0)
+    }
     self.init(
-      method: method, version: version, target: target, path: split.path, query: split.query,
-      headers: HTTPFields(bytes: bytes, fields: fields), body: body, trailers: .empty,
-      keepAlive: true, expectsContinue: false)
+      method: method, version: version, targetRange: 0..<targetLength, queryStart: question.map { $0 + 1 },
+      path: Request.splitTarget(Array(target.utf8)).path, headers: HTTPFields(bytes: bytes, fields: fields),
+      body: body, trailers: .empty, keepAlive: true, expectsContinue: false)
   }
 
   init(
-    method: HTTPMethod, version: HTTPVersion, target: String, path: String, query: String?,
+    method: HTTPMethod, version: HTTPVersion, targetRange: Range<Int>, queryStart: Int?, path: String,
     headers: HTTPFields, body: [UInt8], trailers: HTTPFields, keepAlive: Bool, expectsContinue: Bool
   ) {
     self.method = method
     self.version = version
-    self.target = target
+    self.targetStart = Int32(targetRange.lowerBound)
+    self.targetEnd = Int32(targetRange.upperBound)
+    self.queryStart = Int32(queryStart ?? -1)
     self.path = path
-    self.query = query
     self.headers = headers
     self.body = body
     self.trailers = trailers
@@ -73,8 +86,9 @@ public struct Request: Sendable {
     return nil
   }
 
-  /// Path and query of an origin-form or absolute-form target (RFC 9112 §3.2).
-  static func splitTarget<C: Collection<UInt8>>(_ target: C) -> (path: String, query: String?)
+  /// Path and query (offset of its first byte in `target`) of an origin-form or absolute-form
+  /// target (RFC 9112 §3.2).
+  static func splitTarget<C: Collection<UInt8>>(_ target: C) -> (path: String, queryStart: Int?)
   where C.Index == Int {
     var start = target.startIndex
     let end = target.endIndex
@@ -95,7 +109,6 @@ public struct Request: Sendable {
     while q < end && target[q] != UInt8(ascii: "?") { q += 1 }
     var path = String(decoding: target[start..<q], as: UTF8.self)
     if path.isEmpty { path = "/" }
-    let query = q < end ? String(decoding: target[(q + 1)..<end], as: UTF8.self) : nil
-    return (path, query)
+    return (path, q < end ? q + 1 - target.startIndex : nil)
   }
 }
