@@ -46,6 +46,11 @@ def main() -> None:
     print(f"median     nginx     {med['nginx']['rps']:.0f} req/s, p50 {med['nginx']['p50']:.3f} ms, "
           f"p99 {med['nginx']['p99']:.3f} ms, {med['nginx']['cpu_us_per_req']:.2f} us CPU/req, "
           f"peak RSS {int(rss['nginx']) / 1024:.1f} MiB (worker)")
+    paired = [results["edge"][r]["rps"] / results["nginx"][r]["rps"] for r in range(rounds)]
+    paired_p99 = [results["edge"][r]["p99"] / results["nginx"][r]["p99"] for r in range(rounds)]
+    print("paired     requests/s band-edge/nginx per round (adjacent runs share conditions): "
+          + ", ".join(f"{x:.3f}" for x in paired)
+          + f"; median {statistics.median(paired):.3f}; p99 median {statistics.median(paired_p99):.3f}")
     print(f"ratio      requests/s band-edge/nginx = {med['edge']['rps'] / med['nginx']['rps']:.3f}; "
           f"p99 band-edge/nginx = {med['edge']['p99'] / med['nginx']['p99']:.3f}; "
           f"CPU per request band-edge/nginx = {med['edge']['cpu_us_per_req'] / med['nginx']['cpu_us_per_req']:.3f}")
