@@ -105,12 +105,12 @@ public struct HTTP1Parser: Sendable {
       case .requestLine, .fields, .trailers, .chunkSize:
         guard let lf = Self.findLineFeed(buffer, from: scanned) else {
           scanned = count
-          try checkOpenLine(count)
+          try checkLine(end: count)
           return .needMore
         }
         scanned = lf + 1
         // Size first, then syntax: the same line must fail the same way however its bytes arrived
-        // (checkOpenLine may already have refused it before its line feed came).
+        // (the size check may already have refused it before its line feed came).
         try checkLine(end: lf + 1)
         // RFC 9112 §2.2: lines end in CRLF; a bare LF is refused.
         guard lf > lineStart, buffer[lf - 1] == ASCII.cr else { throw .bareLineFeed }
@@ -189,8 +189,9 @@ public struct HTTP1Parser: Sendable {
     return nil
   }
 
-  /// Limits on a line that ends (line feed included) at `end`; counts whole lines, so it fires
-  /// wherever `checkOpenLine` fired for the same bytes.
+  /// Size limits on the line being read, whose bytes run up to `end`: the bytes received so far
+  /// while it is open, or its line feed plus one once it is complete. One rule at both points, so
+  /// a line is refused the same way however its bytes arrived.
   private func checkLine(end: Int) throws(HTTPParseError) {
     switch phase {
     case .requestLine:
@@ -204,24 +205,6 @@ public struct HTTP1Parser: Sendable {
     case .chunkSize:
       if end - lineStart > Self.maxChunkLineBytes { throw .invalidChunkExtension }
       if end > limits.maxMessageBytes { throw .bodyTooLarge }
-    default:
-      break
-    }
-  }
-
-  /// Limits on a line that has not ended yet.
-  private func checkOpenLine(_ count: Int) throws(HTTPParseError) {
-    switch phase {
-    case .requestLine:
-      if count - lineStart > limits.maxRequestLineBytes { throw .targetTooLong }
-    case .fields:
-      if count - fieldsStart > limits.maxHeaderBytes { throw .headerSectionTooLarge }
-    case .trailers:
-      if (headEnd - fieldsStart) + (count - trailersStart) > limits.maxHeaderBytes {
-        throw .headerSectionTooLarge
-      }
-    case .chunkSize:
-      if count - lineStart > Self.maxChunkLineBytes { throw .invalidChunkExtension }
     default:
       break
     }
