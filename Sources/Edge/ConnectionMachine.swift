@@ -82,6 +82,9 @@ struct ConnectionMachine<Clock: EdgeClock> {
   private var inputClosed = false
   private var draining = false
   private var inFlight: InFlight?
+  /// Whether a request has completed on this connection; until then the head is due a head
+  /// timeout after accept (a late first byte must not restart the clock: slowloris).
+  private var servedOne = false
 
   init(clock: Clock, limits: Limits, client: String) {
     self.clock = clock
@@ -200,7 +203,7 @@ struct ConnectionMachine<Clock: EdgeClock> {
     parsing: while state != .handling && !closeAfterWrite && offset < buffer.count {
       if state == .awaitingRequest {
         state = .readingHead
-        readDeadline = now.adding(limits.headTimeout)
+        if servedOne { readDeadline = now.adding(limits.headTimeout) }
       }
       let window = UnsafeRawBufferPointer(rebasing: buffer[offset...])
       let result: HTTP1Parser.Progress
@@ -224,6 +227,7 @@ struct ConnectionMachine<Clock: EdgeClock> {
         readDeadline = now.adding(limits.bodyTimeout)
       case .complete(let consumed):
         offset += consumed
+        servedOne = true
         state = .awaitingRequest
         readDeadline = now.adding(limits.idleTimeout)
         if let dispatch = respond(window, now: now, context: &context) {

@@ -183,6 +183,27 @@ struct ConnectionMachineTests {
     #expect(h.timeout(after: .seconds(1)).close == .now)
   }
 
+  @Test("a new connection's first head is due a head timeout after accept, not after its first byte")
+  func firstHeadFromAccept() {
+    var h = Harness()
+    #expect(h.timeout(after: .seconds(9)).close == .none)
+    h.send("G")  // a late first byte must not restart the clock
+    _ = h.timeout(after: .seconds(1))
+    #expect(h.drainOutput().text.hasPrefix("HTTP/1.1 408 Request Timeout\r\n"))
+  }
+
+  @Test("a later request's head is due a head timeout after its own first byte")
+  func laterHeadFromFirstByte() {
+    var h = Harness()
+    h.send("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n")
+    _ = h.drainOutput()
+    #expect(h.timeout(after: .seconds(30)).close == .none)  // idle, within the idle timeout
+    h.send("G")
+    #expect(h.timeout(after: .seconds(9)).close == .none)
+    _ = h.timeout(after: .seconds(1))
+    #expect(h.drainOutput().text.hasPrefix("HTTP/1.1 408 Request Timeout\r\n"))
+  }
+
   @Test("a slow head is cut at its deadline however it trickles (slowloris)")
   func slowHead() {
     var h = Harness()
