@@ -23,7 +23,7 @@ let package = Package(
       // Exclusivity stays checked at compile time; the per-access runtime check on the
       // loop-owned connection objects is dropped in release builds (each is touched by one thread).
       swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
-    .target(name: "Shell", dependencies: ["Edge", "CZlib", "CBrotli"]),
+    .target(name: "Shell", dependencies: ["Edge", "CZlib", "CBrotli", "COpenSSL"]),
     .target(name: "LinkAssoc", dependencies: ["Edge"]),
     .target(name: "ClientAPI", dependencies: ["Edge", "LinkAssoc", "CSQLite", "CArgon2", "COpenSSL"]),
     .executableTarget(name: "band-edge", dependencies: ["Edge", "Shell", "LinkAssoc", "ClientAPI"]),
@@ -32,5 +32,6 @@ let package = Package(
     .executableTarget(name: "EdgeFuzz", dependencies: ["Edge"]),
 
     .testTarget(name: "EdgeTests", dependencies: ["Edge"]),
+    .testTarget(name: "ShellTests", dependencies: ["Shell", "Edge"]),
   ]
 )
