@@ -1,4 +1,9 @@
 import Edge
+import Shell
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// `band-edge serve`: parse flags into a server configuration and run it.
 enum ServeCommand {
@@ -28,6 +33,9 @@ enum ServeCommand {
       --write-timeout S       longest pause while a client reads a response (default 30)
       --linger-timeout S      draining unread input before closing (default 2)
 
+    Content:
+      --shell DIR             the built public shell to serve (default shell-build; see band-edge shell build)
+
     Testing:
       --test-routes           add /_test/sleep, /_test/echo and /_test/bytes (for the test suites)
 
@@ -40,6 +48,7 @@ enum ServeCommand {
     var configuration = ServerConfiguration()
     var listen: [SocketAddress] = []
     var testRoutes = false
+    var shellDirectory = ShellCommand.defaultDestination
     while let word = arguments.next() {
       let (flag, inline) = split(word)
       func value() throws(UsageError) -> String { try arguments.value(of: flag, inline: inline) }
@@ -78,13 +87,21 @@ enum ServeCommand {
       case "--write-timeout": configuration.limits.writeTimeout = try Arguments.seconds(value(), flag)
       case "--linger-timeout": configuration.limits.lingerTimeout = try Arguments.seconds(value(), flag)
       case "--test-routes": testRoutes = true
+      case "--shell": shellDirectory = try value()
       default:
         throw UsageError("serve does not know '\(word)'; see band-edge serve --help")
       }
     }
     if !listen.isEmpty { configuration.listen = listen }
 
-    let routes = EdgeRoutes.health() + (testRoutes ? EdgeRoutes.testing() : [])
+    let shell: ShellCatalog
+    do {
+      shell = try ShellCatalog.load(directory: shellDirectory, lastModified: Int(time(nil)))
+    } catch {
+      fail(error.description)
+      return 1
+    }
+    let routes = EdgeRoutes.health() + shell.routes + (testRoutes ? EdgeRoutes.testing() : [])
     let router: Router
     do {
       router = try Router(routes)

@@ -11,6 +11,7 @@ let usage = """
 
   Commands:
     serve       serve HTTP until SIGTERM (band-edge serve --help)
+    shell build build the public shell from Public/ (band-edge shell --help)
     help        this text
 
   Exit status: 0 success; 1 failure at run time; 2 usage error. Errors are one line on stderr.
@@ -29,6 +30,8 @@ do throws(UsageError) {
   switch command {
   case "serve":
     status = try ServeCommand.run(Arguments(words))
+  case "shell":
+    status = try ShellCommand.run(Arguments(words))
   case "help", "--help", "-h":
     print(usage)
     status = 0

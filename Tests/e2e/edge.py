@@ -27,14 +27,29 @@ def binary() -> Path:
     raise RuntimeError("build band-edge first (swift build -c release)")
 
 
+_built_shell: Path | None = None
+
+
+def built_shell() -> Path:
+    """The repository's Public/ built once per test session (band-edge shell build)."""
+    global _built_shell
+    if _built_shell is None:
+        target = Path(tempfile.mkdtemp(prefix="band-edge-shell-")) / "shell"
+        subprocess.run([str(binary()), "shell", "build", "--from", str(ROOT / "Public"), "--to", str(target)],
+                       check=True, capture_output=True)
+        _built_shell = target
+    return _built_shell
+
+
 class Server:
     """A band-edge process listening on a random loopback port, with its logs in files."""
 
-    def __init__(self, *args: str, test_routes: bool = True):
+    def __init__(self, *args: str, test_routes: bool = True, shell: Path | None = None):
         self.dir = Path(tempfile.mkdtemp(prefix="band-edge-e2e-"))
         self.stdout_path = self.dir / "stdout.log"
         self.stderr_path = self.dir / "stderr.log"
-        command = [str(binary()), "serve", "--listen", "127.0.0.1:0", *args]
+        self.shell = shell or built_shell()
+        command = [str(binary()), "serve", "--listen", "127.0.0.1:0", "--shell", str(self.shell), *args]
         if test_routes:
             command.append("--test-routes")
         self.process = subprocess.Popen(

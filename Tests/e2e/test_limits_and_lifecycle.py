@@ -157,7 +157,7 @@ def test_usage_errors_are_one_line_and_exit_2():
 
 def test_address_in_use_exits_1_with_one_line(server):
     # SO_REUSEPORT would let a second band-edge share the port silently; it must refuse instead.
-    result = run_cli("serve", "--listen", f"127.0.0.1:{server.port}")
+    result = run_cli("serve", "--listen", f"127.0.0.1:{server.port}", "--shell", str(server.shell))
     assert result.returncode == 1
     assert result.stderr.count("\n") == 1
     assert result.stderr.startswith("band-edge: error: could not start: bind 127.0.0.1:")

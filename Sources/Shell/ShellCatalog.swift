@@ -1,0 +1,193 @@
+import Edge
+import FoundationEssentials
+
+/// The built shell in memory: every file's representations as prebuilt responses, verified
+/// against the manifest at load. Requests never touch the file system, so a path from a request
+/// has nothing to traverse.
+public struct ShellCatalog: Sendable {
+  /// One representation (coding) of a file.
+  struct Representation: Sendable {
+    let coding: ContentCoding
+    /// Strong entity-tag, quotes included, from the representation's own SHA-256.
+    let etag: String
+    let body: SharedBytes
+    let ok: PrebuiltResponse
+    let notModified: PrebuiltResponse
+  }
+
+  /// One served path.
+  struct File: Sendable {
+    let path: String
+    let cacheClass: CacheClass
+    let contentType: String
+    let codings: [ContentCoding]
+    let representations: [ContentCoding: Representation]
+    let lastModified: Int
+    var negotiable: Bool { codings.count > 1 }
+  }
+
+  let files: [File]
+  /// The manifest it was loaded from.
+  public let manifest: ShellManifest
+
+  /// Headers on every HTML response (links-and-shell.md, "Security headers"): no inline script or
+  /// style, no framing, no referrer, no camera, microphone or geolocation, an isolated window.
+  public static let htmlSecurityHeaders: [(name: String, value: String)] = [
+    (
+      "Content-Security-Policy",
+      "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+        + "manifest-src 'self'; worker-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; "
+        + "form-action 'self'; frame-ancestors 'none'"
+    ),
+    ("Referrer-Policy", "no-referrer"),
+    ("Permissions-Policy", "camera=(), microphone=(), geolocation=()"),
+    ("Cross-Origin-Opener-Policy", "same-origin"),
+  ]
+
+  /// Loads `directory`/shell-manifest.json and every file it names, checking sizes and SHA-256.
+  /// `lastModified` (epoch seconds) is sent as Last-Modified: the build holds no timestamps.
+  public static func load(directory: String, lastModified: Int) throws(ShellError) -> ShellCatalog {
+    let manager = FileManager.default
+    guard let json = manager.contents(atPath: directory + "/" + ShellManifest.fileName) else {
+      throw ShellError(
+        "no built shell in \(directory) (\(ShellManifest.fileName) is missing); build it with "
+          + "`band-edge shell build --to \(directory)` (build/run does this)")
+    }
+    let manifest: ShellManifest
+    do {
+      manifest = try JSONDecoder().decode(ShellManifest.self, from: json)
+    } catch {
+      throw ShellError("\(directory)/\(ShellManifest.fileName) is not a valid shell manifest")
+    }
+    guard manifest.formatVersion == 1 else {
+      throw ShellError(
+        "\(directory)/\(ShellManifest.fileName) has format \(manifest.formatVersion); expected 1")
+    }
+    var files: [File] = []
+    var loaded: [String: SharedBytes] = [:]
+    func read(_ name: String, size: Int, sha256: String) throws(ShellError) -> SharedBytes {
+      if let bytes = loaded[name] { return bytes }
+      guard !name.contains(".."), let data = manager.contents(atPath: directory + "/" + name) else {
+        throw ShellError("\(directory)/\(name) is listed in the manifest but missing")
+      }
+      let bytes = Array(data)
+      guard bytes.count == size, Codecs.sha256Hex(bytes) == sha256 else {
+        throw ShellError("\(directory)/\(name) does not match its SHA-256 in the manifest; rebuild the shell")
+      }
+      let shared = SharedBytes(bytes)
+      loaded[name] = shared
+      return shared
+    }
+    for entry in manifest.entries {
+      guard let cacheClass = entry.routeCacheClass else {
+        throw ShellError("\(entry.path) has unknown cache class \(entry.cacheClass)")
+      }
+      var sources: [(ContentCoding, String, SharedBytes)] = [
+        (.identity, entry.sha256, try read(entry.file, size: entry.size, sha256: entry.sha256))
+      ]
+      for variant in entry.variants {
+        sources.append(
+          (variant.coding, variant.sha256, try read(variant.file, size: variant.size, sha256: variant.sha256))
+        )
+      }
+      let negotiable = sources.count > 1
+      var representations: [ContentCoding: Representation] = [:]
+      for (coding, sha256, body) in sources {
+        let etag = "\"\(sha256.prefix(32))\""
+        var common: [(name: String, value: String)] = [("ETag", etag)]
+        if negotiable { common.append(("Vary", "Accept-Encoding")) }
+        var headers: [(name: String, value: String)] = [("Content-Type", entry.contentType)]
+        if coding != .identity { headers.append(("Content-Encoding", coding.rawValue)) }
+        headers += common
+        headers.append(("Last-Modified", httpDate(lastModified)))
+        if coding == .identity { headers.append(("Accept-Ranges", "bytes")) }
+        headers.append(("X-Content-Type-Options", "nosniff"))
+        if entry.contentType.hasPrefix("text/html") { headers += htmlSecurityHeaders }
+        let ok = PrebuiltResponse(
+          Response(status: .ok, headers: headers, body: .shared(body)), cacheClass: cacheClass)
+        let notModified = PrebuiltResponse(
+          Response(status: .notModified, headers: common), cacheClass: cacheClass)
+        representations[coding] = Representation(
+          coding: coding, etag: etag, body: body, ok: ok, notModified: notModified)
+      }
+      files.append(
+        File(
+          path: entry.path, cacheClass: cacheClass, contentType: entry.contentType,
+          codings: sources.map(\.0).sorted(), representations: representations, lastModified: lastModified))
+    }
+    return ShellCatalog(files: files, manifest: manifest)
+  }
+
+  /// One GET route per served path (HEAD follows from GET), with the file's cache class.
+  public var routes: [Route] {
+    files.map { file in
+      Route(.get, file.path, cacheClass: file.cacheClass) { request in Self.respond(to: request, with: file) }
+    }
+  }
+
+  /// Negotiation, then preconditions, then a range on the identity representation.
+  static func respond(to request: Request, with file: File) -> Response {
+    let acceptEncoding = joined(request.headers.values("accept-encoding"))
+    let choice =
+      file.negotiable ? selectEncoding(acceptEncoding, available: file.codings) : .coding(.identity)
+    guard case .coding(let coding) = choice, let representation = file.representations[coding] else {
+      return .text(
+        .notAcceptable, "No acceptable content coding; identity is refused by this request.\n",
+        headers: [("Vary", "Accept-Encoding")])
+    }
+    let precondition = evaluatePreconditions(
+      ifNoneMatch: joined(request.headers.values("if-none-match")),
+      ifModifiedSince: request.headers["if-modified-since"], etag: representation.etag,
+      lastModified: file.lastModified)
+    if precondition == .notModified { return representation.notModified.response }
+    if coding == .identity, let range = request.headers["range"] {
+      let size = representation.body.count
+      switch parseRange(
+        range, ifRange: request.headers["if-range"], size: size, etag: representation.etag,
+        lastModified: file.lastModified)
+      {
+      case .whole:
+        break
+      case .partial(let bytes):
+        var headers: [(name: String, value: String)] = [
+          ("Content-Type", file.contentType),
+          ("Content-Range", "bytes \(bytes.lowerBound)-\(bytes.upperBound)/\(size)"),
+          ("ETag", representation.etag), ("X-Content-Type-Options", "nosniff"),
+        ]
+        if file.negotiable { headers.append(("Vary", "Accept-Encoding")) }
+        return Response(
+          status: .partialContent, headers: headers, body: .bytes(Array(representation.body.buffer[bytes])))
+      case .unsatisfiable:
+        var headers: [(name: String, value: String)] = [("Content-Range", "bytes */\(size)")]
+        if file.negotiable { headers.append(("Vary", "Accept-Encoding")) }
+        return .text(.rangeNotSatisfiable, "The requested range is outside the file.\n", headers: headers)
+      }
+    }
+    return representation.ok.response
+  }
+
+  private static func joined(_ values: [String]) -> String? {
+    values.isEmpty ? nil : values.joined(separator: ", ")
+  }
+
+  /// IMF-fixdate of epoch seconds.
+  static func httpDate(_ seconds: Int) -> String {
+    let days = seconds / 86400
+    let rest = seconds % 86400
+    // civil from days (H. Hinnant)
+    let z = days + 719468
+    let era = (z >= 0 ? z : z - 146096) / 146097
+    let doe = z - era * 146097
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+    let mp = (5 * doy + 2) / 153
+    let day = doy - (153 * mp + 2) / 5 + 1
+    let month = mp < 10 ? mp + 3 : mp - 9
+    let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
+    let weekday = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][days % 7]
+    let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+    func two(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
+    return
+      "\(weekday), \(two(day)) \(months[month - 1]) \(year) \(two(rest / 3600)):\(two(rest % 3600 / 60)):\(two(rest % 60)) GMT"
+  }
+}
