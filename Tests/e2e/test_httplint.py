@@ -1,0 +1,46 @@
+"""httplint (PyPI) reads every kind of shell response as received and must find nothing BAD."""
+
+import json
+import subprocess
+
+import pytest
+from edge import built_shell, request
+
+
+def shell_paths():
+    manifest = json.loads((built_shell() / "shell-manifest.json").read_text())
+    paths = {e["path"] for e in manifest["entries"]}
+    js = sorted(p for p in paths if p.endswith(".js") and p != "/sw.js")[0]
+    icon = sorted(p for p in paths if p.endswith(".png"))[0]
+    return {"index": "/", "fingerprinted js": js, "service worker": "/sw.js", "offline page": "/offline.html",
+            "web manifest": "/manifest.webmanifest", "icon": icon, "404": "/nope"}
+
+
+CASES = list(shell_paths().items())
+
+
+def lint(raw: bytes) -> str:
+    result = subprocess.run(["httplint", "-n"], input=raw, capture_output=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.decode()
+
+
+@pytest.mark.parametrize("name,path", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("encoding", ["br, gzip", None])
+def test_no_bad_notes(server, name, path, encoding):
+    client = server.connect()
+    client.send(request("GET", path, {"Accept-Encoding": encoding} if encoding else {}))
+    response = client.read_response()
+    report = lint(response.raw_head + b"\r\n\r\n" + response.body)
+    assert "[BAD]" not in report, report
+
+
+def test_no_bad_notes_on_a_304(server):
+    client = server.connect()
+    client.send(request("GET", "/", {"Accept-Encoding": "br"}))
+    etag = client.read_response().header("etag")
+    client.send(request("GET", "/", {"Accept-Encoding": "br", "If-None-Match": etag}))
+    response = client.read_response()
+    assert response.status == 304
+    report = lint(response.raw_head + b"\r\n\r\n")
+    assert "[BAD]" not in report, report

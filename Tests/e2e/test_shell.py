@@ -1,0 +1,202 @@
+"""The public shell over real sockets: negotiation, validators, ranges, cache classes, headers."""
+
+import gzip
+import hashlib
+import json
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import brotli
+import pytest
+from edge import ROOT, Server, binary, built_shell, request
+
+ENCODINGS = [None, "", "br, gzip", "gzip, br", "gzip", "br;q=0.5, gzip;q=1", "br;q=0, gzip", "gzip;q=0",
+             "gzip, identity;q=0", "*;q=0, identity", "*"]
+
+
+def manifest():
+    return json.loads((built_shell() / "shell-manifest.json").read_text())
+
+
+def entries_with_variants():
+    return [e for e in manifest()["entries"] if e["variants"]]
+
+
+def get(server, path, headers=None, method="GET"):
+    client = server.connect()
+    client.send(request(method, path, headers or {}))
+    response = client.read_response(head_request=method == "HEAD")
+    client.close()
+    return response
+
+
+def decode(response):
+    coding = response.header("content-encoding")
+    if coding == "br":
+        return brotli.decompress(response.body)
+    if coding == "gzip":
+        return gzip.decompress(response.body)
+    assert coding is None
+    return response.body
+
+
+def test_every_precompressed_file_decodes_to_the_original_for_every_accept_encoding(server):
+    for entry in entries_with_variants():
+        original = (built_shell() / entry["file"]).read_bytes()
+        etags = set()
+        for value in ENCODINGS:
+            headers = {} if value is None else {"Accept-Encoding": value}
+            response = get(server, entry["path"], headers)
+            assert response.status == 200, (entry["path"], value)
+            assert decode(response) == original, (entry["path"], value)
+            assert response.header("vary") == "Accept-Encoding"
+            etags.add((response.header("content-encoding"), response.header("etag")))
+        assert len({etag for _, etag in etags}) == len({coding for coding, _ in etags}), "one ETag per representation"
+
+
+def test_negotiation_choices_follow_rfc_9110(server):
+    expected = {None: None, "": None, "br, gzip": "br", "gzip": "gzip", "br;q=0.5, gzip;q=1": "gzip",
+                "br;q=0, gzip": "gzip", "gzip;q=0": None, "gzip, identity;q=0": "gzip", "*;q=0, identity": None}
+    for value, coding in expected.items():
+        headers = {} if value is None else {"Accept-Encoding": value}
+        assert get(server, "/", headers).header("content-encoding") == coding, value
+
+
+def test_not_acceptable_only_when_identity_is_refused_and_nothing_fits(server):
+    response = get(server, "/", {"Accept-Encoding": "*;q=0"})
+    assert response.status == 406
+    assert response.header("cache-control") == "no-store"
+
+
+def test_precompressed_siblings_decompress_to_exactly_the_original():
+    for entry in entries_with_variants():
+        original = (built_shell() / entry["file"]).read_bytes()
+        assert hashlib.sha256(original).hexdigest() == entry["sha256"]
+        for variant in entry["variants"]:
+            data = (built_shell() / variant["file"]).read_bytes()
+            assert hashlib.sha256(data).hexdigest() == variant["sha256"]
+            assert len(data) < len(original), "a variant is kept only when smaller"
+            decoded = brotli.decompress(data) if variant["coding"] == "br" else gzip.decompress(data)
+            assert decoded == original, variant["file"]
+
+
+def test_if_none_match_gives_304_only_for_its_own_representation(server):
+    br = get(server, "/", {"Accept-Encoding": "br"})
+    plain = get(server, "/")
+    assert br.header("etag") != plain.header("etag")
+    again = get(server, "/", {"Accept-Encoding": "br", "If-None-Match": br.header("etag")})
+    assert again.status == 304
+    assert again.body == b""
+    assert again.header("etag") == br.header("etag")
+    assert again.header("cache-control") == "no-cache"
+    assert again.header("vary") == "Accept-Encoding"
+    assert again.header("content-length") is None
+    other = get(server, "/", {"Accept-Encoding": "br", "If-None-Match": plain.header("etag")})
+    assert other.status == 200
+    listed = get(server, "/", {"If-None-Match": f'"nope", W/{plain.header("etag")}'})
+    assert listed.status == 304
+    star = get(server, "/", {"If-None-Match": "*"})
+    assert star.status == 304
+
+
+def test_if_modified_since(server):
+    first = get(server, "/")
+    assert get(server, "/", {"If-Modified-Since": first.header("last-modified")}).status == 304
+    assert get(server, "/", {"If-Modified-Since": "Thu, 01 Jan 1970 00:00:00 GMT"}).status == 200
+
+
+def test_ranges_on_the_identity_representation(server):
+    js = next(e for e in manifest()["entries"] if e["path"].endswith(".js") and e["path"].startswith("/app."))
+    original = (built_shell() / js["file"]).read_bytes()
+    size = len(original)
+    part = get(server, js["path"], {"Range": "bytes=0-9"})
+    assert part.status == 206
+    assert part.body == original[:10]
+    assert part.header("content-range") == f"bytes 0-9/{size}"
+    tail = get(server, js["path"], {"Range": "bytes=-7"})
+    assert tail.body == original[-7:]
+    assert get(server, js["path"], {"Range": f"bytes={size}-"}).header("content-range") == f"bytes */{size}"
+    assert get(server, js["path"], {"Range": f"bytes={size}-"}).status == 416
+    etag = get(server, js["path"]).header("etag")
+    assert get(server, js["path"], {"Range": "bytes=0-9", "If-Range": etag}).status == 206
+    assert get(server, js["path"], {"Range": "bytes=0-9", "If-Range": '"other"'}).status == 200
+
+
+def test_head_matches_get_without_the_body(server):
+    for path in ("/", "/sw.js", manifest()["precache"][-1]):
+        got = get(server, path, {"Accept-Encoding": "br"})
+        head = get(server, path, {"Accept-Encoding": "br"}, method="HEAD")
+        strip = lambda r: [(k, v) for k, v in r.headers if k != "Date"]  # noqa: E731
+        assert strip(head) == strip(got), path
+
+
+def test_cache_classes(server):
+    for entry in manifest()["entries"]:
+        response = get(server, entry["path"])
+        if entry["path"] in ("/", "/index.html", "/offline.html", "/sw.js", "/manifest.webmanifest"):
+            assert response.header("cache-control") == "no-cache", entry["path"]
+        else:
+            assert response.header("cache-control") == "public, max-age=31536000, immutable", entry["path"]
+        assert response.header("x-content-type-options") == "nosniff"
+
+
+@pytest.mark.parametrize("path", ["/nope", "/app.js", "/.well-known/nope", "/api/client/v1/unknown", "/a/b/c",
+                                  "/../shell-manifest.json", "/shell-manifest.json", "/index.html.br"])
+def test_anything_outside_the_catalog_is_a_plain_404_no_store(server, path):
+    response = get(server, path, {"Accept": "text/html"})
+    assert response.status == 404
+    assert response.header("cache-control") == "no-store"
+    assert not response.header("content-type").startswith("text/html")
+
+
+def test_security_headers_on_html(server):
+    for path in ("/", "/index.html", "/offline.html"):
+        response = get(server, path)
+        csp = response.header("content-security-policy")
+        assert csp and "unsafe-inline" not in csp and "frame-ancestors 'none'" in csp, path
+        assert response.header("x-content-type-options") == "nosniff"
+        assert response.header("referrer-policy") == "no-referrer"
+        assert "camera=()" in response.header("permissions-policy")
+        assert "microphone=()" in response.header("permissions-policy")
+        assert "geolocation=()" in response.header("permissions-policy")
+        assert response.header("cross-origin-opener-policy") == "same-origin"
+
+
+def test_service_worker_precache_list_matches_the_manifest_and_never_private_paths():
+    sw = (built_shell() / "sw.js").read_text()
+    listed = json.loads(sw.split("const PRECACHE = ", 1)[1].split(";", 1)[0])
+    assert listed == manifest()["precache"]
+    served = {e["path"] for e in manifest()["entries"]}
+    assert set(listed) <= served
+    for private in ("/api/", "/.well-known/", "/sign-in", "/native/", "/account"):
+        assert not any(url.startswith(private) for url in listed)
+        assert private not in sw
+
+
+def test_build_is_deterministic(tmp_path):
+    for name in ("a", "b"):
+        subprocess.run([str(binary()), "shell", "build", "--from", str(ROOT / "Public"), "--to", str(tmp_path / name)],
+                       check=True, capture_output=True)
+    for file in (tmp_path / "a").rglob("*"):
+        if file.is_file():
+            assert file.read_bytes() == (tmp_path / "b" / file.relative_to(tmp_path / "a")).read_bytes(), file
+
+
+def test_a_tampered_file_stops_start_up_naming_it(tmp_path):
+    shell = tmp_path / "shell"
+    shutil.copytree(built_shell(), shell)
+    target = next(shell.glob("styles.*.css"))
+    target.write_bytes(target.read_bytes() + b"/* changed */")
+    result = subprocess.run([str(binary()), "serve", "--listen", "127.0.0.1:0", "--shell", str(shell)],
+                            capture_output=True, text=True, timeout=10)
+    assert result.returncode == 1
+    assert target.name in result.stderr and "SHA-256" in result.stderr
+
+
+def test_no_shell_refuses_to_start_and_names_the_command(tmp_path):
+    result = subprocess.run([str(binary()), "serve", "--listen", "127.0.0.1:0", "--shell", str(tmp_path / "none")],
+                            capture_output=True, text=True, timeout=10)
+    assert result.returncode == 1
+    assert "band-edge shell build" in result.stderr
