@@ -37,6 +37,15 @@ public struct HTTPFields: Sendable {
     return result
   }
 
+  /// The values of every field named `name` joined with ", " (RFC 9110 §5.3), or nil when absent.
+  public func combined(_ name: String) -> String? {
+    var result: String? = nil
+    for i in fields.indices where nameEquals(i, name) {
+      if let earlier = result { result = earlier + ", " + value(at: i) } else { result = value(at: i) }
+    }
+    return result
+  }
+
   /// The fields as (name, value) pairs, in order received.
   public var pairs: [(name: String, value: String)] {
     fields.indices.map { (name(at: $0), value(at: $0)) }

@@ -127,7 +127,7 @@ public struct ShellCatalog: Sendable {
 
   /// Negotiation, then preconditions, then a range on the identity representation.
   static func respond(to request: Request, with file: File) -> Response {
-    let acceptEncoding = joined(request.headers.values("accept-encoding"))
+    let acceptEncoding = request.headers.combined("accept-encoding")
     let choice =
       file.negotiable ? selectEncoding(acceptEncoding, available: file.codings) : .coding(.identity)
     guard case .coding(let coding) = choice, let representation = file.representations[coding] else {
@@ -136,7 +136,7 @@ public struct ShellCatalog: Sendable {
         headers: [("Vary", "Accept-Encoding")])
     }
     let precondition = evaluatePreconditions(
-      ifNoneMatch: joined(request.headers.values("if-none-match")),
+      ifNoneMatch: request.headers.combined("if-none-match"),
       ifModifiedSince: request.headers["if-modified-since"], etag: representation.etag,
       lastModified: file.lastModified)
     if precondition == .notModified { return representation.notModified.response }
@@ -164,10 +164,6 @@ public struct ShellCatalog: Sendable {
       }
     }
     return representation.ok.response
-  }
-
-  private static func joined(_ values: [String]) -> String? {
-    values.isEmpty ? nil : values.joined(separator: ", ")
   }
 
   /// IMF-fixdate of epoch seconds.

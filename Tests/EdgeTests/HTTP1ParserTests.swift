@@ -425,6 +425,9 @@ struct HTTP1ParserTests {
     }
     #expect(request.headers["host"] == "h")
     #expect(request.headers.values("X-TWO") == ["1", "2"])
+    #expect(request.headers.combined("x-two") == "1, 2")
+    #expect(request.headers.combined("host") == "h")
+    #expect(request.headers.combined("nope") == nil)
     #expect(request.headers["missing"] == nil)
     #expect(request.path == "/a/b")
     #expect(request.query == "x=1&y")

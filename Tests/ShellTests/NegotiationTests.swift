@@ -34,6 +34,11 @@ struct NegotiationTests {
     ("gzip;q=abc, br", all, .coding(.br)),
     (" gzip ; q=0.3 ,br;q=0.2", all, .coding(.gzip)),
     (",,gzip,,", all, .coding(.gzip)),
+    ("gzip;q=0.5;level=9, br;q=0.4", all, .coding(.gzip)),  // other parameters are ignored
+    ("gzip;q= 0.5, br;q=0.4", all, .coding(.br)),  // no whitespace around "=": element ignored
+    ("gzip junk, br;q=0.1", all, .coding(.br)),  // junk after a coding: element ignored
+    ("GZip;Q=1.000", gzipOnly, .coding(.gzip)),
+    ("br;q=1.0001", all, .coding(.identity)),
   ]
 
   @Test("table", arguments: table.indices)

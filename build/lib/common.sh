@@ -27,10 +27,12 @@ ensure_build_packages() {
   command -v swift >/dev/null || { echo "band-edge: error: the Swift 6 toolchain is not on PATH (expected /opt/swift)" >&2; exit 1; }
 }
 
+# Release builds link the Swift runtime statically: it loads only the pages it uses, which keeps
+# the server's resident memory several MiB smaller than with the shared runtime.
 build_release() {
   ensure_build_packages
-  log "swift build -c release"
-  swift build -c release -j "$(nproc)" 2>&1 | grep -Ev '^\[[0-9]+/[0-9]+\]' >&2 || true
+  log "swift build -c release --static-swift-stdlib"
+  swift build -c release --static-swift-stdlib -j "$(nproc)" 2>&1 | grep -Ev '^\[[0-9]+/[0-9]+\]' >&2 || true
   [[ -x $release_binary ]] || { echo "band-edge: error: release build failed" >&2; exit 1; }
 }
 
