@@ -1,3 +1,5 @@
+import Edge
+
 /// What a `Range` field asks of a representation of `size` bytes (RFC 9110 §14.2).
 public enum RangeResult: Equatable, Sendable {
   /// Send the whole representation (no Range, one we ignore, or If-Range did not match).

@@ -3,7 +3,8 @@ import FoundationEssentials
 /// Why a shell build or load failed; the message names the file.
 public struct ShellError: Error, CustomStringConvertible, Sendable {
   public let description: String
-  init(_ description: String) { self.description = description }
+  /// An error with `description` as its message.
+  public init(_ description: String) { self.description = description }
 }
 
 /// `band-edge shell build`: fingerprints, rewrites references, precompresses, writes the manifest.

@@ -1,4 +1,5 @@
 import Edge
+import LinkAssoc
 import Shell
 
 #if canImport(Glibc)
@@ -33,11 +34,14 @@ enum ServeCommand {
       --write-timeout S       longest pause while a client reads a response (default 30)
       --linger-timeout S      draining unread input before closing (default 2)
 
-    Content:
+    Content and deployment:
       --shell DIR             the built public shell to serve (default shell-build; see band-edge shell build)
+      --config FILE           deployment settings (JSON; also BAND_LICENCE_CONFIG); BAND_LICENCE_ENV and
+                              BAND_LICENCE_APP_URL override it; flags override its listen and limits.
+                              Any problem stops start-up (see band-edge config check).
 
     Testing:
-      --test-routes           add /_test/sleep, /_test/echo and /_test/bytes (for the test suites)
+      --test-routes           add /_test/sleep, /_test/echo and /_test/bytes (development only)
 
     Exit status: 0 stopped after draining; 1 could not start (for example the address is in use);
     2 usage error.
@@ -49,9 +53,14 @@ enum ServeCommand {
     var listen: [SocketAddress] = []
     var testRoutes = false
     var shellDirectory = ShellCommand.defaultDestination
+    var configFlag: String? = nil
+    var givenLimits: Set<String> = []
     while let word = arguments.next() {
       let (flag, inline) = split(word)
       func value() throws(UsageError) -> String { try arguments.value(of: flag, inline: inline) }
+      if flag.hasPrefix("--") && DeploymentLoader.limitKeys.contains(String(flag.dropFirst(2))) {
+        givenLimits.insert(String(flag.dropFirst(2)))
+      }
       switch flag {
       case "--help", "-h":
         print(help)
@@ -88,36 +97,117 @@ enum ServeCommand {
       case "--linger-timeout": configuration.limits.lingerTimeout = try Arguments.seconds(value(), flag)
       case "--test-routes": testRoutes = true
       case "--shell": shellDirectory = try value()
+      case "--config": configFlag = try value()
       default:
         throw UsageError("serve does not know '\(word)'; see band-edge serve --help")
       }
     }
+    let configPath = ConfigCommand.configPath(configFlag)
+    let deployment: Deployment
+    switch ConfigCommand.load(configFlag) {
+    case .failure(let problems):
+      for line in problems.lines { fail(line) }
+      fail(
+        "refusing to start: the configuration has \(problems.lines.count) problem\(problems.lines.count == 1 ? "" : "s")"
+      )
+      return 1
+    case .success(let loaded):
+      deployment = loaded
+    }
+    // The file's listeners and limits apply where no flag said otherwise.
+    if listen.isEmpty {
+      for text in deployment.listen {
+        guard let address = SocketAddress(text) else {
+          fail("listen address '\(text)' in the configuration is not a numeric host:port")
+          return 1
+        }
+        listen.append(address)
+      }
+    }
     if !listen.isEmpty { configuration.listen = listen }
-
-    let shell: ShellCatalog
-    do {
-      shell = try ShellCatalog.load(directory: shellDirectory, lastModified: Int(time(nil)))
-    } catch {
-      fail(error.description)
+    for (key, value) in deployment.limits where !givenLimits.contains(key) {
+      apply(limit: key, value: value, to: &configuration)
+    }
+    if deployment.environment == .development,
+      let open = configuration.listen.first(where: { !$0.isLoopback })
+    {
+      fail("development listens on loopback only (127.0.0.0/8 or ::1), not \(open)")
       return 1
     }
-    let routes = EdgeRoutes.health() + shell.routes + (testRoutes ? EdgeRoutes.testing() : [])
+    if testRoutes && deployment.environment != .development {
+      fail("--test-routes is for development only, not \(deployment.environment.rawValue)")
+      return 1
+    }
+
     let router: Router
     do {
-      router = try Router(routes)
+      router = try snapshot(deployment: deployment, shellDirectory: shellDirectory, testRoutes: testRoutes)
     } catch {
-      fail("the route table is invalid: \(error)")
+      fail("\(error)")
       return 1
     }
+    Log.event(
+      "info", "deployment",
+      [
+        ("environment", deployment.environment.rawValue), ("origin", deployment.origin),
+        ("label", deployment.label),
+      ])
     let server = Server(configuration: configuration, router: router)
+    let (shellPath, withTestRoutes) = (shellDirectory, testRoutes)  // the reload hook reads fixed values
     do {
       return try server.run(reload: {
-        Log.event("info", "reload_requested", [("result", "nothing to reload yet")])
-        return nil
+        // SIGHUP: a whole new snapshot, validated off the loops; the old one serves until it is ready.
+        switch DeploymentLoader.load(environment: ProcessEnvironment.all(), configPath: configPath) {
+        case .failure(let problems):
+          Log.event("error", "reload_refused", [("problems", problems.lines.joined(separator: "; "))])
+          return nil
+        case .success(let next):
+          do {
+            let router = try snapshot(deployment: next, shellDirectory: shellPath, testRoutes: withTestRoutes)
+            Log.event(
+              "info", "deployment",
+              [("environment", next.environment.rawValue), ("origin", next.origin), ("label", next.label)])
+            return router
+          } catch {
+            Log.event("error", "reload_refused", [("problems", "\(error)")])
+            return nil
+          }
+        }
       })
     } catch {
       fail("could not start: \(error)")
       return 1
+    }
+  }
+
+  /// Everything one configuration serves: health, the shell, the link files and /config.
+  static func snapshot(deployment: Deployment, shellDirectory: String, testRoutes: Bool) throws -> Router {
+    let shell = try ShellCatalog.load(directory: shellDirectory, lastModified: Int(time(nil)))
+    let files = LinkFiles(deployment)
+    guard files.apple.count <= LinkFiles.maxBytes, files.android.count <= LinkFiles.maxBytes else {
+      throw ShellError("a verified-link file is larger than 128 KiB")
+    }
+    return try Router(
+      EdgeRoutes.health() + shell.routes + files.routes(maxAge: deployment.linkFileMaxAge)
+        + (testRoutes ? EdgeRoutes.testing() : []))
+  }
+
+  private static func apply(limit key: String, value: Double, to configuration: inout ServerConfiguration) {
+    let seconds = Duration.milliseconds(Int64(value * 1000))
+    let count = Int(value)
+    switch key {
+    case "max-target-bytes": configuration.limits.maxTargetBytes = count
+    case "max-header-bytes": configuration.limits.maxHeaderBytes = count
+    case "max-header-count": configuration.limits.maxHeaderCount = count
+    case "max-body-bytes": configuration.limits.maxBodyBytes = count
+    case "max-connections": configuration.limits.maxConnectionsPerLoop = count
+    case "head-timeout": configuration.limits.headTimeout = seconds
+    case "body-timeout": configuration.limits.bodyTimeout = seconds
+    case "idle-timeout": configuration.limits.idleTimeout = seconds
+    case "write-timeout": configuration.limits.writeTimeout = seconds
+    case "linger-timeout": configuration.limits.lingerTimeout = seconds
+    case "drain-timeout": configuration.drainTimeout = seconds
+    default: break
     }
   }
 

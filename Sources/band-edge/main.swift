@@ -12,6 +12,8 @@ let usage = """
   Commands:
     serve       serve HTTP until SIGTERM (band-edge serve --help)
     shell build build the public shell from Public/ (band-edge shell --help)
+    config check validate the deployment configuration (band-edge config --help)
+    links print print a verified-link file as served (apple|android)
     help        this text
 
   Exit status: 0 success; 1 failure at run time; 2 usage error. Errors are one line on stderr.
@@ -32,6 +34,10 @@ do throws(UsageError) {
     status = try ServeCommand.run(Arguments(words))
   case "shell":
     status = try ShellCommand.run(Arguments(words))
+  case "config":
+    status = try ConfigCommand.check(Arguments(words))
+  case "links":
+    status = try ConfigCommand.links(Arguments(words))
   case "help", "--help", "-h":
     print(usage)
     status = 0

@@ -1,3 +1,4 @@
+import Edge
 import Testing
 
 @testable import Shell

@@ -18,8 +18,11 @@ public func evaluatePreconditions(
 ) -> PreconditionResult {
   if let ifNoneMatch {
     // RFC 9110 §13.1.2: weak comparison; "*" matches any current representation.
-    let trimmed = Substring(ifNoneMatch).trimmingWhitespace()
-    if trimmed == "*" { return .notModified }
+    if ifNoneMatch.utf8.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == UInt8(ascii: "*") })
+      && ifNoneMatch.utf8.contains(UInt8(ascii: "*"))
+    {
+      return .notModified
+    }
     return entityTags(ifNoneMatch).contains { opaque($0) == opaque(Substring(etag)) }
       ? .notModified : .proceed
   }
@@ -31,7 +34,7 @@ public func evaluatePreconditions(
 }
 
 /// The entity-tags of a list (`"a", W/"b"`); malformed elements are dropped.
-func entityTags(_ list: String) -> [Substring] {
+public func entityTags(_ list: String) -> [Substring] {
   var tags: [Substring] = []
   var rest = Substring(list)
   while true {
@@ -45,7 +48,7 @@ func entityTags(_ list: String) -> [Substring] {
 }
 
 /// The opaque-tag of an entity-tag, without a weakness prefix.
-func opaque(_ tag: Substring) -> Substring { tag.hasPrefix("W/") ? tag.dropFirst(2) : tag }
+public func opaque(_ tag: Substring) -> Substring { tag.hasPrefix("W/") ? tag.dropFirst(2) : tag }
 
 /// IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) to seconds since the epoch; nil otherwise.
 /// The obsolete formats of RFC 9110 §5.6.7 are not accepted (the condition is then ignored).
@@ -65,7 +68,7 @@ public func parseHTTPDate(_ text: String) -> Int? {
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
-func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+public func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
   let y = month <= 2 ? year - 1 : year
   let era = (y >= 0 ? y : y - 399) / 400
   let yoe = y - era * 400

@@ -1,0 +1,65 @@
+/// Where a configuration runs.
+public enum Environment: String, Sendable, CaseIterable {
+  case development
+  case staging
+  case production
+}
+
+/// The non-sensitive capability flags of a deployment, in the contract's order.
+public struct Capabilities: Equatable, Sendable {
+  /// The flag names, in the order `/config` lists them.
+  public static let names = [
+    "nativeSignIn", "verifiedLinks", "codeScanning", "attendance", "scheduling", "studentManagement",
+    "offlineSync", "subscriptions", "pdfReports",
+  ]
+  /// The defaults: the foundations the native apps have today.
+  public static let defaults: [String: Bool] = [
+    "nativeSignIn": true, "verifiedLinks": true, "codeScanning": true, "attendance": false,
+    "scheduling": false,
+    "studentManagement": false, "offlineSync": false, "subscriptions": false, "pdfReports": false,
+  ]
+
+  /// Every flag's value.
+  public var values: [String: Bool]
+
+  /// The value of `name` (false for unknown names).
+  public subscript(name: String) -> Bool { values[name] ?? false }
+}
+
+/// One immutable deployment identity: what `/config`, the link files and the shell's label come from.
+public struct Deployment: Equatable, Sendable {
+  public var environment: Environment
+  /// scheme://host[:port], no path, no query, no trailing slash.
+  public var origin: String
+  /// Shown to people and returned by /config.
+  public var label: String
+  /// `<TEAMID>.<bundle id>` strings.
+  public var appleAppIDs: [String]
+  public var androidPackageName: String?
+  public var androidFingerprints: [String]
+  /// Approved verified-link paths (`/native/callback`, `/qr/*`).
+  public var verifiedLinkPaths: [String]
+  /// Capabilities after kill switches.
+  public var capabilities: Capabilities
+  /// Capabilities switched off server-side.
+  public var killSwitches: [String]
+  public var minimumIOSVersion: String
+  public var minimumAndroidVersion: String
+  /// Handoff code lifetime (120 s outside development).
+  public var handoffLifetimeSeconds: Int
+  /// `max-age` of the link files.
+  public var linkFileMaxAge: Int
+  /// Listen addresses from the file (command-line flags win).
+  public var listen: [String]
+  /// Limit overrides from the file, by flag name without dashes (command-line flags win).
+  public var limits: [String: Double]
+
+  /// The default label of each environment.
+  public static func defaultLabel(_ environment: Environment) -> String {
+    switch environment {
+    case .development: "Development"
+    case .staging: "Staging"
+    case .production: "Production"
+    }
+  }
+}

@@ -1,0 +1,428 @@
+import FoundationEssentials
+
+/// Every problem found in a configuration, one plain line each.
+public struct DeploymentProblems: Error, Sendable, Equatable {
+  public let lines: [String]
+}
+
+/// Loads the deployment from the environment (`BAND_LICENCE_ENV`, `BAND_LICENCE_APP_URL`) over an
+/// optional JSON file, and validates it, failing closed with every problem at once.
+public enum DeploymentLoader {
+  static let knownKeys: Set<String> = [
+    "environment", "origin", "label", "apple", "android", "verifiedLinkPaths", "capabilities",
+    "killSwitches", "minimumAppVersion", "handoffLifetimeSeconds", "linkFileMaxAgeSeconds", "knownIdentities",
+    "listen", "limits",
+  ]
+  /// Limit names a file may set (the `serve` flags without dashes).
+  public static let limitKeys: Set<String> = [
+    "max-target-bytes", "max-header-bytes", "max-header-count", "max-body-bytes", "max-connections",
+    "head-timeout", "body-timeout", "idle-timeout", "write-timeout", "linger-timeout", "drain-timeout",
+  ]
+
+  /// Reads `configPath` (if any) and validates it together with `environment` variables.
+  public static func load(environment: [String: String], configPath: String?) -> Result<
+    Deployment, DeploymentProblems
+  > {
+    guard let configPath else { return load(environment: environment, configText: nil, name: "") }
+    guard let data = FileManager.default.contents(atPath: configPath) else {
+      return .failure(DeploymentProblems(lines: ["config file \(configPath) cannot be read"]))
+    }
+    return load(environment: environment, configText: Array(data), name: configPath)
+  }
+
+  /// Validates the file's bytes (nil: no file) with `environment` variables; `name` is for messages.
+  static func load(environment: [String: String], configText: [UInt8]?, name: String)
+    -> Result<Deployment, DeploymentProblems>
+  {
+    var problems: [String] = []
+    var file: [String: JSONValue] = [:]
+    if let configText {
+      switch try? JSONValue.parse(configText) {
+      case .object(let members)?: file = members
+      case .some: return .failure(DeploymentProblems(lines: ["config file \(name) must hold a JSON object"]))
+      case nil: return .failure(DeploymentProblems(lines: ["config file \(name) is not valid JSON"]))
+      }
+    }
+    var reader = Reader(members: file, problems: [])
+    let deployment = validate(environment: environment, reader: &reader)
+    problems += reader.problems
+    for key in file.keys.sorted() where !knownKeys.contains(key) {
+      problems.append("unknown setting '\(key)'")
+    }
+    guard problems.isEmpty, let deployment else { return .failure(DeploymentProblems(lines: problems)) }
+    return .success(deployment)
+  }
+
+  /// Typed access to the file's members that records a problem for every wrong type.
+  struct Reader {
+    let members: [String: JSONValue]
+    var problems: [String]
+
+    mutating func string(_ key: String, in object: [String: JSONValue]? = nil, path: String? = nil) -> String?
+    {
+      switch (object ?? members)[key] {
+      case nil, .null?: return nil
+      case .string(let s)?: return s
+      default:
+        problems.append("'\(path ?? key)' must be a string")
+        return nil
+      }
+    }
+
+    mutating func strings(_ key: String, in object: [String: JSONValue]? = nil, path: String? = nil)
+      -> [String]?
+    {
+      switch (object ?? members)[key] {
+      case nil, .null?: return nil
+      case .array(let items)?:
+        var out: [String] = []
+        for item in items {
+          guard case .string(let s) = item else {
+            problems.append("'\(path ?? key)' must be an array of strings")
+            return nil
+          }
+          out.append(s)
+        }
+        return out
+      default:
+        problems.append("'\(path ?? key)' must be an array of strings")
+        return nil
+      }
+    }
+
+    mutating func object(
+      _ key: String, known: Set<String>, in object: [String: JSONValue]? = nil, path: String? = nil
+    )
+      -> [String: JSONValue]?
+    {
+      switch (object ?? members)[key] {
+      case nil, .null?: return nil
+      case .object(let m)?:
+        for k in m.keys.sorted() where !known.contains(k) {
+          problems.append("unknown setting '\(path ?? key).\(k)'")
+        }
+        return m
+      default:
+        problems.append("'\(path ?? key)' must be an object")
+        return nil
+      }
+    }
+
+    mutating func integer(_ key: String) -> Int? {
+      switch members[key] {
+      case nil, .null?: return nil
+      case .number(let n)? where n == n.rounded() && abs(n) < 1e9: return Int(n)
+      default:
+        problems.append("'\(key)' must be a whole number")
+        return nil
+      }
+    }
+  }
+
+  static func validate(environment env: [String: String], reader r: inout Reader) -> Deployment? {
+    var problems: [String] = []
+    // Environment: the variable wins over the file; development by default.
+    let environmentName =
+      env["BAND_LICENCE_ENV"].flatMap { $0.isEmpty ? nil : $0 } ?? r.string("environment") ?? "development"
+    guard let environment = Environment(rawValue: environmentName) else {
+      r.problems.append("environment '\(environmentName)' must be development, staging or production")
+      return nil
+    }
+    let strict = environment != .development
+
+    let originText = env["BAND_LICENCE_APP_URL"].flatMap { $0.isEmpty ? nil : $0 } ?? r.string("origin")
+    let origin = checkOrigin(originText, environment: environment, problems: &problems)
+
+    let label = r.string("label") ?? Deployment.defaultLabel(environment)
+    if label.allSatisfy(\.isWhitespace) || label.count > 40 {
+      problems.append("label must be 1 to 40 characters")
+    }
+    // Staging must look visibly different from production (the shell also colours it by environment).
+    if environment == .staging && label.lowercased().contains("production") {
+      problems.append("staging must not be labelled '\(label)': people must see it is not production")
+    }
+
+    // Apple
+    let apple = r.object("apple", known: ["appIDs"])
+    let appIDs = r.strings("appIDs", in: apple ?? [:], path: "apple.appIDs") ?? []
+    for (id, count) in counts(appIDs) where count > 1 {
+      problems.append("apple app ID '\(id)' is listed twice")
+    }
+    for id in appIDs {
+      if !isAppID(id) {
+        problems.append("apple app ID '\(id)' must be <10-character team ID>.<bundle ID>")
+      } else if strict && isPlaceholderAppID(id) {
+        problems.append("apple app ID '\(id)' is still a placeholder")
+      }
+    }
+
+    // Android
+    let android = r.object("android", known: ["packageName", "sha256CertFingerprints"])
+    let packageName = r.string("packageName", in: android ?? [:], path: "android.packageName")
+    let fingerprints =
+      r.strings("sha256CertFingerprints", in: android ?? [:], path: "android.sha256CertFingerprints") ?? []
+    if let packageName {
+      if !isPackageName(packageName) {
+        problems.append("android package name '\(packageName)' is not a valid application ID")
+      } else if strict && isPlaceholderName(packageName) {
+        problems.append("android package name '\(packageName)' is still a placeholder")
+      }
+    }
+    if (packageName == nil) != fingerprints.isEmpty {
+      problems.append("android needs both packageName and sha256CertFingerprints, or neither")
+    }
+    for (fp, count) in counts(fingerprints) where count > 1 {
+      problems.append("android fingerprint '\(fp)' is listed twice")
+    }
+    for fp in fingerprints {
+      if !isFingerprint(fp) {
+        problems.append("android fingerprint '\(fp)' must be 32 upper-case hex bytes joined by colons")
+      } else if strict && Set(fp.split(separator: ":")).count == 1 {
+        problems.append("android fingerprint '\(fp)' is still a placeholder")
+      }
+    }
+
+    // Staging and production must not share identities (checked when the other side is known).
+    if let known = r.object("knownIdentities", known: ["staging", "production"]) {
+      for other in [Environment.staging, .production] where other != environment {
+        guard
+          let identities = r.object(
+            other.rawValue, known: ["appleBundleIDs", "androidPackageName"], in: known,
+            path: "knownIdentities.\(other.rawValue)")
+        else { continue }
+        let bundles = Set(
+          r.strings(
+            "appleBundleIDs", in: identities, path: "knownIdentities.\(other.rawValue).appleBundleIDs") ?? [])
+        for id in appIDs {
+          let bundle = id.split(separator: ".", maxSplits: 1).dropFirst().first.map(String.init) ?? ""
+          if bundles.contains(bundle) {
+            problems.append("\(environment.rawValue) uses \(other.rawValue)'s bundle ID '\(bundle)'")
+          }
+        }
+        if let otherPackage = r.string(
+          "androidPackageName", in: identities, path: "knownIdentities.\(other.rawValue).androidPackageName"),
+          otherPackage == packageName
+        {
+          problems.append("\(environment.rawValue) uses \(other.rawValue)'s package name '\(otherPackage)'")
+        }
+      }
+    }
+
+    // Link paths
+    let paths = r.strings("verifiedLinkPaths") ?? ["/native/callback", "/qr/*"]
+    for (path, count) in counts(paths) where count > 1 {
+      problems.append("verified link path '\(path)' is listed twice")
+    }
+    for path in paths
+    where !path.hasPrefix("/") || path.contains(where: { $0 == " " || $0 == "?" || $0 == "#" }) {
+      problems.append("verified link path '\(path)' must start with / and hold no spaces, ? or #")
+    }
+
+    // Capabilities and kill switches
+    var capabilities = Capabilities.defaults
+    if let configured = r.object("capabilities", known: Set(Capabilities.names)) {
+      for (name, value) in configured {
+        guard case .bool(let flag) = value else {
+          if Capabilities.names.contains(name) {
+            problems.append("capability '\(name)' must be true or false")
+          }
+          continue
+        }
+        capabilities[name] = flag
+      }
+    }
+    let killSwitches = r.strings("killSwitches") ?? []
+    for (name, count) in counts(killSwitches) where count > 1 {
+      problems.append("kill switch '\(name)' is listed twice")
+    }
+    for name in killSwitches {
+      if capabilities[name] == nil {
+        problems.append("kill switch '\(name)' names no capability")
+      } else {
+        capabilities[name] = false
+      }
+    }
+
+    // Identities are needed once verified links or native sign-in are on outside development.
+    if strict && (capabilities["verifiedLinks"] == true || capabilities["nativeSignIn"] == true) {
+      if appIDs.isEmpty {
+        problems.append(
+          "no Apple app IDs: \(environment.rawValue) with verified links or native sign-in needs them")
+      }
+      if packageName == nil {
+        problems.append(
+          "no Android app: \(environment.rawValue) with verified links or native sign-in needs its package and fingerprints"
+        )
+      }
+    }
+
+    // Versions and lifetimes
+    let versions = r.object("minimumAppVersion", known: ["ios", "android"])
+    let ios = r.string("ios", in: versions ?? [:], path: "minimumAppVersion.ios") ?? "1.0.0"
+    let androidVersion =
+      r.string("android", in: versions ?? [:], path: "minimumAppVersion.android") ?? "1.0.0"
+    for (platform, version) in [("ios", ios), ("android", androidVersion)] where !isVersion(version) {
+      problems.append("minimumAppVersion.\(platform) '\(version)' must be MAJOR.MINOR[.PATCH]")
+    }
+    let handoff = r.integer("handoffLifetimeSeconds") ?? 120
+    if strict && handoff != 120 {
+      problems.append("handoffLifetimeSeconds must be 120 in \(environment.rawValue)")
+    } else if !(1...120).contains(handoff) {
+      problems.append("handoffLifetimeSeconds must be 1 to 120")
+    }
+    let maxAge = r.integer("linkFileMaxAgeSeconds") ?? 3600
+    if !(60...86400).contains(maxAge) { problems.append("linkFileMaxAgeSeconds must be 60 to 86400") }
+
+    let listen = r.strings("listen") ?? []
+    var limits: [String: Double] = [:]
+    if let configured = r.object("limits", known: limitKeys) {
+      for (key, value) in configured where limitKeys.contains(key) {
+        guard case .number(let n) = value, n > 0 else {
+          problems.append("limit '\(key)' must be a positive number")
+          continue
+        }
+        limits[key] = n
+      }
+    }
+
+    r.problems += problems
+    guard let origin, r.problems.isEmpty else { return nil }
+    return Deployment(
+      environment: environment, origin: origin, label: label, appleAppIDs: appIDs,
+      androidPackageName: packageName, androidFingerprints: fingerprints, verifiedLinkPaths: paths,
+      capabilities: Capabilities(values: capabilities), killSwitches: killSwitches, minimumIOSVersion: ios,
+      minimumAndroidVersion: androidVersion, handoffLifetimeSeconds: handoff, linkFileMaxAge: maxAge,
+      listen: listen,
+      limits: limits)
+  }
+
+  // MARK: rules
+
+  /// scheme://host[:port] with no path, query, fragment, user info or trailing slash.
+  static func checkOrigin(_ text: String?, environment: Environment, problems: inout [String]) -> String? {
+    guard let text, !text.isEmpty else {
+      if environment == .development { return "http://127.0.0.1:8080" }
+      problems.append("origin is missing: set BAND_LICENCE_APP_URL or \"origin\" to https://<your host>")
+      return nil
+    }
+    let pieces = text.split(separator: "://", maxSplits: 1, omittingEmptySubsequences: false)
+    guard pieces.count == 2 else {
+      problems.append("origin '\(text)' must be scheme://host[:port]")
+      return nil
+    }
+    let scheme = pieces[0].lowercased()
+    let authority = pieces[1]
+    guard !authority.isEmpty, !authority.contains(where: { "/?#@ ".contains($0) }) else {
+      problems.append(
+        "origin '\(text)' must be scheme://host[:port] with no path, query, user or trailing slash")
+      return nil
+    }
+    var host = authority.lowercased()
+    var port: Int? = nil
+    if let colon = host.lastIndex(of: ":"), !host.hasSuffix("]") {
+      guard let p = Int(host[host.index(after: colon)...]), (1...65535).contains(p) else {
+        problems.append("origin '\(text)' has an invalid port")
+        return nil
+      }
+      port = p
+      host = String(host[..<colon])
+    }
+    guard scheme == "http" || scheme == "https" else {
+      problems.append("origin '\(text)' must use http or https")
+      return nil
+    }
+    if environment == .development {
+      guard scheme == "http", host == "localhost" || host == "127.0.0.1", port != nil else {
+        problems.append(
+          "in development the origin must be http://localhost:<port> or http://127.0.0.1:<port>, not '\(text)'"
+        )
+        return nil
+      }
+    } else {
+      var ok = true
+      if scheme != "https" {
+        problems.append("origin '\(text)' must use https in \(environment.rawValue)")
+        ok = false
+      }
+      if let reason = placeholderHost(host) {
+        problems.append(
+          "origin host '\(host)' is a placeholder (\(reason)); set the real \(environment.rawValue) host")
+        ok = false
+      }
+      guard ok else { return nil }
+    }
+    return scheme + "://" + host + (port.map { ":\($0)" } ?? "")
+  }
+
+  static func placeholderHost(_ host: String) -> String? {
+    if ["example.com", "example.org", "example.net"].contains(where: {
+      host == $0 || host.hasSuffix("." + $0)
+    }) {
+      return "a documentation domain"
+    }
+    if host == "example" || host.hasSuffix(".example") || host.hasSuffix(".invalid") || host == "invalid" {
+      return "a reserved name"
+    }
+    if host == "localhost" || host.hasSuffix(".localhost") { return "localhost" }
+    if host.hasPrefix("[")
+      || (host.split(separator: ".").count == 4 && host.allSatisfy { $0.isNumber || $0 == "." })
+    {
+      return "an IP literal"
+    }
+    return nil
+  }
+
+  static func isAppID(_ id: String) -> Bool {
+    let parts = id.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+    guard parts.count == 2, parts[0].count == 10, !parts[1].isEmpty else { return false }
+    return parts[0].allSatisfy { ($0.isASCII && $0.isUppercase) || ($0.isASCII && $0.isNumber) }
+      && parts[1].allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-") }
+  }
+
+  static func isPlaceholderAppID(_ id: String) -> Bool {
+    let team = String(id.prefix(10))
+    return Set(team).count == 1
+      || ["ABCDE12345", "TEAMID1234", "0123456789", "1234567890", "ABCDEFGHIJ"].contains(team)
+      || isPlaceholderName(id)
+  }
+
+  static func isPlaceholderName(_ name: String) -> Bool {
+    let lower = name.lowercased()
+    return ["example", "placeholder", "changeme", "yourcompany", "your-company", "todo"].contains {
+      lower.contains($0)
+    }
+  }
+
+  static func isPackageName(_ name: String) -> Bool {
+    let segments = name.split(separator: ".", omittingEmptySubsequences: false)
+    return segments.count >= 2
+      && segments.allSatisfy { s in
+        guard let first = s.first, first.isASCII, first.isLetter else { return false }
+        return s.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }
+      }
+  }
+
+  static func isFingerprint(_ fp: String) -> Bool {
+    let bytes = fp.split(separator: ":", omittingEmptySubsequences: false)
+    return bytes.count == 32
+      && bytes.allSatisfy { b in
+        b.count == 2 && b.allSatisfy { $0.isASCII && ($0.isNumber || ("A"..."F").contains($0)) }
+      }
+  }
+
+  static func isVersion(_ v: String) -> Bool {
+    let parts = v.split(separator: ".", omittingEmptySubsequences: false)
+    return (2...3).contains(parts.count)
+      && parts.allSatisfy { !$0.isEmpty && $0.count <= 6 && $0.allSatisfy(\.isNumber) }
+  }
+
+  static func counts(_ items: [String]) -> [(String, Int)] {
+    var seen: [String: Int] = [:]
+    var order: [String] = []
+    for item in items {
+      if seen[item] == nil { order.append(item) }
+      seen[item, default: 0] += 1
+    }
+    return order.map { ($0, seen[$0]!) }
+  }
+}
