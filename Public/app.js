@@ -40,10 +40,35 @@ async function loadSession() {
   }
 }
 
+// Outside production the deployment is shown on every screen: its label, a colour of its own
+// (styles.css keys it on data-environment) and a title prefix, so staging is never mistaken for
+// production.
+async function showDeployment() {
+  let config;
+  try {
+    const response = await fetch("/api/client/v1/config", { cache: "no-store", headers: { Accept: "application/json" } });
+    if (!response.ok) return;
+    config = await response.json();
+  } catch {
+    return;
+  }
+  const { environment, label } = config.deployment;
+  document.documentElement.dataset.environment = environment;
+  if (environment === "production") return;
+  const badge = document.getElementById("deployment");
+  badge.textContent = label;
+  badge.hidden = false;
+  document.title = `[${label}] ${document.title}`;
+  const colours = { staging: "#b45309", development: "#047857" };
+  const meta = document.querySelector('meta[name="theme-color"]');
+  if (meta && colours[environment]) meta.content = colours[environment];
+}
+
 if ("serviceWorker" in navigator) {
   navigator.serviceWorker.register("/sw.js", { scope: "/" }).catch(() => {
     // The shell works without it; only offline support is lost.
   });
 }
 
+showDeployment();
 loadSession();

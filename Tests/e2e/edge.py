@@ -44,7 +44,8 @@ def built_shell() -> Path:
 class Server:
     """A band-edge process listening on a random loopback port, with its logs in files."""
 
-    def __init__(self, *args: str, test_routes: bool = True, shell: Path | None = None):
+    def __init__(self, *args: str, test_routes: bool = True, shell: Path | None = None,
+                 env: dict[str, str] | None = None):
         self.dir = Path(tempfile.mkdtemp(prefix="band-edge-e2e-"))
         self.stdout_path = self.dir / "stdout.log"
         self.stderr_path = self.dir / "stderr.log"
@@ -52,8 +53,11 @@ class Server:
         command = [str(binary()), "serve", "--listen", "127.0.0.1:0", "--shell", str(self.shell), *args]
         if test_routes:
             command.append("--test-routes")
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("BAND_LICENCE_")}
+        environment.update(env or {})
         self.process = subprocess.Popen(
-            command, stdout=self.stdout_path.open("wb"), stderr=self.stderr_path.open("wb"), stdin=subprocess.DEVNULL
+            command, stdout=self.stdout_path.open("wb"), stderr=self.stderr_path.open("wb"), stdin=subprocess.DEVNULL,
+            env=environment,
         )
         self.port = self._wait_for_port()
         self.address = ("127.0.0.1", self.port)

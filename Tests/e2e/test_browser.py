@@ -140,3 +140,27 @@ def test_text_at_200_percent_still_fits(browser):
         assert button.is_displayed()
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("environment,label,visible", [("staging", "Staging", True), ("production", "Production", False)])
+def test_staging_is_visibly_different_from_production(browser, tmp_path, environment, label, visible):
+    from test_links import config
+
+    server = Server("--config", str(config(environment, tmp_path)), test_routes=False,
+                    env={"BAND_LICENCE_ENV": environment})
+    try:
+        browser.get(server.url("/"))
+        WebDriverWait(browser, 10).until(
+            lambda d: d.execute_script("return document.documentElement.dataset.environment") == environment)
+        badge = browser.find_element(By.ID, "deployment")
+        assert badge.is_displayed() == visible
+        bar = browser.find_element(By.CSS_SELECTOR, ".bar").value_of_css_property("background-color")
+        if visible:
+            assert badge.text == label
+            assert browser.title.startswith(f"[{label}] ")
+            assert bar == "rgba(180, 83, 9, 1)"
+        else:
+            assert bar == "rgba(29, 78, 216, 1)"
+            assert not browser.title.startswith("[")
+    finally:
+        server.stop()

@@ -44,3 +44,22 @@ def test_no_bad_notes_on_a_304(server):
     assert response.status == 304
     report = lint(response.raw_head + b"\r\n\r\n")
     assert "[BAD]" not in report, report
+
+
+@pytest.mark.parametrize("path", ["/.well-known/apple-app-site-association", "/apple-app-site-association",
+                                  "/.well-known/assetlinks.json", "/api/client/v1/config"])
+def test_no_bad_notes_on_link_files_and_config(tmp_path, path):
+    from test_links import config  # a production configuration with real-looking identities
+
+    from edge import Server
+    server = Server("--config", str(config("production", tmp_path)), test_routes=False,
+                    env={"BAND_LICENCE_ENV": "production"})
+    try:
+        client = server.connect()
+        client.send(request("GET", path))
+        response = client.read_response()
+        assert response.status == 200
+        report = lint(response.raw_head + b"\r\n\r\n" + response.body)
+        assert "[BAD]" not in report, report
+    finally:
+        server.stop()
