@@ -146,34 +146,39 @@ enum ServeCommand {
       fail("\(error)")
       return 1
     }
-    Log.event(
-      "info", "deployment",
-      [
-        ("environment", deployment.environment.rawValue), ("origin", deployment.origin),
-        ("label", deployment.label),
-      ])
     let server = Server(configuration: configuration, router: router)
     let (shellPath, withTestRoutes) = (shellDirectory, testRoutes)  // the reload hook reads fixed values
     do {
-      return try server.run(reload: {
-        // SIGHUP: a whole new snapshot, validated off the loops; the old one serves until it is ready.
-        switch DeploymentLoader.load(environment: ProcessEnvironment.all(), configPath: configPath) {
-        case .failure(let problems):
-          Log.event("error", "reload_refused", [("problems", problems.lines.joined(separator: "; "))])
-          return nil
-        case .success(let next):
-          do {
-            let router = try snapshot(deployment: next, shellDirectory: shellPath, testRoutes: withTestRoutes)
-            Log.event(
-              "info", "deployment",
-              [("environment", next.environment.rawValue), ("origin", next.origin), ("label", next.label)])
-            return router
-          } catch {
-            Log.event("error", "reload_refused", [("problems", "\(error)")])
+      return try server.run(
+        onListening: { _ in
+          // Logged once serving: a failed start prints only its one error line.
+          Log.event(
+            "info", "deployment",
+            [
+              ("environment", deployment.environment.rawValue), ("origin", deployment.origin),
+              ("label", deployment.label),
+            ])
+        },
+        reload: {
+          // SIGHUP: a whole new snapshot, validated off the loops; the old one serves until it is ready.
+          switch DeploymentLoader.load(environment: ProcessEnvironment.all(), configPath: configPath) {
+          case .failure(let problems):
+            Log.event("error", "reload_refused", [("problems", problems.lines.joined(separator: "; "))])
             return nil
+          case .success(let next):
+            do {
+              let router = try snapshot(
+                deployment: next, shellDirectory: shellPath, testRoutes: withTestRoutes)
+              Log.event(
+                "info", "deployment",
+                [("environment", next.environment.rawValue), ("origin", next.origin), ("label", next.label)])
+              return router
+            } catch {
+              Log.event("error", "reload_refused", [("problems", "\(error)")])
+              return nil
+            }
           }
-        }
-      })
+        })
     } catch {
       fail("could not start: \(error)")
       return 1
