@@ -1,4 +1,0 @@
-import Edge
-
-/// Placeholder namespace of the ClientAPI module; its issue fills it in.
-public enum ClientAPIModule {}

@@ -1,0 +1,88 @@
+/// The schema, as numbered migrations applied in order at start (`PRAGMA user_version` records how
+/// many ran). A database newer than this build is refused rather than guessed at.
+public enum Migrations {
+  /// Migration N (1-based) is `steps[N - 1]`; each runs in its own transaction.
+  public static let steps: [String] = [
+    // 1: people, schools and their roles.
+    """
+    CREATE TABLE accounts (
+      id TEXT PRIMARY KEY,
+      email TEXT NOT NULL UNIQUE COLLATE NOCASE,
+      display_name TEXT NOT NULL,
+      password_hash TEXT NOT NULL,
+      disabled INTEGER NOT NULL DEFAULT 0,
+      created_at INTEGER NOT NULL
+    );
+    CREATE TABLE schools (
+      id TEXT PRIMARY KEY,
+      name TEXT NOT NULL,
+      slug TEXT NOT NULL UNIQUE,
+      created_at INTEGER NOT NULL
+    );
+    CREATE TABLE memberships (
+      account_id TEXT NOT NULL REFERENCES accounts(id),
+      school_id TEXT NOT NULL REFERENCES schools(id),
+      role TEXT NOT NULL CHECK (role IN ('administrator', 'teacher', 'read_only')),
+      created_at INTEGER NOT NULL,
+      revoked_at INTEGER,
+      PRIMARY KEY (account_id, school_id)
+    );
+    """,
+    // 2: sessions (only token digests are stored) and the audit trail.
+    """
+    CREATE TABLE sessions (
+      id TEXT PRIMARY KEY,
+      token_digest BLOB NOT NULL UNIQUE,
+      account_id TEXT NOT NULL REFERENCES accounts(id),
+      kind TEXT NOT NULL CHECK (kind IN ('web', 'native')),
+      platform TEXT,
+      app_version TEXT,
+      created_at INTEGER NOT NULL,
+      last_seen_at INTEGER NOT NULL,
+      expires_at INTEGER NOT NULL,
+      revoked_at INTEGER,
+      revoked_reason TEXT
+    );
+    CREATE INDEX sessions_account ON sessions(account_id);
+    CREATE TABLE audit_events (
+      seq INTEGER PRIMARY KEY AUTOINCREMENT,
+      at INTEGER NOT NULL,
+      actor TEXT,
+      action TEXT NOT NULL,
+      subject TEXT,
+      detail TEXT
+    );
+    """,
+  ]
+
+  /// The schema version this build writes.
+  public static var latest: Int { steps.count }
+
+  /// Applies every missing migration; refuses a database newer than `latest`.
+  /// - Returns: the versions applied.
+  @discardableResult
+  public static func apply(to database: SQLiteDatabase, upTo target: Int = latest) throws(StoreError) -> [Int]
+  {
+    let current = try version(of: database)
+    guard current <= latest else {
+      throw StoreError(
+        "the database has schema version \(current) but this band-edge knows only up to \(latest); "
+          + "run a newer band-edge or restore a matching backup")
+    }
+    var applied: [Int] = []
+    for number in (current + 1)...max(current + 1, target) where number <= target {
+      try database.transaction { () throws(StoreError) in
+        try database.execute(steps[number - 1])
+        try database.execute("PRAGMA user_version = \(number)")
+      }
+      applied.append(number)
+    }
+    return applied
+  }
+
+  /// The schema version recorded in the database.
+  public static func version(of database: SQLiteDatabase) throws(StoreError) -> Int {
+    guard case .integer(let n)? = try database.query("PRAGMA user_version").first?.first else { return 0 }
+    return Int(n)
+  }
+}

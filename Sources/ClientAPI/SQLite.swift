@@ -1,0 +1,127 @@
+import CSQLite
+
+/// Why the store failed. The message is for operators and logs; clients get a generic 500.
+public struct StoreError: Error, CustomStringConvertible, Sendable {
+  public let description: String
+  init(_ description: String) { self.description = description }
+}
+
+/// One SQLite connection with cached prepared statements. Used by one thread at a time (each pool
+/// worker opens its own), so it is not Sendable.
+public final class SQLiteDatabase {
+  private var handle: OpaquePointer?
+  private var statements: [String: OpaquePointer] = [:]
+
+  /// Opens (creating if needed) `path`: WAL, a busy timeout, foreign keys on.
+  public init(path: String) throws(StoreError) {
+    let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+    guard sqlite3_open_v2(path, &handle, flags, nil) == SQLITE_OK else {
+      let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+      sqlite3_close(handle)
+      throw StoreError("cannot open database \(path): \(message)")
+    }
+    sqlite3_busy_timeout(handle, 5000)
+    try execute("PRAGMA journal_mode = WAL")
+    try execute("PRAGMA synchronous = NORMAL")
+    try execute("PRAGMA foreign_keys = ON")
+  }
+
+  deinit {
+    for statement in statements.values { sqlite3_finalize(statement) }
+    sqlite3_close(handle)
+  }
+
+  /// Runs SQL that returns no rows (several statements allowed).
+  public func execute(_ sql: String) throws(StoreError) {
+    var error: UnsafeMutablePointer<CChar>? = nil
+    guard sqlite3_exec(handle, sql, nil, nil, &error) == SQLITE_OK else {
+      let message = error.map { String(cString: $0) } ?? "unknown error"
+      sqlite3_free(error)
+      throw StoreError("SQL failed: \(message)")
+    }
+  }
+
+  /// A value bound to a `?` parameter.
+  public enum Value: Sendable, Equatable {
+    case null
+    case integer(Int64)
+    case text(String)
+    case blob([UInt8])
+  }
+
+  /// Runs one statement with `parameters`, returning every row (columns as values).
+  @discardableResult
+  public func query(_ sql: String, _ parameters: [Value] = []) throws(StoreError) -> [[Value]] {
+    let statement = try prepared(sql)
+    defer {
+      sqlite3_reset(statement)
+      sqlite3_clear_bindings(statement)
+    }
+    for (i, value) in parameters.enumerated() {
+      let index = Int32(i + 1)
+      let status: Int32 =
+        switch value {
+        case .null: sqlite3_bind_null(statement, index)
+        case .integer(let n): sqlite3_bind_int64(statement, index, n)
+        case .text(let s): sqlite3_bind_text(statement, index, s, -1, Self.transient)
+        case .blob(let b):
+          b.withUnsafeBytes {
+            sqlite3_bind_blob(statement, index, $0.baseAddress, Int32(b.count), Self.transient)
+          }
+        }
+      guard status == SQLITE_OK else { throw lastError("bind") }
+    }
+    var rows: [[Value]] = []
+    while true {
+      let step = sqlite3_step(statement)
+      if step == SQLITE_DONE { return rows }
+      guard step == SQLITE_ROW else { throw lastError("step") }
+      var row: [Value] = []
+      for column in 0..<sqlite3_column_count(statement) {
+        switch sqlite3_column_type(statement, column) {
+        case SQLITE_INTEGER: row.append(.integer(sqlite3_column_int64(statement, column)))
+        case SQLITE_TEXT: row.append(.text(String(cString: sqlite3_column_text(statement, column))))
+        case SQLITE_BLOB:
+          let count = Int(sqlite3_column_bytes(statement, column))
+          let bytes = sqlite3_column_blob(statement, column)
+          row.append(.blob(bytes.map { Array(UnsafeRawBufferPointer(start: $0, count: count)) } ?? []))
+        default: row.append(.null)
+        }
+      }
+      rows.append(row)
+    }
+  }
+
+  /// Runs `body` in one transaction (BEGIN IMMEDIATE): all of it commits, or none of it.
+  public func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+    try execute("BEGIN IMMEDIATE")
+    do {
+      let result = try body()
+      try execute("COMMIT")
+      return result
+    } catch {
+      try? execute("ROLLBACK")
+      throw error
+    }
+  }
+
+  /// Rows changed by the last statement.
+  public var changes: Int { Int(sqlite3_changes(handle)) }
+
+  private func prepared(_ sql: String) throws(StoreError) -> OpaquePointer {
+    if let statement = statements[sql] { return statement }
+    var statement: OpaquePointer? = nil
+    guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+      throw lastError("prepare")
+    }
+    statements[sql] = statement
+    return statement
+  }
+
+  private func lastError(_ what: String) -> StoreError {
+    StoreError("SQL \(what) failed: \(String(cString: sqlite3_errmsg(handle)))")
+  }
+
+  /// SQLITE_TRANSIENT: SQLite copies bound text and blobs before the call returns.
+  private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+}

@@ -1,0 +1,115 @@
+import CArgon2
+import COpenSSL
+
+/// Random identifiers, session tokens and password hashes.
+public enum Secrets {
+  /// `count` bytes from the OS CSPRNG (OpenSSL RAND_bytes); traps if the generator fails, since
+  /// nothing secret may ever be made from less.
+  public static func randomBytes(_ count: Int) -> [UInt8] {
+    var bytes = [UInt8](repeating: 0, count: count)
+    let ok = bytes.withUnsafeMutableBufferPointer { RAND_bytes($0.baseAddress, Int32(count)) }
+    precondition(ok == 1, "the system random generator failed")
+    return bytes
+  }
+
+  /// base64url without padding (RFC 4648 §5).
+  public static func base64url(_ bytes: [UInt8]) -> String {
+    let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+    var out: [UInt8] = []
+    out.reserveCapacity((bytes.count * 4 + 2) / 3)
+    var i = 0
+    while i + 2 < bytes.count {
+      let n = Int(bytes[i]) << 16 | Int(bytes[i + 1]) << 8 | Int(bytes[i + 2])
+      out += [alphabet[n >> 18], alphabet[n >> 12 & 63], alphabet[n >> 6 & 63], alphabet[n & 63]]
+      i += 3
+    }
+    if bytes.count - i == 2 {
+      let n = Int(bytes[i]) << 16 | Int(bytes[i + 1]) << 8
+      out += [alphabet[n >> 18], alphabet[n >> 12 & 63], alphabet[n >> 6 & 63]]
+    } else if bytes.count - i == 1 {
+      let n = Int(bytes[i]) << 16
+      out += [alphabet[n >> 18], alphabet[n >> 12 & 63]]
+    }
+    return String(decoding: out, as: UTF8.self)
+  }
+
+  /// A new opaque, random ID with a readable prefix (`acc_`, `sch_`, `ses_`): 128 bits.
+  public static func identifier(_ prefix: String) -> String { prefix + "_" + base64url(randomBytes(16)) }
+
+  /// A new session token: 256 random bits, base64url. Only its digest is ever stored.
+  public static func token() -> String { base64url(randomBytes(32)) }
+
+  /// SHA-256 of a token's text: what the store keeps and looks up.
+  public static func digest(_ token: String) -> [UInt8] {
+    var out = [UInt8](repeating: 0, count: 32)
+    var bytes = Array(token.utf8)
+    _ = bytes.withUnsafeMutableBufferPointer { SHA256($0.baseAddress, $0.count, &out) }
+    return out
+  }
+
+  /// Constant-time equality (CRYPTO_memcmp) for secrets compared in memory, such as CSRF tokens.
+  public static func equal(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+    guard a.count == b.count else { return false }
+    return a.withUnsafeBytes { x in
+      b.withUnsafeBytes { y in CRYPTO_memcmp(x.baseAddress, y.baseAddress, a.count) == 0 }
+    }
+  }
+}
+
+/// Argon2id password hashing (libargon2) in the self-describing encoded format, so that stronger
+/// parameters can be introduced later and old hashes upgraded at the next sign-in.
+public struct PasswordHasher: Sendable {
+  /// Iterations.
+  public var timeCost: UInt32 = 2
+  /// Memory in KiB (OWASP's minimum for Argon2id: 19 MiB).
+  public var memoryKiB: UInt32 = 19 * 1024
+  /// Lanes.
+  public var parallelism: UInt32 = 1
+
+  /// OWASP's parameters.
+  public init() {}
+
+  /// An encoded Argon2id hash of `password` with a fresh 16-byte salt.
+  public func hash(_ password: String) -> String {
+    let salt = Secrets.randomBytes(16)
+    var encoded = [CChar](repeating: 0, count: 128)
+    let pwd = Array(password.utf8)
+    let status = pwd.withUnsafeBytes { p in
+      salt.withUnsafeBytes { s in
+        argon2id_hash_encoded(
+          timeCost, memoryKiB, parallelism, p.baseAddress, pwd.count, s.baseAddress, salt.count, 32, &encoded,
+          encoded.count)
+      }
+    }
+    precondition(status == ARGON2_OK.rawValue, "argon2id_hash_encoded failed: \(status)")
+    return String(decoding: encoded.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+  }
+
+  /// Whether `password` matches `encoded` (false for any malformed hash).
+  public func verify(_ password: String, against encoded: String) -> Bool {
+    let pwd = Array(password.utf8)
+    return pwd.withUnsafeBytes { p in argon2id_verify(encoded, p.baseAddress, pwd.count) == ARGON2_OK.rawValue
+    }
+  }
+
+  /// Whether `encoded` was made with weaker parameters than these (rehash at the next sign-in).
+  public func needsRehash(_ encoded: String) -> Bool {
+    // $argon2id$v=19$m=19456,t=2,p=1$salt$hash
+    let fields = encoded.split(separator: "$")
+    guard fields.count == 5, fields[0] == "argon2id" else { return true }
+    var m: UInt32 = 0
+    var t: UInt32 = 0
+    var p: UInt32 = 0
+    for pair in fields[2].split(separator: ",") {
+      let kv = pair.split(separator: "=")
+      guard kv.count == 2, let value = UInt32(kv[1]) else { return true }
+      switch kv[0] {
+      case "m": m = value
+      case "t": t = value
+      case "p": p = value
+      default: return true
+      }
+    }
+    return m < memoryKiB || t < timeCost || p < parallelism
+  }
+}

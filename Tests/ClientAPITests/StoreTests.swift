@@ -1,0 +1,162 @@
+import Foundation
+import Testing
+
+@testable import ClientAPI
+
+/// A fresh database file in its own temporary directory.
+func temporaryDatabase() throws -> (SQLiteDatabase, String) {
+  let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+    "band-edge-store-\(UUID().uuidString)")
+  try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+  let path = directory.appendingPathComponent("test.sqlite").path
+  return (try SQLiteDatabase(path: path), path)
+}
+
+func tables(_ db: SQLiteDatabase) throws -> [String] {
+  try db.query(
+    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+  )
+  .compactMap { if case .text(let name) = $0[0] { name } else { nil } }
+}
+
+@Suite("Store: migrations and transactions")
+struct MigrationTests {
+  @Test("from an empty database every migration applies, in order")
+  func fromEmpty() throws {
+    let (db, _) = try temporaryDatabase()
+    #expect(try Migrations.apply(to: db) == Array(1...Migrations.latest))
+    #expect(try Migrations.version(of: db) == Migrations.latest)
+    #expect(try tables(db) == ["accounts", "audit_events", "memberships", "schools", "sessions"])
+    #expect(try Migrations.apply(to: db) == [], "a second start applies nothing")
+  }
+
+  @Test(
+    "from every earlier version the rest applies and existing rows survive", arguments: 1..<Migrations.latest)
+  func fromEarlier(_ version: Int) throws {
+    let (db, _) = try temporaryDatabase()
+    try Migrations.apply(to: db, upTo: version)
+    #expect(try Migrations.version(of: db) == version)
+    try db.query(
+      "INSERT INTO accounts (id, email, display_name, password_hash, created_at) VALUES (?, ?, ?, ?, ?)",
+      [.text("acc_x"), .text("ada@example.test"), .text("Ada Example"), .text("h"), .integer(1)])
+    #expect(try Migrations.apply(to: db) == Array((version + 1)...Migrations.latest))
+    #expect(try db.query("SELECT email FROM accounts") == [[.text("ada@example.test")]])
+  }
+
+  @Test("a database newer than this build is refused")
+  func newerSchema() throws {
+    let (db, _) = try temporaryDatabase()
+    try db.execute("PRAGMA user_version = 99")
+    #expect(throws: StoreError.self) { try Migrations.apply(to: db) }
+    do {
+      try Migrations.apply(to: db)
+    } catch {
+      #expect(error.description.contains("schema version 99"))
+    }
+  }
+
+  @Test("an error inside a transaction leaves nothing written")
+  func rollback() throws {
+    let (db, _) = try temporaryDatabase()
+    try Migrations.apply(to: db)
+    #expect(throws: StoreError.self) {
+      try db.transaction { () throws(StoreError) in
+        try db.query("INSERT INTO schools (id, name, slug, created_at) VALUES ('sch_a', 'A', 'a', 1)")
+        // The same slug again: the second insert fails, and the first must not survive.
+        try db.query("INSERT INTO schools (id, name, slug, created_at) VALUES ('sch_b', 'B', 'a', 1)")
+      }
+    }
+    #expect(try db.query("SELECT count(*) FROM schools") == [[.integer(0)]])
+  }
+
+  @Test("a process that dies between the statements of a transaction leaves nothing half-written")
+  func crash() throws {
+    let (db, path) = try temporaryDatabase()
+    try Migrations.apply(to: db)
+    let child = fork()
+    if child == 0 {
+      // The child writes the first half of a two-row change and dies before COMMIT.
+      guard let second = try? SQLiteDatabase(path: path) else { _exit(2) }
+      try? second.execute("BEGIN IMMEDIATE")
+      _ = try? second.query("INSERT INTO schools (id, name, slug, created_at) VALUES ('sch_c', 'C', 'c', 1)")
+      _exit(9)
+    }
+    var status: Int32 = 0
+    waitpid(child, &status, 0)
+    #expect((status >> 8) & 0xFF == 9, "the child reached its crash point")
+    let reopened = try SQLiteDatabase(path: path)
+    #expect(try reopened.query("SELECT count(*) FROM schools") == [[.integer(0)]])
+    try reopened.query("INSERT INTO schools (id, name, slug, created_at) VALUES ('sch_d', 'D', 'd', 1)")
+    #expect(
+      try reopened.query("SELECT count(*) FROM schools") == [[.integer(1)]], "the database is not locked")
+  }
+}
+
+@Suite("Secrets")
+struct SecretsTests {
+  @Test("base64url matches RFC 4648's vectors, without padding")
+  func base64url() {
+    let table: [(String, String)] = [
+      ("", ""), ("f", "Zg"), ("fo", "Zm8"), ("foo", "Zm9v"), ("foob", "Zm9vYg"), ("fooba", "Zm9vYmE"),
+      ("foobar", "Zm9vYmFy"),
+    ]
+    for (input, output) in table { #expect(Secrets.base64url(Array(input.utf8)) == output) }
+    #expect(Secrets.base64url([0xFB, 0xFF, 0xBF]) == "-_-_")
+  }
+
+  @Test("tokens are 256 random bits in 43 base64url characters, never repeated")
+  func tokens() {
+    let tokens = (0..<1000).map { _ in Secrets.token() }
+    #expect(Set(tokens).count == 1000)
+    #expect(
+      tokens.allSatisfy {
+        $0.count == 43 && $0.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }
+      })
+  }
+
+  @Test("the stored digest is SHA-256 of the token text")
+  func digest() {
+    #expect(
+      Secrets.digest("abc").map { String(format: "%02x", $0) }.joined()
+        == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+  }
+
+  @Test("IDs are opaque, prefixed and unique")
+  func identifiers() {
+    let ids = (0..<1000).map { _ in Secrets.identifier("acc") }
+    #expect(Set(ids).count == 1000)
+    #expect(ids.allSatisfy { $0.hasPrefix("acc_") && $0.count == 26 })
+  }
+
+  @Test("constant-time comparison")
+  func equal() {
+    #expect(Secrets.equal([1, 2, 3], [1, 2, 3]))
+    #expect(!Secrets.equal([1, 2, 3], [1, 2, 4]))
+    #expect(!Secrets.equal([1, 2, 3], [1, 2]))
+  }
+}
+
+@Suite("Passwords (Argon2id)")
+struct PasswordTests {
+  @Test("hash and verify with OWASP's parameters")
+  func roundTrip() {
+    let hasher = PasswordHasher()
+    let encoded = hasher.hash("correct horse battery staple")
+    #expect(encoded.hasPrefix("$argon2id$v=19$m=19456,t=2,p=1$"))
+    #expect(hasher.verify("correct horse battery staple", against: encoded))
+    #expect(!hasher.verify("correct horse battery stapler", against: encoded))
+    #expect(!hasher.verify("anything", against: "not a hash"))
+    #expect(hasher.hash("same") != hasher.hash("same"), "a fresh salt every time")
+  }
+
+  @Test("weaker parameters ask for a rehash")
+  func rehash() {
+    let hasher = PasswordHasher()
+    #expect(!hasher.needsRehash(hasher.hash("x")))
+    var weak = PasswordHasher()
+    weak.memoryKiB = 8192
+    weak.timeCost = 1
+    #expect(hasher.needsRehash(weak.hash("x")))
+    #expect(hasher.needsRehash("$argon2i$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA"))
+  }
+}
