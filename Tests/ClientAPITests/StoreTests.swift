@@ -73,17 +73,25 @@ struct MigrationTests {
   func crash() throws {
     let (db, path) = try temporaryDatabase()
     try Migrations.apply(to: db)
-    let child = fork()
-    if child == 0 {
-      // The child writes the first half of a two-row change and dies before COMMIT.
-      guard let second = try? SQLiteDatabase(path: path) else { _exit(2) }
-      try? second.execute("BEGIN IMMEDIATE")
-      _ = try? second.query("INSERT INTO schools (id, name, slug, created_at) VALUES ('sch_c', 'C', 'c', 1)")
-      _exit(9)
-    }
-    var status: Int32 = 0
-    waitpid(child, &status, 0)
-    #expect((status >> 8) & 0xFF == 9, "the child reached its crash point")
+    // A separate, single-threaded process (forking this multi-threaded test runner is unsafe) opens
+    // the database in WAL mode, writes the first half of a two-row change and dies before COMMIT.
+    let child = Process()
+    child.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    child.arguments = [
+      "python3", "-c",
+      """
+      import os, sqlite3, sys
+      db = sqlite3.connect(sys.argv[1], isolation_level=None)
+      db.execute("PRAGMA journal_mode = WAL")
+      db.execute("BEGIN IMMEDIATE")
+      db.execute("INSERT INTO schools (id, name, slug, created_at) VALUES ('sch_c', 'C', 'c', 1)")
+      os._exit(9)
+      """,
+      path,
+    ]
+    try child.run()
+    child.waitUntilExit()
+    #expect(child.terminationStatus == 9, "the child reached its crash point")
     let reopened = try SQLiteDatabase(path: path)
     #expect(try reopened.query("SELECT count(*) FROM schools") == [[.integer(0)]])
     try reopened.query("INSERT INTO schools (id, name, slug, created_at) VALUES ('sch_d', 'D', 'd', 1)")

@@ -1,0 +1,145 @@
+/// How long sessions live (client-api-v1.md, "Lifetimes and clocks"); all four are configurable.
+public struct SessionLifetimes: Sendable, Equatable {
+  public var nativeIdle = 30 * 86400
+  public var nativeAbsolute = 180 * 86400
+  public var webIdle = 12 * 3600
+  public var webAbsolute = 7 * 86400
+
+  /// The contract's defaults.
+  public init() {}
+}
+
+/// Which sessions an operator means.
+public enum SessionFilter: Sendable, Equatable {
+  case account(email: String)
+  case all
+  /// Native sessions of a platform, optionally only those with an app version below `version`.
+  case platform(String, below: String?)
+}
+
+extension ClientStore {
+  /// Starts a session for `accountID`; the token's digest is stored, never the token.
+  public func createSession(
+    accountID: String, kind: String, platform: String?, appVersion: String?, token: String,
+    lifetimes: SessionLifetimes
+  ) throws(StoreError) -> SessionRecord {
+    let now = clock()
+    let absolute = kind == "native" ? lifetimes.nativeAbsolute : lifetimes.webAbsolute
+    let record = SessionRecord(
+      id: Secrets.identifier("ses"), accountID: accountID, kind: kind, platform: platform,
+      appVersion: appVersion,
+      createdAt: now, lastSeenAt: now, expiresAt: now + absolute, revokedAt: nil, revokedReason: nil)
+    try db.transaction { () throws(StoreError) in
+      try db.query(
+        """
+        INSERT INTO sessions (id, token_digest, account_id, kind, platform, app_version, created_at, last_seen_at, expires_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+        """,
+        [
+          .text(record.id), .blob(Secrets.digest(token)), .text(accountID), .text(kind),
+          platform.map { .text($0) } ?? .null, appVersion.map { .text($0) } ?? .null, .integer(Int64(now)),
+          .integer(Int64(now)), .integer(Int64(record.expiresAt)),
+        ])
+      try audit(actor: accountID, action: "session.created", subject: record.id, detail: kind)
+    }
+    return record
+  }
+
+  /// The live session a token names and its account: not revoked, the account enabled, within both
+  /// lifetimes. Marks it seen (at most once a minute, so reads rarely write).
+  public func session(token: String, lifetimes: SessionLifetimes) throws(StoreError) -> (
+    SessionRecord, Account
+  )? {
+    let rows = try db.query(
+      """
+      SELECT s.id, s.account_id, s.kind, s.platform, s.app_version, s.created_at, s.last_seen_at, s.expires_at,
+             a.id, a.email, a.display_name, a.disabled
+      FROM sessions s JOIN accounts a ON a.id = s.account_id
+      WHERE s.token_digest = ? AND s.revoked_at IS NULL
+      """, [.blob(Secrets.digest(token))])
+    guard let row = rows.first else { return nil }
+    let record = Self.session(Array(row[0..<8]), revokedAt: nil, reason: nil)
+    let account = Self.account(Array(row[8..<12]))
+    let now = clock()
+    let idle = record.kind == "native" ? lifetimes.nativeIdle : lifetimes.webIdle
+    guard !account.disabled, now < record.expiresAt, now - record.lastSeenAt < idle else { return nil }
+    if now - record.lastSeenAt >= 60 {
+      try db.query(
+        "UPDATE sessions SET last_seen_at = ? WHERE id = ?", [.integer(Int64(now)), .text(record.id)])
+    }
+    return (record, account)
+  }
+
+  /// Revokes one session at once.
+  public func revokeSession(id: String, reason: String, actor: String) throws(StoreError) {
+    try db.transaction { () throws(StoreError) in
+      try db.query(
+        "UPDATE sessions SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL",
+        [.integer(Int64(clock())), .text(reason), .text(id)])
+      if db.changes == 1 { try audit(actor: actor, action: "session.revoked", subject: id, detail: reason) }
+    }
+  }
+
+  /// Live sessions matching `filter`, newest first.
+  public func sessions(_ filter: SessionFilter) throws(StoreError) -> [SessionRecord] {
+    let (clause, parameters) = try Self.where(filter)
+    return try db.query(
+      """
+      SELECT s.id, s.account_id, s.kind, s.platform, s.app_version, s.created_at, s.last_seen_at, s.expires_at
+      FROM sessions s JOIN accounts a ON a.id = s.account_id WHERE s.revoked_at IS NULL AND \(clause)
+      ORDER BY s.created_at DESC, s.id
+      """, parameters
+    ).map { Self.session($0, revokedAt: nil, reason: nil) }.filter { Self.matchesVersion($0, filter) }
+  }
+
+  /// Revokes every live session matching `filter`; returns how many.
+  @discardableResult
+  public func revokeSessions(_ filter: SessionFilter, reason: String, actor: String) throws(StoreError) -> Int
+  {
+    let targets = try sessions(filter)
+    try db.transaction { () throws(StoreError) in
+      for session in targets {
+        try db.query(
+          "UPDATE sessions SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL",
+          [.integer(Int64(clock())), .text(reason), .text(session.id)])
+        try audit(actor: actor, action: "session.revoked", subject: session.id, detail: reason)
+      }
+    }
+    return targets.count
+  }
+
+  private static func `where`(_ filter: SessionFilter) throws(StoreError) -> (String, [SQLiteDatabase.Value])
+  {
+    switch filter {
+    case .all: ("1 = 1", [])
+    case .account(let email): ("a.email = ?", [.text(normalise(email))])
+    case .platform(let platform, _): ("s.kind = 'native' AND s.platform = ?", [.text(platform)])
+    }
+  }
+
+  private static func matchesVersion(_ session: SessionRecord, _ filter: SessionFilter) -> Bool {
+    guard case .platform(_, let below?) = filter else { return true }
+    guard let version = session.appVersion else { return true }
+    return compareVersions(version, below) < 0
+  }
+
+  /// Compares MAJOR.MINOR[.PATCH] numerically (missing parts count as 0).
+  public static func compareVersions(_ a: String, _ b: String) -> Int {
+    let x = a.split(separator: ".").map { Int($0) ?? 0 }
+    let y = b.split(separator: ".").map { Int($0) ?? 0 }
+    for i in 0..<max(x.count, y.count) {
+      let (p, q) = (i < x.count ? x[i] : 0, i < y.count ? y[i] : 0)
+      if p != q { return p < q ? -1 : 1 }
+    }
+    return 0
+  }
+
+  static func session(_ row: [SQLiteDatabase.Value], revokedAt: Int?, reason: String?) -> SessionRecord {
+    func text(_ v: SQLiteDatabase.Value) -> String? { if case .text(let s) = v { s } else { nil } }
+    func int(_ v: SQLiteDatabase.Value) -> Int { if case .integer(let n) = v { Int(n) } else { 0 } }
+    return SessionRecord(
+      id: text(row[0]) ?? "", accountID: text(row[1]) ?? "", kind: text(row[2]) ?? "", platform: text(row[3]),
+      appVersion: text(row[4]), createdAt: int(row[5]), lastSeenAt: int(row[6]), expiresAt: int(row[7]),
+      revokedAt: revokedAt, revokedReason: reason)
+  }
+}

@@ -1,0 +1,234 @@
+/// A role in a school.
+public enum Role: String, Sendable, CaseIterable {
+  case administrator
+  case teacher
+  case readOnly = "read_only"
+}
+
+/// A person who signs in.
+public struct Account: Equatable, Sendable {
+  public let id: String
+  public let email: String
+  public let displayName: String
+  public let disabled: Bool
+}
+
+/// A school.
+public struct School: Equatable, Sendable {
+  public let id: String
+  public let name: String
+  public let slug: String
+}
+
+/// A live membership: a school and the account's role there.
+public struct Membership: Equatable, Sendable {
+  public let school: School
+  public let role: Role
+}
+
+/// A session as stored (never its token).
+public struct SessionRecord: Equatable, Sendable {
+  public let id: String
+  public let accountID: String
+  public let kind: String
+  public let platform: String?
+  public let appVersion: String?
+  public let createdAt: Int
+  public let lastSeenAt: Int
+  public let expiresAt: Int
+  public let revokedAt: Int?
+  public let revokedReason: String?
+}
+
+/// One audit event: who did what to whom, never a secret.
+public struct AuditEvent: Equatable, Sendable {
+  public let at: Int
+  public let actor: String?
+  public let action: String
+  public let subject: String?
+  public let detail: String?
+}
+
+/// The data the API core owns, on SQLite. Every change writes its audit event in the same
+/// transaction. Emails are compared case-insensitively and stored trimmed and lower-cased.
+public final class ClientStore {
+  let db: SQLiteDatabase
+  let clock: @Sendable () -> Int
+
+  /// Opens the database at `path`, applying migrations.
+  public init(path: String, clock: @escaping @Sendable () -> Int) throws(StoreError) {
+    db = try SQLiteDatabase(path: path)
+    self.clock = clock
+    try Migrations.apply(to: db)
+  }
+
+  /// The normalised form of an email address.
+  public static func normalise(_ email: String) -> String {
+    String(email.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed()).lowercased()
+  }
+
+  // MARK: accounts
+
+  /// Creates an account; refuses a second account with the same email.
+  public func createAccount(email: String, displayName: String, passwordHash: String, actor: String)
+    throws(StoreError) -> Account
+  {
+    let email = Self.normalise(email)
+    guard email.contains("@"), !displayName.isEmpty else {
+      throw StoreError("an account needs an email and a name")
+    }
+    return try db.transaction { () throws(StoreError) -> Account in
+      guard try db.query("SELECT 1 FROM accounts WHERE email = ?", [.text(email)]).isEmpty else {
+        throw StoreError("an account with that email already exists")
+      }
+      let account = Account(
+        id: Secrets.identifier("acc"), email: email, displayName: displayName, disabled: false)
+      try db.query(
+        "INSERT INTO accounts (id, email, display_name, password_hash, created_at) VALUES (?, ?, ?, ?, ?)",
+        [.text(account.id), .text(email), .text(displayName), .text(passwordHash), .integer(Int64(clock()))])
+      try audit(actor: actor, action: "account.created", subject: account.id)
+      return account
+    }
+  }
+
+  /// The account with `email` and its password hash.
+  public func account(email: String) throws(StoreError) -> (Account, passwordHash: String)? {
+    let rows = try db.query(
+      "SELECT id, email, display_name, disabled, password_hash FROM accounts WHERE email = ?",
+      [.text(Self.normalise(email))])
+    guard let row = rows.first, case .text(let hash) = row[4] else { return nil }
+    return (Self.account(row), hash)
+  }
+
+  /// The account with `id`.
+  public func account(id: String) throws(StoreError) -> Account? {
+    try db.query("SELECT id, email, display_name, disabled FROM accounts WHERE id = ?", [.text(id)]).first
+      .map(
+        Self.account)
+  }
+
+  /// Disables or enables an account; disabling revokes every session at once.
+  public func setDisabled(email: String, _ disabled: Bool, actor: String) throws(StoreError) -> Account {
+    guard let (account, _) = try self.account(email: email) else {
+      throw StoreError("no account with that email")
+    }
+    return try db.transaction { () throws(StoreError) -> Account in
+      try db.query(
+        "UPDATE accounts SET disabled = ? WHERE id = ?", [.integer(disabled ? 1 : 0), .text(account.id)])
+      if disabled {
+        try db.query(
+          "UPDATE sessions SET revoked_at = ?, revoked_reason = 'account_disabled' WHERE account_id = ? AND revoked_at IS NULL",
+          [.integer(Int64(clock())), .text(account.id)])
+      }
+      try audit(actor: actor, action: disabled ? "account.disabled" : "account.enabled", subject: account.id)
+      return Account(
+        id: account.id, email: account.email, displayName: account.displayName, disabled: disabled)
+    }
+  }
+
+  // MARK: schools and memberships
+
+  /// Creates a school with a unique slug (lower-case letters, digits and hyphens).
+  public func createSchool(name: String, slug: String, actor: String) throws(StoreError) -> School {
+    guard !name.isEmpty, !slug.isEmpty,
+      slug.allSatisfy({ ($0.isLetter && $0.isLowercase) || $0.isNumber || $0 == "-" })
+    else { throw StoreError("a school needs a name and a slug of lower-case letters, digits and hyphens") }
+    return try db.transaction { () throws(StoreError) -> School in
+      guard try db.query("SELECT 1 FROM schools WHERE slug = ?", [.text(slug)]).isEmpty else {
+        throw StoreError("a school with slug '\(slug)' already exists")
+      }
+      let school = School(id: Secrets.identifier("sch"), name: name, slug: slug)
+      try db.query(
+        "INSERT INTO schools (id, name, slug, created_at) VALUES (?, ?, ?, ?)",
+        [.text(school.id), .text(name), .text(slug), .integer(Int64(clock()))])
+      try audit(actor: actor, action: "school.created", subject: school.id)
+      return school
+    }
+  }
+
+  /// Gives the account a role in the school (replacing an earlier or revoked one).
+  public func addMember(email: String, schoolSlug: String, role: Role, actor: String) throws(StoreError) {
+    let (account, school) = try accountAndSchool(email, schoolSlug)
+    try db.transaction { () throws(StoreError) in
+      try db.query(
+        """
+        INSERT INTO memberships (account_id, school_id, role, created_at) VALUES (?, ?, ?, ?)
+        ON CONFLICT (account_id, school_id) DO UPDATE SET role = excluded.role, revoked_at = NULL
+        """, [.text(account.id), .text(school.id), .text(role.rawValue), .integer(Int64(clock()))])
+      try audit(
+        actor: actor, action: "membership.granted", subject: account.id,
+        detail: "\(school.id) \(role.rawValue)")
+    }
+  }
+
+  /// Revokes the account's membership of the school; it disappears from the next answer.
+  public func revokeMember(email: String, schoolSlug: String, actor: String) throws(StoreError) {
+    let (account, school) = try accountAndSchool(email, schoolSlug)
+    try db.transaction { () throws(StoreError) in
+      try db.query(
+        "UPDATE memberships SET revoked_at = ? WHERE account_id = ? AND school_id = ? AND revoked_at IS NULL",
+        [.integer(Int64(clock())), .text(account.id), .text(school.id)])
+      guard db.changes == 1 else { throw StoreError("no live membership of \(schoolSlug) for that account") }
+      try audit(actor: actor, action: "membership.revoked", subject: account.id, detail: school.id)
+    }
+  }
+
+  /// The account's live memberships, by school name.
+  public func memberships(accountID: String) throws(StoreError) -> [Membership] {
+    try db.query(
+      """
+      SELECT s.id, s.name, s.slug, m.role FROM memberships m JOIN schools s ON s.id = m.school_id
+      WHERE m.account_id = ? AND m.revoked_at IS NULL ORDER BY s.name, s.id
+      """, [.text(accountID)]
+    ).compactMap { row in
+      guard case .text(let id) = row[0], case .text(let name) = row[1], case .text(let slug) = row[2],
+        case .text(let role) = row[3], let parsed = Role(rawValue: role)
+      else { return nil }
+      return Membership(school: School(id: id, name: name, slug: slug), role: parsed)
+    }
+  }
+
+  // MARK: audit
+
+  /// Appends an audit event (inside the caller's transaction).
+  func audit(actor: String?, action: String, subject: String?, detail: String? = nil) throws(StoreError) {
+    try db.query(
+      "INSERT INTO audit_events (at, actor, action, subject, detail) VALUES (?, ?, ?, ?, ?)",
+      [
+        .integer(Int64(clock())), actor.map { .text($0) } ?? .null, .text(action),
+        subject.map { .text($0) } ?? .null,
+        detail.map { .text($0) } ?? .null,
+      ])
+  }
+
+  /// Audit events at or after `since`, oldest first.
+  public func auditEvents(since: Int = 0) throws(StoreError) -> [AuditEvent] {
+    try db.query(
+      "SELECT at, actor, action, subject, detail FROM audit_events WHERE at >= ? ORDER BY seq",
+      [
+        .integer(Int64(since))
+      ]
+    ).map { row in
+      func text(_ v: SQLiteDatabase.Value) -> String? { if case .text(let s) = v { s } else { nil } }
+      let at: Int = if case .integer(let n) = row[0] { Int(n) } else { 0 }
+      return AuditEvent(
+        at: at, actor: text(row[1]), action: text(row[2]) ?? "", subject: text(row[3]), detail: text(row[4]))
+    }
+  }
+
+  // MARK: helpers
+
+  private func accountAndSchool(_ email: String, _ slug: String) throws(StoreError) -> (Account, School) {
+    guard let (account, _) = try account(email: email) else { throw StoreError("no account with that email") }
+    guard let row = try db.query("SELECT id, name, slug FROM schools WHERE slug = ?", [.text(slug)]).first,
+      case .text(let id) = row[0], case .text(let name) = row[1]
+    else { throw StoreError("no school with slug '\(slug)'") }
+    return (account, School(id: id, name: name, slug: slug))
+  }
+
+  static func account(_ row: [SQLiteDatabase.Value]) -> Account {
+    func text(_ v: SQLiteDatabase.Value) -> String { if case .text(let s) = v { s } else { "" } }
+    let disabled: Bool = if case .integer(let n) = row[3] { n != 0 } else { false }
+    return Account(id: text(row[0]), email: text(row[1]), displayName: text(row[2]), disabled: disabled)
+  }
+}
