@@ -3,7 +3,8 @@ import CSQLite
 /// Why the store failed. The message is for operators and logs; clients get a generic 500.
 public struct StoreError: Error, CustomStringConvertible, Sendable {
   public let description: String
-  init(_ description: String) { self.description = description }
+  /// An error with `description` as its message.
+  public init(_ description: String) { self.description = description }
 }
 
 /// One SQLite connection with cached prepared statements. Used by one thread at a time (each pool

@@ -14,6 +14,7 @@ let usage = """
     shell build build the public shell from Public/ (band-edge shell --help)
     config check validate the deployment configuration (band-edge config --help)
     links print print a verified-link file as served (apple|android)
+    admin       accounts, schools, memberships, sessions, audit (band-edge admin --help)
     help        this text
 
   Exit status: 0 success; 1 failure at run time; 2 usage error. Errors are one line on stderr.
@@ -38,6 +39,8 @@ do throws(UsageError) {
     status = try ConfigCommand.check(Arguments(words))
   case "links":
     status = try ConfigCommand.links(Arguments(words))
+  case "admin":
+    status = try AdminCommand.run(Arguments(words))
   case "help", "--help", "-h":
     print(usage)
     status = 0

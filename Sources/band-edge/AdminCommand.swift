@@ -1,0 +1,208 @@
+import ClientAPI
+import Edge
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// `band-edge admin ...`: accounts, schools, memberships, sessions and the audit trail.
+enum AdminCommand {
+  static let help = """
+    Usage: band-edge admin [--data DIR] <command>
+
+      account create --email E --name N     the password is read from standard input (never an argument)
+      account disable|enable --email E      disabling ends every session of the account at once
+      school create --name N --slug S
+      member add --email E --school SLUG --role administrator|teacher|read_only
+      member revoke --email E --school SLUG
+      sessions list|revoke (--account E | --all | --platform ios|android [--below-version V])
+      audit [--json] [--since EPOCH-SECONDS]
+      seed-demo                             fictional demo data; development only (BAND_LICENCE_ENV)
+
+    The database is DIR/band-edge.sqlite (default DIR: data); migrations apply on open. Each command
+    prints what it changed. Exit status: 0 done; 1 refused (one line on stderr says why); 2 usage error.
+    """
+
+  static func run(_ arguments: Arguments) throws(UsageError) -> Int32 {
+    var arguments = arguments
+    var data = "data"
+    var words: [String] = []
+    while let word = arguments.next() {
+      if word == "--data" { data = try arguments.value(of: word, inline: nil) } else { words.append(word) }
+    }
+    guard let noun = words.first, noun != "--help", noun != "-h" else {
+      print(help)
+      return words.isEmpty ? 2 : 0
+    }
+    let options = Options(words.dropFirst())
+    do {
+      let store = try open(data)
+      switch (noun, options.verb) {
+      case ("account", "create"):
+        let email = try options.required("--email")
+        let name = try options.required("--name")
+        let password = readPassword()
+        guard password.count >= 10 else { throw StoreError("the password must have at least 10 characters") }
+        let account = try store.createAccount(
+          email: email, displayName: name, passwordHash: PasswordHasher().hash(password), actor: "cli")
+        print("created account \(account.id) \(account.email)")
+      case ("account", "disable"), ("account", "enable"):
+        let disable = options.verb == "disable"
+        let account = try store.setDisabled(email: try options.required("--email"), disable, actor: "cli")
+        print("\(disable ? "disabled" : "enabled") account \(account.id) \(account.email)")
+      case ("school", "create"):
+        let school = try store.createSchool(
+          name: try options.required("--name"), slug: try options.required("--slug"), actor: "cli")
+        print("created school \(school.id) \(school.slug)")
+      case ("member", "add"):
+        guard let role = Role(rawValue: try options.required("--role")) else {
+          throw UsageError("--role takes administrator, teacher or read_only")
+        }
+        let (email, slug) = (try options.required("--email"), try options.required("--school"))
+        try store.addMember(email: email, schoolSlug: slug, role: role, actor: "cli")
+        print("granted \(role.rawValue) in \(slug) to \(ClientStore.normalise(email))")
+      case ("member", "revoke"):
+        let (email, slug) = (try options.required("--email"), try options.required("--school"))
+        try store.revokeMember(email: email, schoolSlug: slug, actor: "cli")
+        print("revoked the membership of \(ClientStore.normalise(email)) in \(slug)")
+      case ("sessions", "list"):
+        for s in try store.sessions(try options.sessionFilter()) {
+          print(
+            "\(s.id) \(s.accountID) \(s.kind) \(s.platform ?? "-") \(s.appVersion ?? "-") created \(s.createdAt) seen \(s.lastSeenAt)"
+          )
+        }
+      case ("sessions", "revoke"):
+        let count = try store.revokeSessions(try options.sessionFilter(), reason: "operator", actor: "cli")
+        print("revoked \(count) session\(count == 1 ? "" : "s")")
+      case ("audit", _):
+        let since = Int(options.value("--since") ?? "0") ?? 0
+        for e in try store.auditEvents(since: since) {
+          if options.flag("--json") {
+            print(
+              "{\"at\":\(e.at),\"actor\":\"\(Log.escape(e.actor ?? ""))\",\"action\":\"\(Log.escape(e.action))\","
+                + "\"subject\":\"\(Log.escape(e.subject ?? ""))\",\"detail\":\"\(Log.escape(e.detail ?? ""))\"}"
+            )
+          } else {
+            print("\(e.at) \(e.actor ?? "-") \(e.action) \(e.subject ?? "-") \(e.detail ?? "")")
+          }
+        }
+      case ("seed-demo", _):
+        try seedDemo(store)
+      default:
+        throw UsageError(
+          "unknown admin command '\(words.joined(separator: " "))'; see band-edge admin --help")
+      }
+      return 0
+    } catch let error as UsageError {
+      throw error
+    } catch {
+      fail("\(error)")
+      return 1
+    }
+  }
+
+  static func open(_ data: String) throws -> ClientStore {
+    mkdir(data, 0o700)
+    return try ClientStore(path: data + "/band-edge.sqlite", clock: { Int(time(nil)) })
+  }
+
+  /// Fictional demo data for development: two schools, an administrator, a teacher and a
+  /// read-only member, all `example.test`; one random password, printed once.
+  static func seedDemo(_ store: ClientStore) throws {
+    let environment = ProcessEnvironment.value("BAND_LICENCE_ENV") ?? "development"
+    guard environment.isEmpty || environment == "development" else {
+      throw StoreError("demo data is for development only, not \(environment)")
+    }
+    if try store.account(email: "ada.administrator@example.test") != nil {
+      print("demo data is already there")
+      return
+    }
+    guard try store.auditEvents().isEmpty else {
+      throw StoreError(
+        "the database already holds other data; demo data goes only into an empty development database")
+    }
+    let password = Secrets.base64url(Secrets.randomBytes(12))
+    let hash = PasswordHasher().hash(password)
+    _ = try store.createSchool(name: "Northfield Primary", slug: "northfield", actor: "seed")
+    _ = try store.createSchool(name: "Riverside Music Academy", slug: "riverside", actor: "seed")
+    let people: [(String, String, [(String, Role)])] = [
+      (
+        "ada.administrator@example.test", "Ada Example",
+        [("northfield", .administrator), ("riverside", .teacher)]
+      ),
+      ("tom.teacher@example.test", "Tom Example", [("northfield", .teacher)]),
+      ("rhea.readonly@example.test", "Rhea Example", [("riverside", .readOnly)]),
+    ]
+    for (email, name, roles) in people {
+      _ = try store.createAccount(email: email, displayName: name, passwordHash: hash, actor: "seed")
+      for (slug, role) in roles {
+        try store.addMember(email: email, schoolSlug: slug, role: role, actor: "seed")
+      }
+    }
+    print("seeded 2 schools and 3 accounts: \(people.map(\.0).joined(separator: ", "))")
+    print("demo password (shown once, the same for all three): \(password)")
+  }
+
+  /// The password from standard input: prompted without echo on a terminal, else the first line.
+  static func readPassword() -> String {
+    let terminal = isatty(0) == 1
+    var saved = termios()
+    if terminal {
+      var line = Array("Password: ".utf8)
+      _ = write(2, &line, line.count)
+      tcgetattr(0, &saved)
+      var quiet = saved
+      quiet.c_lflag &= ~tcflag_t(ECHO)
+      tcsetattr(0, TCSANOW, &quiet)
+    }
+    defer {
+      if terminal {
+        tcsetattr(0, TCSANOW, &saved)
+        var newline: [UInt8] = [10]
+        _ = write(2, &newline, 1)
+      }
+    }
+    return readLine(strippingNewline: true) ?? ""
+  }
+
+  /// `--name value` options after the verb.
+  struct Options {
+    let verb: String
+    private var values: [String: String] = [:]
+    private var flags: Set<String> = []
+
+    init(_ words: ArraySlice<String>) {
+      var words = Array(words)
+      verb = words.first.map { $0.hasPrefix("--") ? "" : $0 } ?? ""
+      if !verb.isEmpty { words.removeFirst() }
+      var i = 0
+      while i < words.count {
+        if i + 1 < words.count, !words[i + 1].hasPrefix("--") {
+          values[words[i]] = words[i + 1]
+          i += 2
+        } else {
+          flags.insert(words[i])
+          i += 1
+        }
+      }
+    }
+
+    func value(_ name: String) -> String? { values[name] }
+    func flag(_ name: String) -> Bool { flags.contains(name) }
+
+    func required(_ name: String) throws(UsageError) -> String {
+      guard let value = values[name], !value.isEmpty else { throw UsageError("\(name) is required") }
+      return value
+    }
+
+    func sessionFilter() throws(UsageError) -> SessionFilter {
+      if let email = values["--account"] { return .account(email: email) }
+      if flags.contains("--all") { return .all }
+      if let platform = values["--platform"], platform == "ios" || platform == "android" {
+        return .platform(platform, below: values["--below-version"])
+      }
+      throw UsageError(
+        "say which sessions: --account EMAIL, --all, or --platform ios|android [--below-version V]")
+    }
+  }
+}

@@ -1,0 +1,51 @@
+"""band-edge admin against a real database: what each command changes, and that no secret leaks."""
+
+import json
+import subprocess
+
+from edge import binary
+
+PASSWORD = "correct-horse-battery-staple"
+
+
+def admin(data, *args, stdin="", env=None):
+    return subprocess.run([str(binary()), "admin", "--data", str(data), *args], input=stdin, capture_output=True,
+                          text=True, timeout=60, env=env or {})
+
+
+def test_accounts_schools_members_and_the_audit_trail(tmp_path):
+    created = admin(tmp_path, "account", "create", "--email", " Ada@Example.test ", "--name", "Ada Example",
+                    stdin=PASSWORD + "\n")
+    assert created.returncode == 0 and created.stdout.startswith("created account acc_")
+    assert created.stdout.strip().endswith("ada@example.test")
+    again = admin(tmp_path, "account", "create", "--email", "ada@example.test", "--name", "Ada", stdin=PASSWORD + "\n")
+    assert again.returncode == 1 and again.stderr == "band-edge: error: an account with that email already exists\n"
+    short = admin(tmp_path, "account", "create", "--email", "b@example.test", "--name", "B", stdin="short\n")
+    assert short.returncode == 1 and "at least 10 characters" in short.stderr
+    assert admin(tmp_path, "school", "create", "--name", "Northfield Primary", "--slug", "northfield").returncode == 0
+    granted = admin(tmp_path, "member", "add", "--email", "ada@example.test", "--school", "northfield", "--role", "teacher")
+    assert granted.stdout == "granted teacher in northfield to ada@example.test\n"
+    assert admin(tmp_path, "member", "add", "--email", "ada@example.test", "--school", "northfield",
+                 "--role", "owner").returncode == 2
+    assert admin(tmp_path, "member", "revoke", "--email", "ada@example.test", "--school", "northfield").returncode == 0
+    assert admin(tmp_path, "account", "disable", "--email", "ada@example.test").stdout.startswith("disabled account")
+    assert admin(tmp_path, "sessions", "revoke", "--all").stdout == "revoked 0 sessions\n"
+    assert admin(tmp_path, "sessions", "list").returncode == 2
+    events = [json.loads(line) for line in admin(tmp_path, "audit", "--json").stdout.splitlines()]
+    assert [e["action"] for e in events] == ["account.created", "school.created", "membership.granted",
+                                             "membership.revoked", "account.disabled"]
+    everything = (tmp_path / "band-edge.sqlite").read_bytes() + json.dumps(events).encode()
+    assert PASSWORD.encode() not in everything
+
+
+def test_demo_data_only_in_development_and_password_shown_once(tmp_path):
+    refused = admin(tmp_path, "seed-demo", env={"BAND_LICENCE_ENV": "production"})
+    assert refused.returncode == 1 and "development only" in refused.stderr
+    seeded = admin(tmp_path, "seed-demo", env={"BAND_LICENCE_ENV": "development"})
+    assert seeded.returncode == 0
+    assert "ada.administrator@example.test" in seeded.stdout and "demo password" in seeded.stdout
+    password = seeded.stdout.strip().rsplit(" ", 1)[1]
+    again = admin(tmp_path, "seed-demo", env={"BAND_LICENCE_ENV": "development"})
+    assert again.stdout == "demo data is already there\n" and password not in again.stdout
+    emails = {e["subject"] for e in map(json.loads, admin(tmp_path, "audit", "--json").stdout.splitlines())}
+    assert all(not s or s.startswith(("acc_", "sch_")) for s in emails)
