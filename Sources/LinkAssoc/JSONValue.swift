@@ -1,3 +1,4 @@
+import Edge
 import FoundationEssentials
 
 /// A JSON value: read from a configuration file with every key kept (so unknown keys can be
@@ -70,20 +71,6 @@ public indirect enum JSONValue: Equatable, Sendable, Decodable {
   }
 
   private static func writeString(_ s: String, to out: inout String) {
-    out += "\""
-    for scalar in s.unicodeScalars {
-      switch scalar {
-      case "\"": out += "\\\""
-      case "\\": out += "\\\\"
-      case "\n": out += "\\n"
-      case "\r": out += "\\r"
-      case "\t": out += "\\t"
-      case _ where scalar.value < 0x20:
-        let hex = String(scalar.value, radix: 16)
-        out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-      default: out.unicodeScalars.append(scalar)
-      }
-    }
-    out += "\""
+    out += "\"" + Log.escape(s) + "\""
   }
 }

@@ -190,3 +190,12 @@ def request(method: str, path: str, headers: dict[str, str] | None = None, body:
     if body and not any(k.lower() in ("content-length", "transfer-encoding") for k in (headers or {})):
         lines.append(f"Content-Length: {len(body)}")
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+def fetch(server: "Server", path: str, headers: dict[str, str] | None = None, method: str = "GET") -> Response:
+    """One request on a fresh connection."""
+    client = server.connect()
+    client.send(request(method, path, headers or {}))
+    response = client.read_response(head_request=method == "HEAD")
+    client.close()
+    return response

@@ -8,7 +8,7 @@ import threading
 import time
 
 import pytest
-from edge import ROOT, Server, binary, request
+from edge import ROOT, Server, binary, fetch, request
 
 FINGERPRINT = "14:6D:E9:83:C5:73:06:50:D8:EE:B9:95:2F:34:FC:64:16:A0:83:42:E6:1D:BE:A8:8A:04:96:B2:3F:CF:44:E5"
 FINGERPRINT_2 = "5A:0B:31:C2:9E:44:7D:18:E6:A3:02:BF:71:9C:D4:28:63:F0:0E:85:3B:C7:49:1A:AE:52:D6:0F:97:6B:E1:34"
@@ -47,14 +47,6 @@ def strict_json(body: bytes):
     def reject(constant):
         raise ValueError(f"non-standard JSON constant {constant}")
     return json.loads(body.decode("utf-8"), parse_constant=reject)
-
-
-def fetch(server, path, headers=None, method="GET"):
-    client = server.connect()
-    client.send(request(method, path, headers or {}))
-    response = client.read_response(head_request=method == "HEAD")
-    client.close()
-    return response
 
 
 @pytest.mark.parametrize("environment", ["staging", "production"])

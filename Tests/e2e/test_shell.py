@@ -10,7 +10,7 @@ from pathlib import Path
 
 import brotli
 import pytest
-from edge import ROOT, Server, binary, built_shell, request
+from edge import ROOT, Server, binary, built_shell, fetch, request
 
 ENCODINGS = [None, "", "br, gzip", "gzip, br", "gzip", "br;q=0.5, gzip;q=1", "br;q=0, gzip", "gzip;q=0",
              "gzip, identity;q=0", "*;q=0, identity", "*"]
@@ -22,14 +22,6 @@ def manifest():
 
 def entries_with_variants():
     return [e for e in manifest()["entries"] if e["variants"]]
-
-
-def get(server, path, headers=None, method="GET"):
-    client = server.connect()
-    client.send(request(method, path, headers or {}))
-    response = client.read_response(head_request=method == "HEAD")
-    client.close()
-    return response
 
 
 def decode(response):
@@ -48,7 +40,7 @@ def test_every_precompressed_file_decodes_to_the_original_for_every_accept_encod
         etags = set()
         for value in ENCODINGS:
             headers = {} if value is None else {"Accept-Encoding": value}
-            response = get(server, entry["path"], headers)
+            response = fetch(server, entry["path"], headers)
             assert response.status == 200, (entry["path"], value)
             assert decode(response) == original, (entry["path"], value)
             assert response.header("vary") == "Accept-Encoding"
@@ -61,11 +53,11 @@ def test_negotiation_choices_follow_rfc_9110(server):
                 "br;q=0, gzip": "gzip", "gzip;q=0": None, "gzip, identity;q=0": "gzip", "*;q=0, identity": None}
     for value, coding in expected.items():
         headers = {} if value is None else {"Accept-Encoding": value}
-        assert get(server, "/", headers).header("content-encoding") == coding, value
+        assert fetch(server, "/", headers).header("content-encoding") == coding, value
 
 
 def test_not_acceptable_only_when_identity_is_refused_and_nothing_fits(server):
-    response = get(server, "/", {"Accept-Encoding": "*;q=0"})
+    response = fetch(server, "/", {"Accept-Encoding": "*;q=0"})
     assert response.status == 406
     assert response.header("cache-control") == "no-store"
 
@@ -83,58 +75,58 @@ def test_precompressed_siblings_decompress_to_exactly_the_original():
 
 
 def test_if_none_match_gives_304_only_for_its_own_representation(server):
-    br = get(server, "/", {"Accept-Encoding": "br"})
-    plain = get(server, "/")
+    br = fetch(server, "/", {"Accept-Encoding": "br"})
+    plain = fetch(server, "/")
     assert br.header("etag") != plain.header("etag")
-    again = get(server, "/", {"Accept-Encoding": "br", "If-None-Match": br.header("etag")})
+    again = fetch(server, "/", {"Accept-Encoding": "br", "If-None-Match": br.header("etag")})
     assert again.status == 304
     assert again.body == b""
     assert again.header("etag") == br.header("etag")
     assert again.header("cache-control") == "no-cache"
     assert again.header("vary") == "Accept-Encoding"
     assert again.header("content-length") is None
-    other = get(server, "/", {"Accept-Encoding": "br", "If-None-Match": plain.header("etag")})
+    other = fetch(server, "/", {"Accept-Encoding": "br", "If-None-Match": plain.header("etag")})
     assert other.status == 200
-    listed = get(server, "/", {"If-None-Match": f'"nope", W/{plain.header("etag")}'})
+    listed = fetch(server, "/", {"If-None-Match": f'"nope", W/{plain.header("etag")}'})
     assert listed.status == 304
-    star = get(server, "/", {"If-None-Match": "*"})
+    star = fetch(server, "/", {"If-None-Match": "*"})
     assert star.status == 304
 
 
 def test_if_modified_since(server):
-    first = get(server, "/")
-    assert get(server, "/", {"If-Modified-Since": first.header("last-modified")}).status == 304
-    assert get(server, "/", {"If-Modified-Since": "Thu, 01 Jan 1970 00:00:00 GMT"}).status == 200
+    first = fetch(server, "/")
+    assert fetch(server, "/", {"If-Modified-Since": first.header("last-modified")}).status == 304
+    assert fetch(server, "/", {"If-Modified-Since": "Thu, 01 Jan 1970 00:00:00 GMT"}).status == 200
 
 
 def test_ranges_on_the_identity_representation(server):
     js = next(e for e in manifest()["entries"] if e["path"].endswith(".js") and e["path"].startswith("/app."))
     original = (built_shell() / js["file"]).read_bytes()
     size = len(original)
-    part = get(server, js["path"], {"Range": "bytes=0-9"})
+    part = fetch(server, js["path"], {"Range": "bytes=0-9"})
     assert part.status == 206
     assert part.body == original[:10]
     assert part.header("content-range") == f"bytes 0-9/{size}"
-    tail = get(server, js["path"], {"Range": "bytes=-7"})
+    tail = fetch(server, js["path"], {"Range": "bytes=-7"})
     assert tail.body == original[-7:]
-    assert get(server, js["path"], {"Range": f"bytes={size}-"}).header("content-range") == f"bytes */{size}"
-    assert get(server, js["path"], {"Range": f"bytes={size}-"}).status == 416
-    etag = get(server, js["path"]).header("etag")
-    assert get(server, js["path"], {"Range": "bytes=0-9", "If-Range": etag}).status == 206
-    assert get(server, js["path"], {"Range": "bytes=0-9", "If-Range": '"other"'}).status == 200
+    assert fetch(server, js["path"], {"Range": f"bytes={size}-"}).header("content-range") == f"bytes */{size}"
+    assert fetch(server, js["path"], {"Range": f"bytes={size}-"}).status == 416
+    etag = fetch(server, js["path"]).header("etag")
+    assert fetch(server, js["path"], {"Range": "bytes=0-9", "If-Range": etag}).status == 206
+    assert fetch(server, js["path"], {"Range": "bytes=0-9", "If-Range": '"other"'}).status == 200
 
 
 def test_head_matches_get_without_the_body(server):
     for path in ("/", "/sw.js", manifest()["precache"][-1]):
-        got = get(server, path, {"Accept-Encoding": "br"})
-        head = get(server, path, {"Accept-Encoding": "br"}, method="HEAD")
+        got = fetch(server, path, {"Accept-Encoding": "br"})
+        head = fetch(server, path, {"Accept-Encoding": "br"}, method="HEAD")
         strip = lambda r: [(k, v) for k, v in r.headers if k != "Date"]  # noqa: E731
         assert strip(head) == strip(got), path
 
 
 def test_cache_classes(server):
     for entry in manifest()["entries"]:
-        response = get(server, entry["path"])
+        response = fetch(server, entry["path"])
         if entry["path"] in ("/", "/index.html", "/offline.html", "/sw.js", "/manifest.webmanifest"):
             assert response.header("cache-control") == "no-cache", entry["path"]
         else:
@@ -145,7 +137,7 @@ def test_cache_classes(server):
 @pytest.mark.parametrize("path", ["/nope", "/app.js", "/.well-known/nope", "/api/client/v1/unknown", "/a/b/c",
                                   "/../shell-manifest.json", "/shell-manifest.json", "/index.html.br"])
 def test_anything_outside_the_catalog_is_a_plain_404_no_store(server, path):
-    response = get(server, path, {"Accept": "text/html"})
+    response = fetch(server, path, {"Accept": "text/html"})
     assert response.status == 404
     assert response.header("cache-control") == "no-store"
     assert not response.header("content-type").startswith("text/html")
@@ -153,7 +145,7 @@ def test_anything_outside_the_catalog_is_a_plain_404_no_store(server, path):
 
 def test_security_headers_on_html(server):
     for path in ("/", "/index.html", "/offline.html"):
-        response = get(server, path)
+        response = fetch(server, path)
         csp = response.header("content-security-policy")
         assert csp and "unsafe-inline" not in csp and "frame-ancestors 'none'" in csp, path
         assert response.header("x-content-type-options") == "nosniff"
