@@ -34,6 +34,6 @@ let package = Package(
     .testTarget(name: "EdgeTests", dependencies: ["Edge"]),
     .testTarget(name: "ShellTests", dependencies: ["Shell", "Edge"]),
     .testTarget(name: "LinkAssocTests", dependencies: ["LinkAssoc", "Edge"]),
-    .testTarget(name: "ClientAPITests", dependencies: ["ClientAPI"]),
+    .testTarget(name: "ClientAPITests", dependencies: ["ClientAPI", "Edge", "LinkAssoc"]),
   ]
 )

@@ -1,3 +1,4 @@
+import ClientAPI
 import Edge
 import LinkAssoc
 import Shell
@@ -36,6 +37,7 @@ enum ServeCommand {
 
     Content and deployment:
       --shell DIR             the built public shell to serve (default shell-build; see band-edge shell build)
+      --data DIR              the database directory (default data; band-edge.sqlite inside, migrated at start)
       --config FILE           deployment settings (JSON; also BAND_LICENCE_CONFIG); BAND_LICENCE_ENV and
                               BAND_LICENCE_APP_URL override it; flags override its listen and limits.
                               Any problem stops start-up (see band-edge config check).
@@ -54,6 +56,7 @@ enum ServeCommand {
     var testRoutes = false
     var shellDirectory = ShellCommand.defaultDestination
     var configFlag: String? = nil
+    var dataDirectory = "data"
     var givenLimits: Set<String> = []
     while let word = arguments.next() {
       let (flag, inline) = split(word)
@@ -98,6 +101,7 @@ enum ServeCommand {
       case "--test-routes": testRoutes = true
       case "--shell": shellDirectory = try value()
       case "--config": configFlag = try value()
+      case "--data": dataDirectory = try value()
       default:
         throw UsageError("serve does not know '\(word)'; see band-edge serve --help")
       }
@@ -139,9 +143,19 @@ enum ServeCommand {
       return 1
     }
 
+    // Migrations run once here, before any worker opens its own connection.
+    let databasePath = dataDirectory + "/band-edge.sqlite"
+    do {
+      _ = try AdminCommand.open(dataDirectory)
+    } catch {
+      fail("\(error)")
+      return 1
+    }
     let router: Router
     do {
-      router = try snapshot(deployment: deployment, shellDirectory: shellDirectory, testRoutes: testRoutes)
+      router = try snapshot(
+        deployment: deployment, shellDirectory: shellDirectory, databasePath: databasePath,
+        testRoutes: testRoutes)
     } catch {
       fail("\(error)")
       return 1
@@ -168,7 +182,8 @@ enum ServeCommand {
           case .success(let next):
             do {
               let router = try snapshot(
-                deployment: next, shellDirectory: shellPath, testRoutes: withTestRoutes)
+                deployment: next, shellDirectory: shellPath, databasePath: databasePath,
+                testRoutes: withTestRoutes)
               Log.event(
                 "info", "deployment",
                 [("environment", next.environment.rawValue), ("origin", next.origin), ("label", next.label)])
@@ -186,7 +201,9 @@ enum ServeCommand {
   }
 
   /// Everything one configuration serves: health, the shell, the link files and /config.
-  static func snapshot(deployment: Deployment, shellDirectory: String, testRoutes: Bool) throws -> Router {
+  static func snapshot(deployment: Deployment, shellDirectory: String, databasePath: String, testRoutes: Bool)
+    throws -> Router
+  {
     let shell = try ShellCatalog.load(directory: shellDirectory, lastModified: Int(time(nil)))
     let files = LinkFiles(deployment)
     guard files.apple.count <= LinkFiles.maxBytes, files.android.count <= LinkFiles.maxBytes else {
@@ -194,7 +211,10 @@ enum ServeCommand {
     }
     return try Router(
       EdgeRoutes.health() + shell.routes + files.routes(maxAge: deployment.linkFileMaxAge)
-        + (testRoutes ? EdgeRoutes.testing() : []))
+        + SessionAPI(
+          databasePath: databasePath, deployment: deployment, lifetimes: SessionLifetimes(),
+          clock: { Int(time(nil)) }
+        ).routes + (testRoutes ? EdgeRoutes.testing() : []))
   }
 
   private static func apply(limit key: String, value: Double, to configuration: inout ServerConfiguration) {

@@ -50,7 +50,9 @@ class Server:
         self.stdout_path = self.dir / "stdout.log"
         self.stderr_path = self.dir / "stderr.log"
         self.shell = shell or built_shell()
-        command = [str(binary()), "serve", "--listen", "127.0.0.1:0", "--shell", str(self.shell), *args]
+        self.data = self.dir / "data"
+        command = [str(binary()), "serve", "--listen", "127.0.0.1:0", "--shell", str(self.shell),
+                   "--data", str(self.data), *args]
         if test_routes:
             command.append("--test-routes")
         environment = {k: v for k, v in os.environ.items() if not k.startswith("BAND_LICENCE_")}

@@ -1,0 +1,130 @@
+import Edge
+import Foundation
+import LinkAssoc
+import Testing
+
+@testable import ClientAPI
+
+/// A session endpoint over a fresh database, a deployment whose iOS minimum is 1.4, and helpers.
+struct SessionFixture {
+  let store: ClientStore
+  let api: SessionAPI
+  let clock: TestClock
+
+  init() throws {
+    let (store, clock, path) = try makeStore()
+    let config = URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent("config.json")
+    try #"{"minimumAppVersion": {"ios": "1.4.0", "android": "1.0.0"}}"#.write(
+      to: config, atomically: true, encoding: .utf8)
+    let deployment = try DeploymentLoader.load(environment: [:], configPath: config.path).get()
+    self.store = store
+    self.clock = clock
+    api = SessionAPI(
+      databasePath: path, deployment: deployment, lifetimes: SessionLifetimes(), clock: clock.read)
+  }
+
+  func signedIn(_ email: String, schools: [(String, Role)] = []) throws -> String {
+    let account = try store.createAccount(email: email, displayName: email, passwordHash: "x", actor: "test")
+    for (slug, role) in schools {
+      try store.addMember(email: email, schoolSlug: slug, role: role, actor: "test")
+    }
+    let token = Secrets.token()
+    _ = try store.createSession(
+      accountID: account.id, kind: "native", platform: "ios", appVersion: "1.4.0", token: token,
+      lifetimes: SessionLifetimes())
+    return token
+  }
+
+  func call(_ method: HTTPMethod, token: String?, headers: [(String, String)] = []) -> Response {
+    let auth = token.map { [("Authorization", "Bearer \($0)")] } ?? []
+    let request = Request(
+      method: method, target: "/api/client/v1/session", headers: [("Host", "a")] + auth + headers)
+    return api.respond(to: request, delete: method == .delete)
+  }
+}
+
+func body(_ response: Response) throws -> [String: Any] {
+  guard case .bytes(let bytes) = response.body else { return [:] }
+  return try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] ?? [:]
+}
+
+@Suite("Session endpoint (in-process)")
+struct SessionAPITests {
+  @Test("every route is private and pooled")
+  func routes() throws {
+    let f = try SessionFixture()
+    #expect(f.api.routes.allSatisfy { $0.cacheClass == .private && $0.execution == .pooled })
+  }
+
+  @Test("no credentials: 401 with a bare challenge; a bad token: invalid_token")
+  func unauthorized() throws {
+    let f = try SessionFixture()
+    let none = f.call(.get, token: nil)
+    #expect(none.status == .unauthorized)
+    #expect(none.header("WWW-Authenticate") == "Bearer realm=\"band-licence\"")
+    let bad = f.call(.get, token: Secrets.token())
+    #expect(bad.header("WWW-Authenticate") == "Bearer realm=\"band-licence\", error=\"invalid_token\"")
+  }
+
+  @Test("the session has exactly the contract's fields and only this account's live schools")
+  func session() throws {
+    let f = try SessionFixture()
+    _ = try f.store.createSchool(name: "Northfield Primary", slug: "northfield", actor: "test")
+    _ = try f.store.createSchool(name: "Southgate Academy", slug: "southgate", actor: "test")
+    let ada = try f.signedIn("ada@example.test", schools: [("northfield", .teacher)])
+    let bo = try f.signedIn("bo@example.test", schools: [("southgate", .administrator)])
+    let response = f.call(.get, token: ada)
+    #expect(response.status == .ok)
+    #expect(response.header("Content-Type") == "application/json; charset=utf-8")
+    let json = try body(response)
+    #expect(Set(json.keys) == ["account", "schools", "deployment", "capabilities"])
+    let account = try #require(json["account"] as? [String: Any])
+    #expect(Set(account.keys) == ["id", "displayName", "email"])
+    #expect(account["email"] as? String == "ada@example.test")
+    let schools = try #require(json["schools"] as? [[String: Any]])
+    #expect(schools.map { $0["slug"] as? String } == ["northfield"])
+    #expect(schools.map { $0["role"] as? String } == ["teacher"])
+    let boSchools = try #require(try body(f.call(.get, token: bo))["schools"] as? [[String: Any]])
+    #expect(boSchools.map { $0["slug"] as? String } == ["southgate"], "B never sees A's schools, nor A B's")
+    // A revoked membership disappears from the very next answer.
+    try f.store.revokeMember(email: "ada@example.test", schoolSlug: "northfield", actor: "test")
+    #expect((try body(f.call(.get, token: ada))["schools"] as? [Any])?.isEmpty == true)
+    // A disabled account gets 401 at once.
+    _ = try f.store.setDisabled(email: "bo@example.test", true, actor: "test")
+    #expect(f.call(.get, token: bo).status == .unauthorized)
+  }
+
+  @Test("DELETE revokes the presented session at once")
+  func delete() throws {
+    let f = try SessionFixture()
+    let token = try f.signedIn("ada@example.test")
+    #expect(f.call(.delete, token: token).status == .noContent)
+    #expect(f.call(.get, token: token).status == .unauthorized)
+    #expect(f.call(.delete, token: token).status == .unauthorized)
+  }
+
+  @Test("an app below its platform's minimum gets 426; a malformed client header 400")
+  func versions() throws {
+    let f = try SessionFixture()
+    let token = try f.signedIn("ada@example.test")
+    let old = f.call(.get, token: token, headers: [("Band-Licence-Client", "ios/1.3.9")])
+    #expect(old.status == .upgradeRequired)
+    #expect(try body(old)["minimumVersion"] as? String == "1.4.0")
+    #expect(f.call(.get, token: token, headers: [("Band-Licence-Client", "ios/1.4.0")]).status == .ok)
+    #expect(f.call(.get, token: token, headers: [("Band-Licence-Client", "android/1.0")]).status == .ok)
+    #expect(
+      f.call(.get, token: token, headers: [("Band-Licence-Client", "windows/1.0")]).status == .badRequest)
+  }
+
+  @Test("answers never contain the token or its digest")
+  func noSecrets() throws {
+    let f = try SessionFixture()
+    let token = try f.signedIn("ada@example.test")
+    let digest = Secrets.digest(token).map { String(format: "%02x", $0) }.joined()
+    for response in [f.call(.get, token: token), f.call(.get, token: Secrets.token())] {
+      guard case .bytes(let bytes) = response.body else { continue }
+      let text = String(decoding: bytes, as: UTF8.self)
+      #expect(!text.contains(token) && !text.contains(digest))
+    }
+  }
+}

@@ -1,0 +1,91 @@
+"""GET/DELETE /api/client/v1/session through the real binary and its worker pool.
+
+Sign-in and the native exchange are not built yet, so sessions are created the way the store keeps
+them: only the SHA-256 digest of a random token is written."""
+
+import base64
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+
+from edge import Server, fetch
+
+
+def add_session(server, email, schools=()):
+    token = base64.urlsafe_b64encode(os.urandom(32)).rstrip(b"=").decode()
+    db = sqlite3.connect(server.data / "band-edge.sqlite")
+    account = "acc_" + base64.urlsafe_b64encode(os.urandom(16)).rstrip(b"=").decode()
+    now = int(time.time())
+    with db:
+        db.execute("INSERT INTO accounts (id, email, display_name, password_hash, created_at) VALUES (?, ?, ?, 'x', ?)",
+                   (account, email, email.split("@")[0].title(), now))
+        for slug, role in schools:
+            school = db.execute("SELECT id FROM schools WHERE slug = ?", (slug,)).fetchone()
+            if school is None:
+                school = ("sch_" + slug,)
+                db.execute("INSERT INTO schools (id, name, slug, created_at) VALUES (?, ?, ?, ?)",
+                           (school[0], slug.title(), slug, now))
+            db.execute("INSERT INTO memberships (account_id, school_id, role, created_at) VALUES (?, ?, ?, ?)",
+                       (account, school[0], role, now))
+        db.execute("INSERT INTO sessions (id, token_digest, account_id, kind, platform, app_version, created_at, "
+                   "last_seen_at, expires_at) VALUES (?, ?, ?, 'native', 'ios', '1.4.0', ?, ?, ?)",
+                   ("ses_" + token[:8], hashlib.sha256(token.encode()).digest(), account, now, now, now + 86400))
+    db.close()
+    return token
+
+
+def test_session_read_revoke_and_challenges():
+    server = Server()
+    try:
+        token = add_session(server, "ada@example.test", [("northfield", "teacher")])
+        other = add_session(server, "bo@example.test", [("southgate", "administrator")])
+        anonymous = fetch(server, "/api/client/v1/session")
+        assert anonymous.status == 401
+        assert anonymous.header("www-authenticate") == 'Bearer realm="band-licence"'
+        assert anonymous.header("cache-control") == "no-store"
+        assert anonymous.header("content-type") == "application/json; charset=utf-8"
+        bad = fetch(server, "/api/client/v1/session", {"Authorization": "Bearer " + "A" * 43})
+        assert bad.header("www-authenticate") == 'Bearer realm="band-licence", error="invalid_token"'
+        mine = fetch(server, "/api/client/v1/session", {"Authorization": f"Bearer {token}"})
+        assert mine.status == 200 and mine.header("cache-control") == "no-store"
+        body = json.loads(mine.body)
+        assert body["account"]["email"] == "ada@example.test"
+        assert [s["slug"] for s in body["schools"]] == ["northfield"]
+        assert body["deployment"] == {"environment": "development", "label": "Development"}
+        theirs = json.loads(fetch(server, "/api/client/v1/session", {"Authorization": f"Bearer {other}"}).body)
+        assert [s["slug"] for s in theirs["schools"]] == ["southgate"]
+        deleted = fetch(server, "/api/client/v1/session", {"Authorization": f"Bearer {token}"}, method="DELETE")
+        assert deleted.status == 204 and deleted.body == b""
+        assert fetch(server, "/api/client/v1/session", {"Authorization": f"Bearer {token}"}).status == 401
+        logs = server.stdout_path.read_text() + server.stderr_path.read_text()
+        assert token not in logs and other not in logs
+        assert hashlib.sha256(token.encode()).hexdigest() not in logs
+    finally:
+        server.stop()
+
+
+def test_concurrent_reads_on_the_pool():
+    server = Server("--pool-threads", "4")
+    try:
+        token = add_session(server, "ada@example.test", [("northfield", "teacher")])
+        failures = []
+
+        def reader():
+            client = server.connect()
+            for _ in range(100):
+                client.send(f"GET /api/client/v1/session HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer {token}\r\n\r\n")
+                response = client.read_response()
+                if response.status != 200:
+                    failures.append(response.status)
+
+        threads = [threading.Thread(target=reader) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert failures == []
+    finally:
+        server.stop()
