@@ -18,6 +18,7 @@ enum AdminCommand {
       sessions list|revoke (--account E | --all | --platform ios|android [--below-version V])
       audit [--json] [--since EPOCH-SECONDS]
       seed-demo                             fictional demo data; development only (BAND_LICENCE_ENV)
+      migrate                               apply migrations and exit (serve runs this at every start)
 
     The database is DIR/band-edge.sqlite (default DIR: data); migrations apply on open. Each command
     prints what it changed. Exit status: 0 done; 1 refused (one line on stderr says why); 2 usage error.
@@ -88,6 +89,9 @@ enum AdminCommand {
         }
       case ("seed-demo", _):
         try seedDemo(store)
+      case ("migrate", _):
+        // --quiet when serve runs it: the server's standard output is the JSON access log.
+        if !options.flag("--quiet") { print("schema version \(Migrations.latest)") }
       default:
         throw UsageError(
           "unknown admin command '\(words.joined(separator: " "))'; see band-edge admin --help")
@@ -205,4 +209,18 @@ enum AdminCommand {
         "say which sessions: --account EMAIL, --all, or --platform ios|android [--below-version V]")
     }
   }
+}
+
+/// Runs `band-edge admin --data DIR migrate` as a short-lived child and waits for it: migrations
+/// apply at every start, while the server process itself loads SQLite only when a pooled request
+/// first needs it (a server answering static routes never does). The child prints its own error line.
+func migrateInChild(dataDirectory: String) -> Bool {
+  let arguments = ["band-edge", "admin", "--data", dataDirectory, "migrate", "--quiet"]
+  var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+  defer { for p in argv { free(p) } }
+  var pid = pid_t()
+  guard posix_spawn(&pid, "/proc/self/exe", nil, nil, &argv, environ) == 0 else { return false }
+  var status: Int32 = 0
+  while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+  return status == 0
 }

@@ -143,14 +143,9 @@ enum ServeCommand {
       return 1
     }
 
-    // Migrations run once here, before any worker opens its own connection.
+    // Migrations run at every start, before any worker opens its own connection, in a child process.
     let databasePath = dataDirectory + "/band-edge.sqlite"
-    do {
-      _ = try AdminCommand.open(dataDirectory)
-    } catch {
-      fail("\(error)")
-      return 1
-    }
+    guard migrateInChild(dataDirectory: dataDirectory) else { return 1 }
     let router: Router
     do {
       router = try snapshot(

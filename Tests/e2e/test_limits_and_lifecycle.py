@@ -162,3 +162,22 @@ def test_address_in_use_exits_1_with_one_line(server):
     assert result.stderr.count("\n") == 1
     assert result.stderr.startswith("band-edge: error: could not start: bind 127.0.0.1:")
     assert "Address already in use" in result.stderr
+
+
+def test_unusable_data_directory_stops_start_up_with_one_line(server):
+    result = run_cli("serve", "--listen", "127.0.0.1:0", "--shell", str(server.shell), "--data", "/etc/hostname")
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith("band-edge: error: cannot open database /etc/hostname/band-edge.sqlite")
+
+
+def test_migrations_run_at_start_and_stdout_stays_the_json_access_log(server):
+    assert (server.data / "band-edge.sqlite").exists(), "migrated before serving"
+    client = server.connect()
+    client.send(request("GET", "/healthz"))
+    client.read_response()
+    deadline = time.monotonic() + 5
+    while not server.stdout_path.read_text().strip() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    lines = server.stdout_path.read_text().splitlines()
+    assert lines and all(line.startswith("{") for line in lines), lines
