@@ -3,7 +3,7 @@
 #endif
 
 /// Immutable bytes shared between threads and written without copying.
-// @unchecked Sendable: the buffer is allocated and filled in `init`, never written again,
+// Safe to share unchecked: the buffer is allocated and filled in `init`, never written again,
 // and freed only in `deinit`, when no other reference (and so no reader) can exist.
 public final class SharedBytes: @unchecked Sendable {
   let base: UnsafeRawPointer

@@ -67,21 +67,22 @@ public enum SocketAddress: Sendable, Equatable, CustomStringConvertible {
       a.sin_family = sa_family_t(AF_INET)
       a.sin_port = port.bigEndian
       inet_pton(AF_INET, host, &a.sin_addr)
-      return withUnsafePointer(to: &a) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-          body($0, socklen_t(MemoryLayout<sockaddr_in>.size))
-        }
-      }
+      return Self.asSockAddr(&a, body)
     case .v6(let host, let port):
       var a = sockaddr_in6()
       a.sin6_family = sa_family_t(AF_INET6)
       a.sin6_port = port.bigEndian
       inet_pton(AF_INET6, host, &a.sin6_addr)
-      return withUnsafePointer(to: &a) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-          body($0, socklen_t(MemoryLayout<sockaddr_in6>.size))
-        }
-      }
+      return Self.asSockAddr(&a, body)
+    }
+  }
+
+  /// A concrete socket address seen as the generic `sockaddr` the socket calls take.
+  private static func asSockAddr<Address, R>(
+    _ address: inout Address, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R
+  ) -> R {
+    withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<Address>.size)) }
     }
   }
 

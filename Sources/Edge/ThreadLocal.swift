@@ -4,7 +4,7 @@
 
 /// One value per OS thread, made on first use in that thread: how each pool worker gets its own
 /// database connection without any locking.
-// @unchecked Sendable: the only shared state is the pthread key and the factory; each value is
+// Safe to share unchecked: the only shared state is the pthread key and the factory; each value is
 // created, read and destroyed by its own thread alone (pthread_getspecific/setspecific are
 // per-thread by definition), and the factory is itself @Sendable.
 public final class ThreadLocal<Value: AnyObject>: @unchecked Sendable {

@@ -181,3 +181,29 @@ def test_migrations_run_at_start_and_stdout_stays_the_json_access_log(server):
         time.sleep(0.05)
     lines = server.stdout_path.read_text().splitlines()
     assert lines and all(line.startswith("{") for line in lines), lines
+
+
+def test_listens_on_ipv6_loopback_too(tmp_path):
+    import re
+    import socket
+
+    from edge import built_shell
+    process = subprocess.Popen([str(binary()), "serve", "--listen", "[::1]:0", "--listen", "127.0.0.1:0",
+                                "--shell", str(built_shell()), "--data", str(tmp_path)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = [process.stderr.readline() for _ in range(2)]
+        ports = dict(re.search(r'"address":"(\[::1\]|127\.0\.0\.1):(\d+)"', line).groups() for line in lines)
+        for family, host in ((socket.AF_INET6, "::1"), (socket.AF_INET, "127.0.0.1")):
+            key = "[::1]" if family == socket.AF_INET6 else host
+            with socket.socket(family, socket.SOCK_STREAM) as s:
+                s.settimeout(5)
+                s.connect((host, int(ports[key])))
+                s.sendall(b"GET /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+                data = b""
+                while chunk := s.recv(4096):
+                    data += chunk
+            assert data.startswith(b"HTTP/1.1 200 OK\r\n") and data.endswith(b"ok\n"), family
+    finally:
+        process.terminate()
+        assert process.wait(timeout=15) == 0
