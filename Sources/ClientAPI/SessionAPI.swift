@@ -7,6 +7,9 @@ public struct SessionAPI: Sendable {
   let stores: ThreadLocal<ClientStore>
   let deployment: Deployment
   let lifetimes: SessionLifetimes
+  /// The parts of every answer that only the snapshot decides, built once.
+  let deploymentJSON: JSONValue
+  let capabilitiesJSON: JSONValue
 
   /// The endpoint over the database at `path`, for `deployment`.
   public init(
@@ -16,6 +19,12 @@ public struct SessionAPI: Sendable {
     stores = ThreadLocal { try ClientStore(path: databasePath, clock: clock) }
     self.deployment = deployment
     self.lifetimes = lifetimes
+    var capabilities: [String: JSONValue] = [:]
+    for name in Capabilities.names { capabilities[name] = .bool(deployment.capabilities[name]) }
+    capabilitiesJSON = .object(capabilities)
+    deploymentJSON = .object([
+      "environment": .string(deployment.environment.rawValue), "label": .string(deployment.label),
+    ])
   }
 
   /// The routes: both private (`no-store`) and pooled (they read the database).
@@ -57,18 +66,14 @@ public struct SessionAPI: Sendable {
           "role": .string(m.role.rawValue),
         ])
       }
-      var capabilities: [String: JSONValue] = [:]
-      for name in Capabilities.names { capabilities[name] = .bool(deployment.capabilities[name]) }
       let body: JSONValue = .object([
         "account": .object([
           "id": .string(account.id), "displayName": .string(account.displayName),
           "email": .string(account.email),
         ]),
         "schools": .array(schools),
-        "deployment": .object([
-          "environment": .string(deployment.environment.rawValue), "label": .string(deployment.label),
-        ]),
-        "capabilities": .object(capabilities),
+        "deployment": deploymentJSON,
+        "capabilities": capabilitiesJSON,
       ])
       return Self.json(.ok, body)
     } catch {
