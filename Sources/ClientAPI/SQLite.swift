@@ -93,8 +93,10 @@ public final class SQLiteDatabase {
     }
   }
 
-  /// Runs `body` in one transaction (BEGIN IMMEDIATE): all of it commits, or none of it.
+  /// Runs `body` in one transaction (BEGIN IMMEDIATE): all of it commits, or none of it. Inside
+  /// another transaction it simply runs as part of that one.
   public func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+    if sqlite3_get_autocommit(handle) == 0 { return try body() }
     try execute("BEGIN IMMEDIATE")
     do {
       let result = try body()

@@ -42,6 +42,12 @@ enum ServeCommand {
                               BAND_LICENCE_APP_URL override it; flags override its listen and limits.
                               Any problem stops start-up (see band-edge config check).
 
+    Sessions (client-api-v1.md, "Lifetimes and clocks"):
+      --web-session-idle S        web session ends after this long unused (default 43200, 12 hours)
+      --web-session-lifetime S    web session ends after this long in all (default 604800, 7 days)
+      --native-session-idle S     native session ends after this long unused (default 2592000, 30 days)
+      --native-session-lifetime S native session ends after this long in all (default 15552000, 180 days)
+
     Testing:
       --test-routes           add /_test/sleep, /_test/echo and /_test/bytes (development only)
 
@@ -58,6 +64,7 @@ enum ServeCommand {
     var configFlag: String? = nil
     var dataDirectory = "data"
     var givenLimits: Set<String> = []
+    var lifetimes = SessionLifetimes()
     while let word = arguments.next() {
       let (flag, inline) = split(word)
       func value() throws(UsageError) -> String { try arguments.value(of: flag, inline: inline) }
@@ -98,6 +105,14 @@ enum ServeCommand {
       case "--idle-timeout": configuration.limits.idleTimeout = try Arguments.seconds(value(), flag)
       case "--write-timeout": configuration.limits.writeTimeout = try Arguments.seconds(value(), flag)
       case "--linger-timeout": configuration.limits.lingerTimeout = try Arguments.seconds(value(), flag)
+      case "--web-session-idle":
+        lifetimes.webIdle = try Arguments.integer(value(), flag, min: 1, max: 1 << 31)
+      case "--web-session-lifetime":
+        lifetimes.webAbsolute = try Arguments.integer(value(), flag, min: 1, max: 1 << 31)
+      case "--native-session-idle":
+        lifetimes.nativeIdle = try Arguments.integer(value(), flag, min: 1, max: 1 << 31)
+      case "--native-session-lifetime":
+        lifetimes.nativeAbsolute = try Arguments.integer(value(), flag, min: 1, max: 1 << 31)
       case "--test-routes": testRoutes = true
       case "--shell": shellDirectory = try value()
       case "--config": configFlag = try value()
@@ -150,13 +165,14 @@ enum ServeCommand {
     do {
       router = try snapshot(
         deployment: deployment, shellDirectory: shellDirectory, databasePath: databasePath,
-        testRoutes: testRoutes)
+        lifetimes: lifetimes, testRoutes: testRoutes)
     } catch {
       fail("\(error)")
       return 1
     }
     let server = Server(configuration: configuration, router: router)
-    let (shellPath, withTestRoutes) = (shellDirectory, testRoutes)  // the reload hook reads fixed values
+    // The reload hook reads fixed values.
+    let (shellPath, withTestRoutes, sessionLifetimes) = (shellDirectory, testRoutes, lifetimes)
     do {
       return try server.run(
         onListening: { _ in
@@ -178,7 +194,7 @@ enum ServeCommand {
             do {
               let router = try snapshot(
                 deployment: next, shellDirectory: shellPath, databasePath: databasePath,
-                testRoutes: withTestRoutes)
+                lifetimes: sessionLifetimes, testRoutes: withTestRoutes)
               Log.event(
                 "info", "deployment",
                 [("environment", next.environment.rawValue), ("origin", next.origin), ("label", next.label)])
@@ -196,20 +212,21 @@ enum ServeCommand {
   }
 
   /// Everything one configuration serves: health, the shell, the link files and /config.
-  static func snapshot(deployment: Deployment, shellDirectory: String, databasePath: String, testRoutes: Bool)
-    throws -> Router
-  {
+  static func snapshot(
+    deployment: Deployment, shellDirectory: String, databasePath: String, lifetimes: SessionLifetimes,
+    testRoutes: Bool
+  ) throws -> Router {
     let shell = try ShellCatalog.load(directory: shellDirectory, lastModified: Int(time(nil)))
     let files = LinkFiles(deployment)
     guard files.apple.count <= LinkFiles.maxBytes, files.android.count <= LinkFiles.maxBytes else {
       throw ShellError("a verified-link file is larger than 128 KiB")
     }
+    let client = ClientContext(
+      databasePath: databasePath, deployment: deployment, lifetimes: lifetimes,
+      stylesheet: shell.manifest.entries.first { $0.source == "styles.css" }?.path, clock: { Int(time(nil)) })
     return try Router(
       EdgeRoutes.health() + shell.routes + files.routes(maxAge: deployment.linkFileMaxAge)
-        + SessionAPI(
-          databasePath: databasePath, deployment: deployment, lifetimes: SessionLifetimes(),
-          clock: { Int(time(nil)) }
-        ).routes + (testRoutes ? EdgeRoutes.testing() : []))
+        + SessionAPI(client).routes + WebPages(client).routes + (testRoutes ? EdgeRoutes.testing() : []))
   }
 
   private static func apply(limit key: String, value: Double, to configuration: inout ServerConfiguration) {

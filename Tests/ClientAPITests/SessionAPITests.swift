@@ -9,6 +9,8 @@ import Testing
 struct SessionFixture {
   let store: ClientStore
   let api: SessionAPI
+  let pages: WebPages
+  let router: Router
   let clock: TestClock
 
   init() throws {
@@ -19,8 +21,25 @@ struct SessionFixture {
     let deployment = try DeploymentLoader.load(environment: [:], configPath: config.path).get()
     self.store = store
     self.clock = clock
-    api = SessionAPI(
-      databasePath: path, deployment: deployment, lifetimes: SessionLifetimes(), clock: clock.read)
+    var hasher = PasswordHasher()
+    hasher.memoryKiB = 1024  // cheap for tests; rehash-on-sign-in is tested with the real parameters
+    hasher.timeCost = 1
+    let context = ClientContext(
+      databasePath: path, deployment: deployment, lifetimes: SessionLifetimes(), hasher: hasher,
+      stylesheet: "/styles.test.css", clock: clock.read)
+    api = SessionAPI(context)
+    pages = WebPages(context)
+    router = try Router(api.routes + pages.routes)
+  }
+
+  /// Answers `request` as the server would route it.
+  func send(_ request: Request) -> Response {
+    guard case .found(let route, let parameters, _) = router.match(request.method, request.path) else {
+      return Response(status: .notFound)
+    }
+    var request = request
+    request.parameters = parameters
+    return route.respond(to: request)
   }
 
   func signedIn(_ email: String, schools: [(String, Role)] = []) throws -> String {
@@ -39,7 +58,7 @@ struct SessionFixture {
     let auth = token.map { [("Authorization", "Bearer \($0)")] } ?? []
     let request = Request(
       method: method, target: "/api/client/v1/session", headers: [("Host", "a")] + auth + headers)
-    return api.respond(to: request, delete: method == .delete)
+    return send(request)
   }
 }
 

@@ -1,0 +1,146 @@
+import Edge
+import LinkAssoc
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// What the API and the pages share: one store connection per worker thread, the deployment of
+/// the snapshot, session lifetimes and password parameters.
+public struct ClientContext: Sendable {
+  let stores: ThreadLocal<ClientStore>
+  let deployment: Deployment
+  let lifetimes: SessionLifetimes
+  let hasher: PasswordHasher
+  /// The shell's fingerprinted stylesheet, for the server-rendered pages (nil: unstyled).
+  let stylesheet: String?
+
+  /// A context over the database at `path`.
+  public init(
+    databasePath: String, deployment: Deployment, lifetimes: SessionLifetimes,
+    hasher: PasswordHasher = PasswordHasher(), stylesheet: String? = nil,
+    clock: @escaping @Sendable () -> Int
+  ) {
+    stores = ThreadLocal { try ClientStore(path: databasePath, clock: clock) }
+    self.deployment = deployment
+    self.lifetimes = lifetimes
+    self.hasher = hasher
+    self.stylesheet = stylesheet
+  }
+}
+
+/// What a request presents as proof of a session.
+enum Credential: Equatable {
+  /// Nothing at all.
+  case none
+  /// An `Authorization` field that is not `Bearer <token>`.
+  case malformed
+  /// A native client's token.
+  case bearer(String)
+  /// The browser's session cookie.
+  case cookie(String)
+
+  /// The credential in `request`: the `Authorization` field wins over the cookie.
+  init(_ request: Request) {
+    if let authorization = request.headers["authorization"] {
+      let parts = authorization.split(separator: " ", maxSplits: 1)
+      if parts.count == 2, parts[0].lowercased() == "bearer", !parts[1].isEmpty {
+        self = .bearer(String(parts[1]))
+      } else {
+        self = .malformed
+      }
+    } else if let cookie = WebSecurity.cookie(WebSecurity.sessionCookie, in: request) {
+      self = .cookie(cookie)
+    } else {
+      self = .none
+    }
+  }
+
+  /// Whether it is the browser's cookie.
+  var isCookie: Bool { if case .cookie = self { true } else { false } }
+
+  /// The token, if any.
+  var token: String? {
+    switch self {
+    case .bearer(let t), .cookie(let t): t
+    case .none, .malformed: nil
+    }
+  }
+}
+
+/// A live session and its account.
+struct Signed {
+  let session: SessionRecord
+  let account: Account
+  let token: String
+}
+
+extension ClientContext {
+  /// This worker thread's store connection (opened on first use).
+  func store() throws(StoreError) -> ClientStore {
+    do { return try stores.value() } catch let error as StoreError { throw error } catch {
+      throw StoreError("\(error)")
+    }
+  }
+
+  /// The live session `credential` names, if any.
+  func signed(_ credential: Credential, _ store: ClientStore) throws(StoreError) -> Signed? {
+    guard let token = credential.token,
+      let (session, account) = try store.session(token: token, lifetimes: lifetimes)
+    else { return nil }
+    return Signed(session: session, account: account, token: token)
+  }
+
+  /// The 500 answer: a plain sentence, the cause in the error log only.
+  static func storeFailure(_ error: any Error, html: Bool) -> Response {
+    Log.event("error", "client_store", [("error", "\(error)")])
+    let message = "Something went wrong on our side. Please try again."
+    if html { return Response.text(.internalServerError, message + "\n") }
+    return JSONBody.response(
+      .internalServerError, .object(["error": .string("internal_error"), "message": .string(message)]))
+  }
+}
+
+/// Dates as the API and pages show them.
+enum Timestamp {
+  /// `2026-11-30T10:20:00Z` (RFC 3339, UTC).
+  static func iso8601(_ epochSeconds: Int) -> String {
+    var t = time_t(epochSeconds)
+    var parts = tm()
+    gmtime_r(&t, &parts)
+    func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
+    return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
+      + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
+  }
+
+  /// `30 Nov 2026, 10:20 UTC`, for pages.
+  static func readable(_ epochSeconds: Int) -> String {
+    let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+    var t = time_t(epochSeconds)
+    var parts = tm()
+    gmtime_r(&t, &parts)
+    func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
+    return
+      "\(parts.tm_mday) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900), \(two(parts.tm_hour)):\(two(parts.tm_min)) UTC"
+  }
+}
+
+/// JSON responses of the client API.
+enum JSONBody {
+  static func response(_ status: Status, _ body: JSONValue, headers: [(name: String, value: String)] = [])
+    -> Response
+  {
+    Response(
+      status: status, headers: [("Content-Type", "application/json; charset=utf-8")] + headers,
+      body: .bytes(Array(body.canonical.utf8)))
+  }
+
+  /// `{"error": code, "message": message}`.
+  static func error(
+    _ status: Status, _ code: String, _ message: String, headers: [(name: String, value: String)] = []
+  )
+    -> Response
+  {
+    response(status, .object(["error": .string(code), "message": .string(message)]), headers: headers)
+  }
+}

@@ -1,0 +1,94 @@
+import Edge
+import LinkAssoc
+
+/// Server-rendered pages (sign-in, account): no script at all, the shell's stylesheet, the
+/// deployment label outside production, and the design's security headers.
+struct HTMLPage {
+  let title: String
+  var body = ""
+
+  /// Headers on every page (client-api-v1.md, "Web sign-in and account pages"): nothing may run,
+  /// frame or post elsewhere; no referrer leaves (these pages can carry codes).
+  static let securityHeaders: [(name: String, value: String)] = [
+    (
+      "Content-Security-Policy",
+      "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; "
+        + "base-uri 'none'"
+    ),
+    ("Referrer-Policy", "no-referrer"),
+    ("X-Content-Type-Options", "nosniff"),
+    ("Permissions-Policy", "camera=(), microphone=(), geolocation=()"),
+    ("Cross-Origin-Opener-Policy", "same-origin"),
+  ]
+
+  /// Appends markup written here (never text from a request: use `text`).
+  mutating func html(_ markup: String) { body += markup }
+
+  /// Appends `value` escaped for element content and attribute values.
+  mutating func text(_ value: String) { body += Self.escape(value) }
+
+  /// The page as a response.
+  func response(
+    _ status: Status, context: ClientContext, headers: [(name: String, value: String)] = []
+  ) -> Response {
+    let deployment = context.deployment
+    let production = deployment.environment == .production
+    var page =
+      "<!doctype html>\n<html lang=\"en-GB\" data-environment=\"\(deployment.environment.rawValue)\">\n<head>\n"
+    page +=
+      "<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+    page +=
+      "<title>\(production ? "" : "[" + Self.escape(deployment.label) + "] ")\(Self.escape(title)) · Band Licence</title>\n"
+    if let stylesheet = context.stylesheet {
+      page += "<link rel=\"stylesheet\" href=\"\(Self.escape(stylesheet))\">\n"
+    }
+    page += "</head>\n<body>\n<header class=\"bar\">\n<p class=\"brand\"><a href=\"/\">Band Licence</a></p>\n"
+    if !production { page += "<p class=\"deployment\">\(Self.escape(deployment.label))</p>\n" }
+    page += "</header>\n<main id=\"main\">\n" + body + "</main>\n</body>\n</html>\n"
+    return Response(
+      status: status,
+      headers: [("Content-Type", "text/html; charset=utf-8")] + Self.securityHeaders + headers,
+      body: .bytes(Array(page.utf8)))
+  }
+
+  /// A short page that says what went wrong and what to do.
+  static func problem(_ status: Status, _ title: String, _ message: String, context: ClientContext)
+    -> Response
+  {
+    var page = HTMLPage(title: title)
+    page.html("<h1>")
+    page.text(title)
+    page.html("</h1>\n<p>")
+    page.text(message)
+    page.html("</p>\n<p><a class=\"button\" href=\"/sign-in\">Back to sign in</a></p>\n")
+    return page.response(status, context: context)
+  }
+
+  /// HTML escaping for text and quoted attribute values.
+  static func escape(_ value: String) -> String {
+    var out = ""
+    out.reserveCapacity(value.utf8.count)
+    for scalar in value.unicodeScalars {
+      switch scalar {
+      case "&": out += "&amp;"
+      case "<": out += "&lt;"
+      case ">": out += "&gt;"
+      case "\"": out += "&quot;"
+      case "'": out += "&#39;"
+      default: out.unicodeScalars.append(scalar)
+      }
+    }
+    return out
+  }
+}
+
+extension Role {
+  /// How a page names the role.
+  var label: String {
+    switch self {
+    case .administrator: "Administrator"
+    case .teacher: "Teacher"
+    case .readOnly: "Read-only"
+    }
+  }
+}

@@ -1,0 +1,241 @@
+import Edge
+import LinkAssoc
+
+/// The browser's sign-in and account pages (client-api-v1.md, "Web sign-in and account pages"):
+/// `GET/POST /sign-in`, `POST /sign-out`, `GET /account` and `POST /account/sessions/revoke`.
+/// Every route is private (`no-store`) and pooled: they read the store and hash passwords.
+/// Every POST needs a same-origin `Origin` (or `Referer`) and the CSRF token, and answers `303`.
+public struct WebPages: Sendable {
+  let context: ClientContext
+  /// A hash with the current parameters of a password nobody knows: an unknown email is verified
+  /// against it, so that it costs the same Argon2id work as a known one.
+  let decoyHash: String
+
+  /// Longest email (RFC 5321 path limit) and password accepted.
+  static let maxEmailBytes = 254
+  static let maxPasswordBytes = 1024
+
+  /// The pages over `context`.
+  public init(_ context: ClientContext) {
+    self.context = context
+    decoyHash = context.hasher.hash(Secrets.token())
+  }
+
+  public var routes: [Route] {
+    [
+      Route(.get, "/sign-in", cacheClass: .private, execution: .pooled) { request in
+        guarded { try signInPage(request) }
+      },
+      Route(.post, "/sign-in", cacheClass: .private, execution: .pooled) { request in
+        guarded { try signIn(request) }
+      },
+      Route(.post, "/sign-out", cacheClass: .private, execution: .pooled) { request in
+        guarded { try signOut(request) }
+      },
+      Route(.get, "/account", cacheClass: .private, execution: .pooled) { request in
+        guarded { try accountPage(request) }
+      },
+      Route(.post, "/account/sessions/revoke", cacheClass: .private, execution: .pooled) { request in
+        guarded { try revoke(request) }
+      },
+    ]
+  }
+
+  // MARK: sign in
+
+  func signInPage(_ request: Request) throws(StoreError) -> Response {
+    let store = try context.store()
+    if try context.signed(Credential(request), store) != nil { return Self.redirect("/account") }
+    return signInForm(request, status: .ok, message: nil)
+  }
+
+  /// The form, with a CSRF token bound to the visitor's `__Host-bl_csrf` cookie (set now if absent).
+  func signInForm(_ request: Request, status: Status, message: String?) -> Response {
+    var headers: [(name: String, value: String)] = []
+    let binding: String
+    if let existing = WebSecurity.cookie(WebSecurity.csrfCookie, in: request) {
+      binding = existing
+    } else {
+      binding = Secrets.token()
+      headers.append(("Set-Cookie", WebSecurity.setCookie(WebSecurity.csrfCookie, binding, maxAge: 86400)))
+    }
+    var page = HTMLPage(title: "Sign in")
+    page.html("<h1>Sign in</h1>\n")
+    if let message {
+      page.html("<p class=\"error\" role=\"alert\">")
+      page.text(message)
+      page.html("</p>\n")
+    }
+    page.html("<form class=\"form\" method=\"post\" action=\"/sign-in\">\n")
+    page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(WebSecurity.csrfToken(binding: binding))\">\n")
+    page.html("<label for=\"email\">Email</label>\n")
+    page.html(
+      "<input id=\"email\" name=\"email\" type=\"email\" autocomplete=\"username\" required maxlength=\"254\">\n"
+    )
+    page.html("<label for=\"password\">Password</label>\n")
+    page.html(
+      "<input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"current-password\" required>\n"
+    )
+    page.html("<button class=\"button\" type=\"submit\">Sign in</button>\n</form>\n")
+    return page.response(status, context: context, headers: headers)
+  }
+
+  func signIn(_ request: Request) throws(StoreError) -> Response {
+    if let refusal = refusal(request, binding: WebSecurity.cookie(WebSecurity.csrfCookie, in: request)) {
+      return refusal
+    }
+    let form = WebSecurity.form(request) ?? [:]
+    let email = form["email"] ?? ""
+    let password = form["password"] ?? ""
+    guard !email.isEmpty, !password.isEmpty, email.utf8.count <= Self.maxEmailBytes,
+      password.utf8.count <= Self.maxPasswordBytes
+    else {
+      return signInForm(request, status: .badRequest, message: "Enter your email address and your password.")
+    }
+    let store = try context.store()
+    let found = try store.account(email: email)
+    // One Argon2id verification whether or not the account exists (same work, same timing).
+    let matches = context.hasher.verify(password, against: found?.passwordHash ?? decoyHash)
+    guard let (account, hash) = found, matches, !account.disabled else {
+      try store.recordSignInFailure(accountID: found?.0.id)
+      return signInForm(
+        request, status: .badRequest,
+        message:
+          "That email address and password do not match an account that can sign in. Check them and try again."
+      )
+    }
+    let token = Secrets.token()
+    _ = try store.signIn(
+      accountID: account.id, token: token, replacing: Credential(request).token,
+      upgradedHash: context.hasher.needsRehash(hash) ? context.hasher.hash(password) : nil,
+      lifetimes: context.lifetimes)
+    return Self.redirect(
+      "/",
+      cookie: WebSecurity.setCookie(WebSecurity.sessionCookie, token, maxAge: context.lifetimes.webAbsolute))
+  }
+
+  // MARK: sign out, account, revoke
+
+  func signOut(_ request: Request) throws(StoreError) -> Response {
+    let store = try context.store()
+    guard let signed = try context.signed(Credential(request), store) else {
+      if let refusal = refusal(request, binding: nil, signedOut: true) { return refusal }
+      return Self.redirect(
+        "/sign-in", cookie: WebSecurity.setCookie(WebSecurity.sessionCookie, "", maxAge: 0))
+    }
+    if let refusal = refusal(request, binding: signed.token) { return refusal }
+    try store.revokeSession(id: signed.session.id, reason: "signed_out", actor: signed.account.id)
+    return Self.redirect("/sign-in", cookie: WebSecurity.setCookie(WebSecurity.sessionCookie, "", maxAge: 0))
+  }
+
+  func accountPage(_ request: Request) throws(StoreError) -> Response {
+    let store = try context.store()
+    guard let signed = try context.signed(Credential(request), store) else {
+      return Self.redirect("/sign-in")
+    }
+    let account = signed.account
+    let csrf = WebSecurity.csrfToken(binding: signed.token)
+    var page = HTMLPage(title: "Your account")
+    page.html("<h1>Your account</h1>\n<dl class=\"details\">\n<dt>Name</dt><dd>")
+    page.text(account.displayName)
+    page.html("</dd>\n<dt>Email</dt><dd>")
+    page.text(account.email)
+    page.html("</dd>\n</dl>\n<h2>Schools and roles</h2>\n")
+    let memberships = try store.memberships(accountID: account.id)
+    if memberships.isEmpty {
+      page.html("<p>You are not a member of any school yet.</p>\n")
+    } else {
+      page.html(
+        "<table>\n<thead><tr><th scope=\"col\">School</th><th scope=\"col\">Role</th></tr></thead>\n<tbody>\n"
+      )
+      for membership in memberships {
+        page.html("<tr><td>")
+        page.text(membership.school.name)
+        page.html("</td><td>\(membership.role.label)</td></tr>\n")
+      }
+      page.html("</tbody>\n</table>\n")
+    }
+    page.html("<h2>Where you are signed in</h2>\n<table>\n<thead><tr><th scope=\"col\">Device</th>")
+    page.html(
+      "<th scope=\"col\">Signed in</th><th scope=\"col\">Last seen</th><th scope=\"col\">Action</th></tr></thead>\n<tbody>\n"
+    )
+    for session in try store.sessions(.account(email: account.email)) {
+      page.html("<tr><td>")
+      page.text(Self.deviceName(session))
+      page.html(
+        "</td><td>\(Timestamp.readable(session.createdAt))</td><td>\(Timestamp.readable(session.lastSeenAt))</td><td>"
+      )
+      page.html("<form method=\"post\" action=\"/account/sessions/revoke\">")
+      page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(csrf)\">")
+      page.html("<input type=\"hidden\" name=\"session\" value=\"\(HTMLPage.escape(session.id))\">")
+      let current = session.id == signed.session.id
+      page.html(
+        "<button class=\"link\" type=\"submit\">\(current ? "Sign out this browser" : "Revoke")</button></form>"
+      )
+      page.html("</td></tr>\n")
+    }
+    page.html("</tbody>\n</table>\n<form method=\"post\" action=\"/sign-out\">\n")
+    page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(csrf)\">\n")
+    page.html("<button class=\"button\" type=\"submit\">Sign out</button>\n</form>\n")
+    page.html("<p><a href=\"/\">Back to Band Licence</a></p>\n")
+    return page.response(.ok, context: context)
+  }
+
+  func revoke(_ request: Request) throws(StoreError) -> Response {
+    let store = try context.store()
+    guard let signed = try context.signed(Credential(request), store) else {
+      return refusal(request, binding: nil, signedOut: true) ?? Self.redirect("/sign-in")
+    }
+    if let refusal = refusal(request, binding: signed.token) { return refusal }
+    let id = WebSecurity.form(request)?["session"] ?? ""
+    guard try store.revokeOwnSession(id: id, accountID: signed.account.id, reason: "revoked_by_owner") else {
+      return HTMLPage.problem(
+        .notFound, "No such session", "You have no active session with that ID; it may have ended already.",
+        context: context)
+    }
+    if id == signed.session.id {
+      return Self.redirect(
+        "/sign-in", cookie: WebSecurity.setCookie(WebSecurity.sessionCookie, "", maxAge: 0))
+    }
+    return Self.redirect("/account")
+  }
+
+  // MARK: helpers
+
+  /// The 403 for a POST that is not provably from our own page: wrong or missing `Origin`/`Referer`,
+  /// or a missing or wrong CSRF token. `signedOut` posts carry no session to bind a token to, so
+  /// only the origin is checked (they change nothing but the caller's own cookie).
+  func refusal(_ request: Request, binding: String?, signedOut: Bool = false) -> Response? {
+    guard WebSecurity.sameOrigin(request, deployment: context.deployment) else {
+      return HTMLPage.problem(
+        .forbidden, "Request refused",
+        "This form must be sent from a Band Licence page. Open the page again and resend it.",
+        context: context)
+    }
+    if signedOut { return nil }
+    guard WebSecurity.csrfValid(WebSecurity.form(request)?["csrf"], binding: binding) else {
+      return HTMLPage.problem(
+        .forbidden, "Form expired",
+        "This form has expired or was not sent from Band Licence. Open the page again and resend it.",
+        context: context)
+    }
+    return nil
+  }
+
+  func guarded(_ body: () throws -> Response) -> Response {
+    do { return try body() } catch { return ClientContext.storeFailure(error, html: true) }
+  }
+
+  static func redirect(_ location: String, cookie: String? = nil) -> Response {
+    var response = Response(status: .seeOther, headers: [("Location", location)] + HTMLPage.securityHeaders)
+    if let cookie { response.add("Set-Cookie", cookie) }
+    return response
+  }
+
+  static func deviceName(_ session: SessionRecord) -> String {
+    guard session.kind == "native" else { return "Web browser" }
+    let platform =
+      session.platform == "ios" ? "iPhone or iPad app" : session.platform == "android" ? "Android app" : "App"
+    return session.appVersion.map { "\(platform) \($0)" } ?? platform
+  }
+}

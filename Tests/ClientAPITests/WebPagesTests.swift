@@ -1,0 +1,331 @@
+import Edge
+import LinkAssoc
+import Testing
+
+@testable import ClientAPI
+
+/// The signed-in browser: a cookie jar over in-process requests.
+private struct Browser {
+  let f: SessionFixture
+  var cookies: [String: String] = [:]
+  var origin: String? = "http://127.0.0.1:8080"
+
+  init(_ f: SessionFixture) { self.f = f }
+
+  mutating func send(
+    _ method: HTTPMethod, _ target: String, form: [(String, String)]? = nil, headers: [(String, String)] = []
+  )
+    -> Response
+  {
+    var fields: [(String, String)] = [("Host", "127.0.0.1:8080")] + headers
+    if !cookies.isEmpty {
+      fields.append(("Cookie", cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")))
+    }
+    if let origin, method == .post { fields.append(("Origin", origin)) }
+    var body: [UInt8] = []
+    if let form {
+      fields.append(("Content-Type", "application/x-www-form-urlencoded"))
+      body = Array(form.map { "\(Self.encode($0.0))=\(Self.encode($0.1))" }.joined(separator: "&").utf8)
+    }
+    let response = f.send(Request(method: method, target: target, headers: fields, body: body))
+    for (name, value) in response.headers where name == "Set-Cookie" {
+      let pair = value.split(separator: ";")[0].split(
+        separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+      if value.contains("Max-Age=0") {
+        cookies[String(pair[0])] = nil
+      } else {
+        cookies[String(pair[0])] = String(pair[1])
+      }
+    }
+    return response
+  }
+
+  static func encode(_ text: String) -> String {
+    var out = ""
+    for byte in text.utf8 {
+      if (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+        || byte == 0x2D
+        || byte == 0x5F || byte == 0x2E
+      {
+        out.unicodeScalars.append(Unicode.Scalar(byte))
+      } else {
+        let hex = Array("0123456789ABCDEF")
+        out += "%\(hex[Int(byte >> 4)])\(hex[Int(byte & 15)])"
+      }
+    }
+    return out
+  }
+
+  /// The CSRF token in the last page's form.
+  static func csrf(_ response: Response) -> String {
+    guard case .bytes(let bytes) = response.body else { return "" }
+    let page = String(decoding: bytes, as: UTF8.self)
+    guard let start = page.firstRange(of: "name=\"csrf\" value=\"") else { return "" }
+    return String(page[start.upperBound...].prefix { $0 != "\"" })
+  }
+
+  mutating func signIn(_ email: String, _ password: String) -> Response {
+    let form = send(.get, "/sign-in")
+    return send(
+      .post, "/sign-in", form: [("csrf", Self.csrf(form)), ("email", email), ("password", password)])
+  }
+}
+
+private func text(_ response: Response) -> String {
+  guard case .bytes(let bytes) = response.body else { return "" }
+  return String(decoding: bytes, as: UTF8.self)
+}
+
+@Suite("Web sign-in and account pages (in-process)")
+struct WebPagesTests {
+  func fixture() throws -> SessionFixture {
+    let f = try SessionFixture()
+    _ = try f.store.createSchool(name: "Northfield Primary", slug: "northfield", actor: "test")
+    let hash = f.pages.context.hasher.hash("correct horse battery")
+    _ = try f.store.createAccount(
+      email: "ada@example.test", displayName: "Ada Example", passwordHash: hash, actor: "test")
+    try f.store.addMember(email: "ada@example.test", schoolSlug: "northfield", role: .teacher, actor: "test")
+    return f
+  }
+
+  @Test("sign in through the form: 303, the session cookie with exactly the contract's attributes")
+  func signIn() throws {
+    var browser = Browser(try fixture())
+    let form = browser.send(.get, "/sign-in")
+    #expect(form.status == .ok)
+    #expect(form.header("Content-Security-Policy")?.contains("frame-ancestors 'none'") == true)
+    #expect(form.header("Set-Cookie")?.hasPrefix("__Host-bl_csrf=") == true)
+    let response = browser.send(
+      .post, "/sign-in",
+      form: [
+        ("csrf", Browser.csrf(form)), ("email", " ADA@example.test "), ("password", "correct horse battery"),
+      ])
+    #expect(response.status == .seeOther)
+    #expect(response.header("Location") == "/")
+    let cookie = try #require(response.headers.first { $0.name == "Set-Cookie" }?.value)
+    let attributes = cookie.split(separator: ";").dropFirst().map { $0.trimmingPrefix(" ") }
+    #expect(cookie.hasPrefix("__Host-bl_session="))
+    #expect(
+      Set(attributes.map(String.init)) == ["Path=/", "Secure", "HttpOnly", "SameSite=Lax", "Max-Age=604800"])
+    let session = browser.send(.get, "/api/client/v1/session")
+    #expect(session.status == .ok)
+    #expect(text(session).contains("\"email\":\"ada@example.test\""))
+    let account = browser.send(.get, "/account")
+    #expect(account.status == .ok)
+    #expect(text(account).contains("Northfield Primary") && text(account).contains("Teacher"))
+    let events = try browser.f.store.auditEvents().map(\.action)
+    #expect(events.contains("sign_in.succeeded"))
+  }
+
+  @Test("the cookie's value changes at sign-in and the old session ends")
+  func rotation() throws {
+    var browser = Browser(try fixture())
+    _ = browser.signIn("ada@example.test", "correct horse battery")
+    let first = try #require(browser.cookies[WebSecurity.sessionCookie])
+    _ = browser.signIn("ada@example.test", "correct horse battery")  // GET /sign-in redirects when signed in
+    browser.cookies[WebSecurity.sessionCookie] = first
+    let form = browser.send(.get, "/sign-in")
+    #expect(form.status == .seeOther)
+    var fresh = Browser(browser.f)
+    fresh.cookies[WebSecurity.sessionCookie] = first
+    let page = fresh.send(.get, "/api/client/v1/session")
+    #expect(page.status == .ok)
+    // Sign in again from a browser that holds a session: the form is still reachable by POST.
+    fresh.cookies[WebSecurity.csrfCookie] = "binding"
+    let again = fresh.send(
+      .post, "/sign-in",
+      form: [
+        ("csrf", WebSecurity.csrfToken(binding: "binding")), ("email", "ada@example.test"),
+        ("password", "correct horse battery"),
+      ])
+    #expect(again.status == .seeOther)
+    let second = try #require(fresh.cookies[WebSecurity.sessionCookie])
+    #expect(second != first)
+    var old = Browser(browser.f)
+    old.cookies[WebSecurity.sessionCookie] = first
+    #expect(old.send(.get, "/api/client/v1/session").status == .unauthorized)
+  }
+
+  @Test(
+    "wrong password, unknown email and disabled account: the same page and status, audited without the email")
+  func failures() throws {
+    let f = try fixture()
+    _ = try f.store.createAccount(
+      email: "off@example.test", displayName: "Off",
+      passwordHash: f.pages.context.hasher.hash("pw-for-off-account"), actor: "test")
+    _ = try f.store.setDisabled(email: "off@example.test", true, actor: "test")
+    var bodies: [String] = []
+    for (email, password) in [
+      ("ada@example.test", "wrong password"), ("nobody@example.test", "wrong password"),
+      ("off@example.test", "pw-for-off-account"),
+    ] {
+      var browser = Browser(f)
+      let response = browser.signIn(email, password)
+      #expect(response.status == .badRequest)
+      #expect(browser.cookies[WebSecurity.sessionCookie] == nil)
+      bodies.append(text(response).replacingOccurrences(of: Browser.csrf(response), with: ""))
+    }
+    #expect(Set(bodies).count == 1, "the three failures are indistinguishable")
+    let failures = try f.store.auditEvents().filter { $0.action == "sign_in.failed" }
+    #expect(failures.count == 3)
+    #expect(failures.allSatisfy { ($0.detail ?? "").isEmpty && !($0.subject ?? "").contains("@") })
+  }
+
+  @Test("a POST without our Origin, or without the right CSRF token, is refused and changes nothing")
+  func forgery() throws {
+    let f = try fixture()
+    let cases: [(origin: String?, referer: String?, csrf: (Response) -> String)] = [
+      ("https://evil.example", nil, Browser.csrf),
+      ("null", nil, Browser.csrf),
+      (nil, nil, Browser.csrf),
+      (nil, "https://evil.example/sign-in", Browser.csrf),
+      ("http://127.0.0.1:8080", nil, { _ in "" }),
+      ("http://127.0.0.1:8080", nil, { _ in WebSecurity.csrfToken(binding: "someone-else") }),
+    ]
+    for c in cases {
+      var browser = Browser(f)
+      let form = browser.send(.get, "/sign-in")
+      browser.origin = c.origin
+      let response = browser.send(
+        .post, "/sign-in",
+        form: [("csrf", c.csrf(form)), ("email", "ada@example.test"), ("password", "correct horse battery")],
+        headers: c.referer.map { [("Referer", $0)] } ?? [])
+      #expect(response.status == .forbidden, "\(c.origin ?? "-") \(c.referer ?? "-")")
+      #expect(browser.cookies[WebSecurity.sessionCookie] == nil)
+    }
+    #expect(try f.store.sessions(.all).isEmpty)
+    #expect(try !f.store.auditEvents().contains { $0.action.hasPrefix("sign_in") })
+    // Referer from our own origin stands in for a missing Origin.
+    var browser = Browser(f)
+    let form = browser.send(.get, "/sign-in")
+    browser.origin = nil
+    let ok = browser.send(
+      .post, "/sign-in",
+      form: [
+        ("csrf", Browser.csrf(form)), ("email", "ada@example.test"), ("password", "correct horse battery"),
+      ],
+      headers: [("Referer", "http://127.0.0.1:8080/sign-in")])
+    #expect(ok.status == .seeOther)
+  }
+
+  @Test("sign out: 303, the cookie cleared, the session then 401; a forged sign-out changes nothing")
+  func signOut() throws {
+    var browser = Browser(try fixture())
+    _ = browser.signIn("ada@example.test", "correct horse battery")
+    let token = try #require(browser.cookies[WebSecurity.sessionCookie])
+    let account = browser.send(.get, "/account")
+    browser.origin = "https://evil.example"
+    #expect(browser.send(.post, "/sign-out", form: [("csrf", Browser.csrf(account))]).status == .forbidden)
+    browser.origin = "http://127.0.0.1:8080"
+    #expect(browser.send(.post, "/sign-out", form: []).status == .forbidden)
+    #expect(browser.send(.get, "/api/client/v1/session").status == .ok)
+    let out = browser.send(.post, "/sign-out", form: [("csrf", Browser.csrf(account))])
+    #expect(out.status == .seeOther)
+    #expect(browser.cookies[WebSecurity.sessionCookie] == nil)
+    var stale = Browser(browser.f)
+    stale.cookies[WebSecurity.sessionCookie] = token
+    #expect(stale.send(.get, "/api/client/v1/session").status == .unauthorized)
+    #expect(stale.send(.get, "/account").header("Location") == "/sign-in")
+  }
+
+  @Test("devices: list, revoke one's own, never another person's")
+  func devices() throws {
+    let f = try fixture()
+    let other = try f.signedIn("bo@example.test")
+    var browser = Browser(f)
+    _ = browser.signIn("ada@example.test", "correct horse battery")
+    let list = browser.send(.get, "/api/client/v1/sessions")
+    #expect(list.status == .ok)
+    #expect(text(list).contains("\"current\":true"))
+    let otherID = try #require(try f.store.sessions(.account(email: "bo@example.test")).first?.id)
+    #expect(
+      browser.send(
+        .delete, "/api/client/v1/sessions/\(otherID)", headers: [("Origin", "http://127.0.0.1:8080")]
+      ).status == .notFound)
+    #expect(f.call(.get, token: other).status == .ok, "B's session is untouched")
+    // Cookie-authenticated DELETE needs a same-origin Origin.
+    let mine = try #require(try f.store.sessions(.account(email: "ada@example.test")).first?.id)
+    #expect(browser.send(.delete, "/api/client/v1/sessions/\(mine)").status == .forbidden)
+    #expect(
+      browser.send(.delete, "/api/client/v1/session", headers: [("Origin", "https://evil.example")]).status
+        == .forbidden)
+    #expect(browser.send(.get, "/api/client/v1/session").status == .ok)
+    let revoked = browser.send(
+      .delete, "/api/client/v1/sessions/\(mine)", headers: [("Origin", "http://127.0.0.1:8080")])
+    #expect(revoked.status == .noContent)
+    #expect(revoked.header("Set-Cookie")?.contains("Max-Age=0") == true)
+  }
+
+  @Test("pages escape what people typed")
+  func escaping() throws {
+    let f = try fixture()
+    let hash = f.pages.context.hasher.hash("another long password")
+    _ = try f.store.createAccount(
+      email: "x@example.test", displayName: "<script>alert(1)</script>", passwordHash: hash, actor: "test")
+    var browser = Browser(f)
+    _ = browser.signIn("x@example.test", "another long password")
+    let page = text(browser.send(.get, "/account"))
+    #expect(!page.contains("<script>") && page.contains("&lt;script&gt;"))
+  }
+
+  @Test("an old password hash is upgraded at sign-in")
+  func rehash() throws {
+    let f = try fixture()
+    var weak = PasswordHasher()
+    weak.memoryKiB = 512
+    weak.timeCost = 1
+    _ = try f.store.createAccount(
+      email: "old@example.test", displayName: "Old", passwordHash: weak.hash("an old long password"),
+      actor: "test")
+    var browser = Browser(f)
+    #expect(browser.signIn("old@example.test", "an old long password").status == .seeOther)
+    let (_, hash) = try #require(try f.store.account(email: "old@example.test"))
+    #expect(!f.pages.context.hasher.needsRehash(hash))
+    #expect(try f.store.auditEvents().contains { $0.action == "account.password_rehashed" })
+  }
+}
+
+@Suite("Web security helpers")
+struct WebSecurityTests {
+  @Test(
+    "cookie parsing",
+    arguments: [
+      ("__Host-bl_session=abc", "abc"), ("a=1; __Host-bl_session=xyz; b=2", "xyz"), ("a=1", nil),
+      ("__Host-bl_session=", nil), ("x__Host-bl_session=abc", nil),
+    ] as [(String, String?)])
+  func cookies(header: String, expected: String?) {
+    let request = Request(method: .get, target: "/", headers: [("Cookie", header)])
+    #expect(WebSecurity.cookie(WebSecurity.sessionCookie, in: request) == expected)
+  }
+
+  @Test(
+    "form decoding",
+    arguments: [
+      ("a=1&b=two+words", ["a": "1", "b": "two words"]), ("e=ada%40example.test", ["e": "ada@example.test"]),
+      ("a=%zz", nil), ("a=1&a=2", nil), ("a=%E2%82%AC", ["a": "€"]), ("a=%FF", nil), ("", [:]),
+      ("flag", ["flag": ""]),
+    ] as [(String, [String: String]?)])
+  func forms(body: String, expected: [String: String]?) {
+    let request = Request(
+      method: .post, target: "/", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+      body: Array(body.utf8))
+    #expect(WebSecurity.form(request) == expected)
+  }
+
+  @Test("a form body of another type is not a form")
+  func formType() {
+    let request = Request(
+      method: .post, target: "/", headers: [("Content-Type", "application/json")], body: Array("a=1".utf8))
+    #expect(WebSecurity.form(request) == nil)
+  }
+
+  @Test("CSRF tokens are bound to their binding")
+  func csrf() {
+    let token = WebSecurity.csrfToken(binding: "one")
+    #expect(token.count == 43)
+    #expect(WebSecurity.csrfValid(token, binding: "one"))
+    #expect(!WebSecurity.csrfValid(token, binding: "two"))
+    #expect(!WebSecurity.csrfValid(nil, binding: "one"))
+    #expect(!WebSecurity.csrfValid(token, binding: nil))
+  }
+}
