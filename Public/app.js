@@ -28,10 +28,9 @@ async function loadSession() {
     return;
   }
   if (response.status === 200) {
-    const session = await response.json();
-    document.getElementById("account-summary").textContent =
-      `${session.account.displayName} (${session.account.email})`;
+    showSession(await response.json());
     show("signed-in");
+    loadDevices();
     return;
   }
   show("signed-out");
@@ -39,6 +38,104 @@ async function loadSession() {
     announce("Your account could not be loaded just now. Please try again shortly.");
   }
 }
+
+const roleNames = { administrator: "Administrator", teacher: "Teacher", read_only: "Read-only" };
+
+// Name, email and the school switcher, straight from the session answer (never stored).
+function showSession(session) {
+  document.getElementById("account-name").textContent = session.account.displayName;
+  document.getElementById("account-email").textContent = session.account.email;
+  const select = document.getElementById("school");
+  const role = document.getElementById("school-role");
+  select.replaceChildren();
+  for (const school of session.schools) {
+    const option = document.createElement("option");
+    option.value = school.id;
+    option.textContent = school.name;
+    option.dataset.role = roleNames[school.role] || school.role;
+    select.append(option);
+  }
+  const none = session.schools.length === 0;
+  document.getElementById("school-field").hidden = none;
+  document.getElementById("no-schools").hidden = !none;
+  const showRole = () => {
+    const chosen = select.selectedOptions[0];
+    role.textContent = chosen ? `Your role here: ${chosen.dataset.role}` : "";
+  };
+  select.onchange = () => {
+    showRole();
+    announce(`Now working in ${select.selectedOptions[0].textContent}.`);
+  };
+  showRole();
+}
+
+function deviceName(session) {
+  if (session.kind !== "native") return "Web browser";
+  const platform = { ios: "iPhone or iPad app", android: "Android app" }[session.platform] || "App";
+  return session.appVersion ? `${platform} ${session.appVersion}` : platform;
+}
+
+// Active sessions, each with a revoke button (DELETE from this page: same-origin, cookie).
+async function loadDevices() {
+  const list = document.getElementById("devices");
+  let sessions;
+  try {
+    const response = await fetch("/api/client/v1/sessions", { credentials: "same-origin", cache: "no-store" });
+    if (!response.ok) return;
+    sessions = (await response.json()).sessions;
+  } catch {
+    return;
+  }
+  list.replaceChildren();
+  for (const session of sessions) {
+    const item = document.createElement("li");
+    const seen = new Date(session.lastSeenAt).toLocaleString();
+    const text = document.createElement("span");
+    text.textContent = `${deviceName(session)}${session.current ? " (this browser)" : ""}, last seen ${seen}`;
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "link";
+    button.textContent = session.current ? "Sign out here" : "Revoke";
+    button.setAttribute("aria-label", `${button.textContent}: ${text.textContent}`);
+    button.addEventListener("click", () => revoke(session));
+    item.append(text, " ", button);
+    list.append(item);
+  }
+}
+
+async function revoke(session) {
+  const response = await fetch(`/api/client/v1/sessions/${encodeURIComponent(session.id)}`, {
+    method: "DELETE",
+    credentials: "same-origin",
+  }).catch(() => null);
+  if (!response || (response.status !== 204 && response.status !== 404)) {
+    announce("That session could not be revoked just now. Please try again.");
+    return;
+  }
+  if (session.current) {
+    signedOut("You have signed out.");
+    return;
+  }
+  announce(`${deviceName(session)} was signed out.`);
+  loadDevices();
+}
+
+function signedOut(message) {
+  show("signed-out");
+  document.getElementById("devices").replaceChildren();
+  announce(message);
+}
+
+document.getElementById("sign-out").addEventListener("click", async () => {
+  const response = await fetch("/api/client/v1/session", { method: "DELETE", credentials: "same-origin" }).catch(
+    () => null,
+  );
+  if (response && (response.status === 204 || response.status === 401)) {
+    signedOut("You have signed out.");
+  } else {
+    announce("You could not be signed out just now. Please try again.");
+  }
+});
 
 // Outside production the deployment is shown on every screen: its label, a colour of its own
 // (styles.css keys it on data-environment) and a title prefix, so staging is never mistaken for

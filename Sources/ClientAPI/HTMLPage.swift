@@ -8,14 +8,16 @@ struct HTMLPage {
   var body = ""
 
   /// Headers on every page (client-api-v1.md, "Web sign-in and account pages"): nothing may run,
-  /// frame or post elsewhere; no referrer leaves (these pages can carry codes).
+  /// frame or post elsewhere; no referrer leaves the site. `same-origin` rather than `no-referrer`:
+  /// under `no-referrer` browsers send `Origin: null` with our own form posts (Fetch §3.1), which
+  /// the same-origin check must refuse. The native callback page (which sees codes) will send none.
   static let securityHeaders: [(name: String, value: String)] = [
     (
       "Content-Security-Policy",
       "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; "
         + "base-uri 'none'"
     ),
-    ("Referrer-Policy", "no-referrer"),
+    ("Referrer-Policy", "same-origin"),
     ("X-Content-Type-Options", "nosniff"),
     ("Permissions-Policy", "camera=(), microphone=(), geolocation=()"),
     ("Cross-Origin-Opener-Policy", "same-origin"),

@@ -70,7 +70,8 @@ public struct WebPages: Sendable {
     page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(WebSecurity.csrfToken(binding: binding))\">\n")
     page.html("<label for=\"email\">Email</label>\n")
     page.html(
-      "<input id=\"email\" name=\"email\" type=\"email\" autocomplete=\"username\" required maxlength=\"254\">\n"
+      "<input id=\"email\" name=\"email\" type=\"text\" inputmode=\"email\" autocomplete=\"username\" "
+        + "autocapitalize=\"none\" spellcheck=\"false\" required maxlength=\"254\">\n"
     )
     page.html("<label for=\"password\">Password</label>\n")
     page.html(

@@ -88,9 +88,12 @@ public struct Router: Sendable {
 
   private var exact: [String: PathEntry] = [:]
   private var patterns: [PatternEntry] = []
+  /// Every route, in declaration order (for listing and for tests that walk the table).
+  public let routes: [Route]
 
   /// A router over `routes`; refuses `/api/` routes that are not `private`, duplicates and bad patterns.
   public init(_ routes: [Route]) throws(RouterError) {
+    self.routes = routes
     for route in routes {
       let p = route.pattern
       guard p.hasPrefix("/"), !p.dropLast().contains("*") else { throw .invalidPattern(p) }

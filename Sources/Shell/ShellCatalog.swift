@@ -39,7 +39,7 @@ public struct ShellCatalog: Sendable {
         + "manifest-src 'self'; worker-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; "
         + "form-action 'self'; frame-ancestors 'none'"
     ),
-    ("Referrer-Policy", "no-referrer"),
+    ("Referrer-Policy", "same-origin"),
     ("Permissions-Policy", "camera=(), microphone=(), geolocation=()"),
     ("Cross-Origin-Opener-Policy", "same-origin"),
   ]

@@ -48,6 +48,9 @@ enum ServeCommand {
       --native-session-idle S     native session ends after this long unused (default 2592000, 30 days)
       --native-session-lifetime S native session ends after this long in all (default 15552000, 180 days)
 
+    Inspecting:
+      --print-routes          print the route table (method, path, cache class, execution) and exit
+
     Testing:
       --test-routes           add /_test/sleep, /_test/echo and /_test/bytes (development only)
 
@@ -65,6 +68,7 @@ enum ServeCommand {
     var dataDirectory = "data"
     var givenLimits: Set<String> = []
     var lifetimes = SessionLifetimes()
+    var printRoutes = false
     while let word = arguments.next() {
       let (flag, inline) = split(word)
       func value() throws(UsageError) -> String { try arguments.value(of: flag, inline: inline) }
@@ -114,6 +118,7 @@ enum ServeCommand {
       case "--native-session-lifetime":
         lifetimes.nativeAbsolute = try Arguments.integer(value(), flag, min: 1, max: 1 << 31)
       case "--test-routes": testRoutes = true
+      case "--print-routes": printRoutes = true
       case "--shell": shellDirectory = try value()
       case "--config": configFlag = try value()
       case "--data": dataDirectory = try value()
@@ -169,6 +174,13 @@ enum ServeCommand {
     } catch {
       fail("\(error)")
       return 1
+    }
+    if printRoutes {
+      for route in router.routes {
+        let execution = route.execution == .pooled ? "pooled" : "inline"
+        print("\(route.method.rawValue) \(route.pattern) \(route.cacheClass.cacheControl) \(execution)")
+      }
+      return 0
     }
     let server = Server(configuration: configuration, router: router)
     // The reload hook reads fixed values.

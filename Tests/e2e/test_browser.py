@@ -164,3 +164,71 @@ def test_staging_is_visibly_different_from_production(browser, tmp_path, environ
             assert not browser.title.startswith("[")
     finally:
         server.stop()
+
+
+def test_sign_in_through_the_form_sign_out_and_nothing_private_is_cached(browser):
+    from test_web_sign_in import PASSWORD, add_account
+
+    server = Server()
+    try:
+        add_account(server, "ada@example.test", "Ada Example", [("northfield", "teacher"), ("riverside", "administrator")])
+        browser.get(server.url("/").replace("127.0.0.1", "localhost"))
+        assert wait_for_worker(browser) == "activated"
+        WebDriverWait(browser, 10).until(lambda d: d.find_element(By.ID, "signed-out").is_displayed())
+        browser.find_element(By.LINK_TEXT, "Sign in").click()
+        WebDriverWait(browser, 10).until(lambda d: d.find_elements(By.ID, "email"))
+        browser.find_element(By.ID, "email").send_keys("ada@example.test")
+        browser.find_element(By.ID, "password").send_keys(PASSWORD)
+        browser.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+        WebDriverWait(browser, 10).until(lambda d: d.find_element(By.ID, "signed-in").is_displayed())
+        assert browser.find_element(By.ID, "account-name").text == "Ada Example"
+        assert browser.find_element(By.ID, "account-email").text == "ada@example.test"
+        options = [o.text for o in browser.find_elements(By.CSS_SELECTOR, "#school option")]
+        assert options == ["Northfield School", "Riverside School"]
+        assert browser.find_element(By.ID, "school-role").text == "Your role here: Teacher"
+        browser.execute_script("const s = document.getElementById('school'); s.selectedIndex = 1; s.dispatchEvent(new Event('change'))")
+        assert browser.find_element(By.ID, "school-role").text == "Your role here: Administrator"
+        WebDriverWait(browser, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#devices li"))
+        assert "(this browser)" in browser.find_element(By.CSS_SELECTOR, "#devices li").text
+        cookie = browser.get_cookie("__Host-bl_session")
+        assert cookie and cookie["httpOnly"] and cookie["secure"] and cookie["sameSite"] == "Lax"
+        assert browser.execute_script("return document.cookie").find("bl_session") == -1
+        axe = Axe(browser)
+        axe.inject()
+        serious = [v for v in axe.run()["violations"] if v.get("impact") in ("serious", "critical")]
+        assert serious == [], json.dumps(serious, indent=1)[:3000]
+        browser.find_element(By.ID, "sign-out").click()
+        WebDriverWait(browser, 10).until(lambda d: d.find_element(By.ID, "signed-out").is_displayed())
+        assert browser.find_element(By.ID, "status").text == "You have signed out."
+        browser.refresh()
+        WebDriverWait(browser, 10).until(lambda d: d.find_element(By.ID, "signed-out").is_displayed())
+        caches = cached_paths(browser)
+        (paths,) = caches.values()
+        assert sorted(paths) == sorted(precache_list()), "Cache Storage holds the shell and nothing else"
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("path", ["/sign-in", "/account"])
+def test_server_rendered_pages_are_accessible(browser, path):
+    from test_web_sign_in import PASSWORD, add_account
+
+    server = Server()
+    try:
+        add_account(server, "ada@example.test", "Ada Example", [("northfield", "teacher")])
+        browser.get(server.url("/sign-in").replace("127.0.0.1", "localhost"))
+        if path == "/account":
+            browser.find_element(By.ID, "email").send_keys("ada@example.test")
+            browser.find_element(By.ID, "password").send_keys(PASSWORD)
+            browser.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+            WebDriverWait(browser, 10).until(lambda d: d.current_url.endswith("/"))
+            browser.get(server.url("/account").replace("127.0.0.1", "localhost"))
+            assert browser.find_element(By.TAG_NAME, "h1").text == "Your account"
+        WebDriverWait(browser, 10).until(lambda d: d.execute_script("return document.readyState") == "complete")
+        assert browser.find_element(By.CSS_SELECTOR, ".deployment").text == "Development"
+        axe = Axe(browser)
+        axe.inject()
+        serious = [v for v in axe.run()["violations"] if v.get("impact") in ("serious", "critical")]
+        assert serious == [], json.dumps(serious, indent=1)[:3000]
+    finally:
+        server.stop()

@@ -149,7 +149,7 @@ def test_security_headers_on_html(server):
         csp = response.header("content-security-policy")
         assert csp and "unsafe-inline" not in csp and "frame-ancestors 'none'" in csp, path
         assert response.header("x-content-type-options") == "nosniff"
-        assert response.header("referrer-policy") == "no-referrer"
+        assert response.header("referrer-policy") == "same-origin"
         assert "camera=()" in response.header("permissions-policy")
         assert "microphone=()" in response.header("permissions-policy")
         assert "geolocation=()" in response.header("permissions-policy")

@@ -1,0 +1,279 @@
+"""Web sign-in through the real binary with a raw HTTP client: the form, the cookie, CSRF and
+same-origin checks, sign-out, live memberships and disabled accounts, and a walk of the whole
+route table for no-store."""
+
+import hashlib
+import json
+import re
+import sqlite3
+import subprocess
+from urllib.parse import urlencode
+
+import pytest
+
+from edge import Server, binary
+
+PASSWORD = "a-long-demo-password-42"
+
+
+def admin(server, *args, stdin=""):
+    result = subprocess.run([str(binary()), "admin", "--data", str(server.data), *args], input=stdin,
+                            capture_output=True, text=True, timeout=60, env={})
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def add_account(server, email, name, schools=()):
+    out = admin(server, "account", "create", "--email", email, "--name", name, stdin=PASSWORD + "\n")
+    for slug, role in schools:
+        if not admin_ok(server, "school", "create", "--name", slug.title() + " School", "--slug", slug):
+            pass
+        admin(server, "member", "add", "--email", email, "--school", slug, "--role", role)
+    return out
+
+
+def admin_ok(server, *args):
+    return subprocess.run([str(binary()), "admin", "--data", str(server.data), *args], capture_output=True,
+                          timeout=60, env={}).returncode == 0
+
+
+class Browser:
+    """A raw-socket HTTP/1.1 client with a cookie jar, speaking as a page on the server's origin."""
+
+    def __init__(self, server, origin=True):
+        self.server = server
+        self.origin = f"http://127.0.0.1:{server.port}" if origin is True else origin
+        self.cookies = {}
+        self.set_cookie_lines = []
+        self.bodies = []
+
+    def send(self, method, path, form=None, headers=None, origin=None, cookies=True):
+        client = self.server.connect()
+        lines = [f"{method} {path} HTTP/1.1", f"Host: 127.0.0.1:{self.server.port}", "Connection: close"]
+        chosen = self.origin if origin is None else origin
+        if method != "GET" and chosen:
+            lines.append(f"Origin: {chosen}")
+        if cookies and self.cookies:
+            lines.append("Cookie: " + "; ".join(f"{k}={v}" for k, v in self.cookies.items()))
+        for key, value in (headers or {}).items():
+            lines.append(f"{key}: {value}")
+        body = b""
+        if form is not None:
+            body = urlencode(form).encode()
+            lines += ["Content-Type: application/x-www-form-urlencoded", f"Content-Length: {len(body)}"]
+        client.send(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
+        response = client.read_response()
+        client.close()
+        self.bodies.append(response.raw_head + b"\r\n\r\n" + response.body)
+        for key, value in response.headers:
+            if key.lower() == "set-cookie":
+                self.set_cookie_lines.append(value)
+                name, _, rest = value.partition("=")
+                cookie_value = rest.split(";")[0]
+                if "Max-Age=0" in value:
+                    self.cookies.pop(name, None)
+                else:
+                    self.cookies[name] = cookie_value
+        return response
+
+    def csrf(self, response):
+        match = re.search(rb'name="csrf" value="([^"]+)"', response.body)
+        assert match, response.body
+        return match.group(1).decode()
+
+    def sign_in(self, email, password=PASSWORD):
+        form = self.send("GET", "/sign-in")
+        return self.send("POST", "/sign-in", form={"csrf": self.csrf(form), "email": email, "password": password})
+
+
+def counts(server):
+    db = sqlite3.connect(server.data / "band-edge.sqlite")
+    try:
+        return (db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0],
+                db.execute("SELECT COUNT(*) FROM sessions WHERE revoked_at IS NULL").fetchone()[0],
+                db.execute("SELECT COUNT(*) FROM audit_events").fetchone()[0])
+    finally:
+        db.close()
+
+
+@pytest.fixture
+def web(make_server):
+    server = make_server()
+    add_account(server, "ada@example.test", "Ada Example", [("northfield", "teacher"), ("riverside", "administrator")])
+    add_account(server, "bo@example.test", "Bo Example", [("southgate", "read_only")])
+    return server
+
+
+def test_sign_in_read_the_session_and_sign_out(web):
+    browser = Browser(web)
+    form = browser.send("GET", "/sign-in")
+    assert form.status == 200 and form.header("cache-control") == "no-store"
+    assert "frame-ancestors 'none'" in form.header("content-security-policy")
+    assert "form-action 'self'" in form.header("content-security-policy")
+    assert form.header("x-content-type-options") == "nosniff"
+    response = browser.send("POST", "/sign-in", form={"csrf": browser.csrf(form), "email": "Ada@Example.test",
+                                                      "password": PASSWORD})
+    assert response.status == 303 and response.header("location") == "/"
+    assert response.header("cache-control") == "no-store"
+    cookie = next(v for v in browser.set_cookie_lines if v.startswith("__Host-bl_session="))
+    name_value, *attributes = [part.strip() for part in cookie.split(";")]
+    assert len(name_value.split("=", 1)[1]) == 43
+    assert {a for a in attributes if not a.startswith("Max-Age=")} == {"Path=/", "Secure", "HttpOnly", "SameSite=Lax"}
+    assert not any(a.lower().startswith("domain") for a in attributes)
+    session = browser.send("GET", "/api/client/v1/session")
+    assert session.status == 200 and session.header("cache-control") == "no-store"
+    body = json.loads(session.body)
+    assert body["account"]["email"] == "ada@example.test"
+    assert sorted(s["slug"] for s in body["schools"]) == ["northfield", "riverside"]
+    account = browser.send("GET", "/account")
+    assert account.status == 200 and account.header("cache-control") == "no-store"
+    assert b"Ada Example" in account.body and b"Administrator" in account.body and b"Web browser" in account.body
+    token = browser.cookies["__Host-bl_session"]
+    out = browser.send("POST", "/sign-out", form={"csrf": browser.csrf(account)})
+    assert out.status == 303 and "__Host-bl_session" not in browser.cookies
+    stale = Browser(web)
+    stale.cookies["__Host-bl_session"] = token
+    assert stale.send("GET", "/api/client/v1/session").status == 401
+    assert stale.send("GET", "/account").header("location") == "/sign-in"
+    actions = [json.loads(line)["action"] for line in admin(web, "audit", "--json").splitlines()]
+    assert "sign_in.succeeded" in actions and actions[-1] == "session.revoked"
+
+
+def test_the_cookie_value_changes_at_sign_in(web):
+    browser = Browser(web)
+    browser.sign_in("ada@example.test")
+    first = browser.cookies["__Host-bl_session"]
+    # Signing in again (another tab's form) while holding a session replaces it.
+    browser.cookies["__Host-bl_csrf"] = "binding-value"
+    form = Browser(web).send("GET", "/sign-in")
+    assert form.status == 200
+    pre = Browser(web)
+    pre_form = pre.send("GET", "/sign-in")
+    pre.cookies["__Host-bl_session"] = first
+    again = pre.send("POST", "/sign-in", form={"csrf": pre.csrf(pre_form), "email": "ada@example.test",
+                                               "password": PASSWORD})
+    assert again.status == 303
+    second = pre.cookies["__Host-bl_session"]
+    assert second != first
+    old = Browser(web)
+    old.cookies["__Host-bl_session"] = first
+    assert old.send("GET", "/api/client/v1/session").status == 401
+
+
+@pytest.mark.parametrize("case", ["cross-origin", "null-origin", "no-origin", "cross-referer", "no-csrf", "wrong-csrf"])
+def test_forged_sign_in_is_refused_and_changes_nothing(web, case):
+    browser = Browser(web)
+    form = browser.send("GET", "/sign-in")
+    fields = {"csrf": browser.csrf(form), "email": "ada@example.test", "password": PASSWORD}
+    headers = {}
+    origin = None
+    if case == "cross-origin":
+        origin = "https://attacker.example"
+    elif case == "null-origin":
+        origin = "null"
+    elif case in ("no-origin", "cross-referer"):
+        origin = ""
+        if case == "cross-referer":
+            headers["Referer"] = "https://attacker.example/page"
+    elif case == "no-csrf":
+        del fields["csrf"]
+    else:
+        fields["csrf"] = "A" * 43
+    before = counts(web)
+    response = browser.send("POST", "/sign-in", form=fields, headers=headers, origin=origin)
+    assert response.status == 403 and response.header("cache-control") == "no-store"
+    assert "__Host-bl_session" not in browser.cookies
+    assert counts(web) == before
+
+
+def test_forged_sign_out_and_revoke_change_nothing(web):
+    browser = Browser(web)
+    browser.sign_in("ada@example.test")
+    account = browser.send("GET", "/account")
+    csrf = browser.csrf(account)
+    before = counts(web)
+    assert browser.send("POST", "/sign-out", form={"csrf": csrf}, origin="https://attacker.example").status == 403
+    assert browser.send("POST", "/sign-out", form={}).status == 403
+    session_id = re.search(rb'name="session" value="([^"]+)"', account.body).group(1).decode()
+    assert browser.send("POST", "/account/sessions/revoke", form={"session": session_id}).status == 403
+    assert browser.send("DELETE", "/api/client/v1/session", origin="https://attacker.example").status == 403
+    assert browser.send("DELETE", "/api/client/v1/session", origin="").status == 403
+    assert counts(web) == before
+    assert browser.send("GET", "/api/client/v1/session").status == 200
+    # The same-origin DELETE from the shell signs out and clears the cookie.
+    deleted = browser.send("DELETE", "/api/client/v1/session")
+    assert deleted.status == 204 and "__Host-bl_session" not in browser.cookies
+
+
+def test_cross_account_live_memberships_and_disabled_accounts(web):
+    ada, bo = Browser(web), Browser(web)
+    ada.sign_in("ada@example.test")
+    bo.sign_in("bo@example.test")
+    ada_schools = {s["slug"] for s in json.loads(ada.send("GET", "/api/client/v1/session").body)["schools"]}
+    bo_schools = {s["slug"] for s in json.loads(bo.send("GET", "/api/client/v1/session").body)["schools"]}
+    assert ada_schools == {"northfield", "riverside"} and bo_schools == {"southgate"}
+    # Bo cannot revoke Ada's session by its ID, and sees only his own devices.
+    ada_ids = [s["id"] for s in json.loads(ada.send("GET", "/api/client/v1/sessions").body)["sessions"]]
+    bo_ids = [s["id"] for s in json.loads(bo.send("GET", "/api/client/v1/sessions").body)["sessions"]]
+    assert not set(ada_ids) & set(bo_ids)
+    assert bo.send("DELETE", f"/api/client/v1/sessions/{ada_ids[0]}").status == 404
+    assert ada.send("GET", "/api/client/v1/session").status == 200
+    admin(web, "member", "revoke", "--email", "ada@example.test", "--school", "riverside")
+    after = {s["slug"] for s in json.loads(ada.send("GET", "/api/client/v1/session").body)["schools"]}
+    assert after == {"northfield"}
+    assert b"Riverside" not in ada.send("GET", "/account").body
+    admin(web, "account", "disable", "--email", "ada@example.test")
+    assert ada.send("GET", "/api/client/v1/session").status == 401
+    assert ada.send("GET", "/account").status == 303
+    assert Browser(web).sign_in("ada@example.test").status == 400
+    assert bo.send("GET", "/api/client/v1/session").status == 200
+
+
+def test_failures_are_indistinguishable_and_nothing_secret_is_ever_written(web):
+    wrong = Browser(web).sign_in("ada@example.test", "not-the-password")
+    unknown = Browser(web).sign_in("nobody@example.test", "not-the-password")
+    assert wrong.status == unknown.status == 400
+
+    def scrub(body):
+        return re.sub(rb'name="csrf" value="[^"]+"', b"", body)
+
+    assert scrub(wrong.body) == scrub(unknown.body)
+    browser = Browser(web)
+    browser.sign_in("ada@example.test")
+    browser.send("GET", "/account")
+    browser.send("GET", "/api/client/v1/sessions")
+    token = browser.cookies["__Host-bl_session"]
+    web.access_log(minimum=8)
+    captured = b"".join(browser.bodies) + web.stdout_path.read_bytes() + web.stderr_path.read_bytes()
+    captured += admin(web, "audit", "--json").encode() + admin(web, "sessions", "list", "--all").encode()
+    for secret in (PASSWORD, "not-the-password", token, hashlib.sha256(token.encode()).hexdigest()):
+        needle = secret.encode()
+        # The session token appears exactly where it must: its own Set-Cookie header.
+        allowed = b"".join(v.encode() for v in browser.set_cookie_lines) if secret == token else b""
+        assert captured.count(needle) == allowed.count(needle), secret[:6]
+
+
+def test_every_private_route_answers_no_store(web, tmp_path):
+    """Walks the served route table (serve --print-routes with the same flags) and requests each route."""
+    listing = subprocess.run([str(binary()), "serve", "--print-routes", "--shell", str(web.shell), "--data",
+                              str(web.data), "--test-routes"], capture_output=True, text=True, timeout=60, env={})
+    assert listing.returncode == 0, listing.stderr
+    routes = [line.split(" ", 2) for line in listing.stdout.splitlines()]
+    assert len(routes) > 20
+    private_prefixes = ("/api/", "/sign-in", "/sign-out", "/account", "/native/")
+    browser = Browser(web)
+    browser.sign_in("ada@example.test")
+    checked = 0
+    for method, pattern, rest in routes:
+        cache_control = rest.rsplit(" ", 1)[0]
+        if pattern.startswith(private_prefixes):
+            assert cache_control == "no-store", f"{method} {pattern} is private but declared {cache_control}"
+        if pattern.startswith("/_test/"):
+            continue
+        path = re.sub(r":\w+", "x", pattern).replace("*", "x")
+        for signed_in in (True, False):
+            response = browser.send(method, path, cookies=signed_in, form={} if method == "POST" else None)
+            if cache_control == "no-store" or response.status >= 400:
+                assert response.header("cache-control") == "no-store", f"{method} {path}: {response.status}"
+            checked += 1
+    assert checked >= 2 * 20
