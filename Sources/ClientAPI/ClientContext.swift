@@ -14,6 +14,10 @@ public struct ClientContext: Sendable {
   let hasher: PasswordHasher
   /// The shell's fingerprinted stylesheet, for the server-rendered pages (nil: unstyled).
   let stylesheet: String?
+  /// Epoch seconds (injectable for tests).
+  let clock: @Sendable () -> Int
+  /// Session answers the loops may send without the pool while the database is unchanged.
+  let sessionCache: SessionCache
 
   /// A context over the database at `path`.
   public init(
@@ -26,6 +30,8 @@ public struct ClientContext: Sendable {
     self.lifetimes = lifetimes
     self.hasher = hasher
     self.stylesheet = stylesheet
+    self.clock = clock
+    sessionCache = SessionCache(databasePath: databasePath)
   }
 }
 
@@ -132,7 +138,7 @@ enum JSONBody {
   {
     Response(
       status: status, headers: [("Content-Type", "application/json; charset=utf-8")] + headers,
-      body: .bytes(Array(body.canonical.utf8)))
+      body: .bytes(body.canonicalBytes))
   }
 
   /// `{"error": code, "message": message}`.

@@ -60,15 +60,58 @@ extension ClientStore {
     guard let row = rows.first else { return nil }
     let record = Self.session(Array(row[0..<8]), revokedAt: nil, reason: nil)
     let account = Self.account(Array(row[8..<12]))
+    return try liveSeenAt(record, account, lifetimes) == nil ? nil : (record, account)
+  }
+
+  /// The live session a token names, its account and the account's live memberships, in one
+  /// statement (one read transaction): what `GET /session` answers. Same rules as `session`.
+  public func sessionView(token: String, lifetimes: SessionLifetimes) throws(StoreError) -> (
+    SessionRecord, Account, [Membership]
+  )? {
+    let rows = try db.query(
+      """
+      SELECT s.id, s.account_id, s.kind, s.platform, s.app_version, s.created_at, s.last_seen_at, s.expires_at,
+             a.id, a.email, a.display_name, a.disabled, sc.id, sc.name, sc.slug, m.role
+      FROM sessions s JOIN accounts a ON a.id = s.account_id
+      LEFT JOIN memberships m ON m.account_id = a.id AND m.revoked_at IS NULL
+      LEFT JOIN schools sc ON sc.id = m.school_id
+      WHERE s.token_digest = ? AND s.revoked_at IS NULL
+      ORDER BY sc.name, sc.id
+      """, [.blob(Secrets.digest(token))])
+    guard let first = rows.first else { return nil }
+    let stored = Self.session(Array(first[0..<8]), revokedAt: nil, reason: nil)
+    let account = Self.account(Array(first[8..<12]))
+    guard let seenAt = try liveSeenAt(stored, account, lifetimes) else { return nil }
+    let record = SessionRecord(
+      id: stored.id, accountID: stored.accountID, kind: stored.kind, platform: stored.platform,
+      appVersion: stored.appVersion, createdAt: stored.createdAt, lastSeenAt: seenAt,
+      expiresAt: stored.expiresAt,
+      revokedAt: nil, revokedReason: nil)
+    let memberships: [Membership] = rows.compactMap { row in
+      guard case .text(let id) = row[12], case .text(let name) = row[13], case .text(let slug) = row[14],
+        case .text(let role) = row[15], let parsed = Role(rawValue: role)
+      else { return nil }
+      return Membership(school: School(id: id, name: name, slug: slug), role: parsed)
+    }
+    return (record, account, memberships)
+  }
+
+  /// Within both lifetimes and the account enabled: then marks the session seen (at most once a
+  /// minute, so that reads rarely write) and returns its last-seen time as now stored; else nil.
+  private func liveSeenAt(_ record: SessionRecord, _ account: Account, _ lifetimes: SessionLifetimes)
+    throws(StoreError) -> Int?
+  {
     let now = clock()
     let idle = record.kind == "native" ? lifetimes.nativeIdle : lifetimes.webIdle
     guard !account.disabled, now < record.expiresAt, now - record.lastSeenAt < idle else { return nil }
-    if now - record.lastSeenAt >= 60 {
-      try db.query(
-        "UPDATE sessions SET last_seen_at = ? WHERE id = ?", [.integer(Int64(now)), .text(record.id)])
-    }
-    return (record, account)
+    guard now - record.lastSeenAt >= ClientStore.seenResolution else { return record.lastSeenAt }
+    try db.query(
+      "UPDATE sessions SET last_seen_at = ? WHERE id = ?", [.integer(Int64(now)), .text(record.id)])
+    return now
   }
+
+  /// How stale `last_seen_at` may be, in seconds: reads write it at most this often.
+  public static let seenResolution = 60
 
   /// Revokes one session at once.
   public func revokeSession(id: String, reason: String, actor: String) throws(StoreError) {

@@ -85,11 +85,29 @@ public struct PasswordHasher: Sendable {
     return String(decoding: encoded.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
   }
 
+  /// An encoded hash with these parameters, a random salt and a random digest: it matches no
+  /// password, yet verifying against it costs exactly one real verification. Made without hashing
+  /// (so without touching `memoryKiB` of memory) for the unknown-email path.
+  public func decoy() -> String {
+    func base64(_ bytes: [UInt8]) -> String {  // Argon2's encoding: standard alphabet, no padding
+      Secrets.base64url(bytes).map { $0 == "-" ? "+" : $0 == "_" ? "/" : $0 }.reduce(into: "") {
+        $0.append($1)
+      }
+    }
+    return "$argon2id$v=19$m=\(memoryKiB),t=\(timeCost),p=\(parallelism)$\(base64(Secrets.randomBytes(16)))$"
+      + base64(Secrets.randomBytes(32))
+  }
+
   /// Whether `password` matches `encoded` (false for any malformed hash).
   public func verify(_ password: String, against encoded: String) -> Bool {
+    verifyStatus(password, against: encoded) == ARGON2_OK.rawValue
+  }
+
+  /// libargon2's answer: `ARGON2_OK`, `ARGON2_VERIFY_MISMATCH` after a full computation, or a
+  /// decoding error before any work.
+  func verifyStatus(_ password: String, against encoded: String) -> Int32 {
     let pwd = Array(password.utf8)
-    return pwd.withUnsafeBytes { p in argon2id_verify(encoded, p.baseAddress, pwd.count) == ARGON2_OK.rawValue
-    }
+    return pwd.withUnsafeBytes { p in argon2id_verify(encoded, p.baseAddress, pwd.count) }
   }
 
   /// Whether `encoded` was made with weaker parameters than these (rehash at the next sign-in).

@@ -6,9 +6,9 @@ import LinkAssoc
 /// token or the web session cookie. Pooled: each worker thread reads through its own connection.
 public struct SessionAPI: Sendable {
   let context: ClientContext
-  /// The parts of every answer that only the snapshot decides, built once.
-  let deploymentJSON: JSONValue
-  let capabilitiesJSON: JSONValue
+  /// The parts of every answer that only the snapshot decides, serialised once.
+  let deploymentJSON: [UInt8]
+  let capabilitiesJSON: [UInt8]
 
   /// The endpoints over `context`.
   public init(_ context: ClientContext) {
@@ -16,17 +16,21 @@ public struct SessionAPI: Sendable {
     let deployment = context.deployment
     var capabilities: [String: JSONValue] = [:]
     for name in Capabilities.names { capabilities[name] = .bool(deployment.capabilities[name]) }
-    capabilitiesJSON = .object(capabilities)
-    deploymentJSON = .object([
-      "environment": .string(deployment.environment.rawValue), "label": .string(deployment.label),
-    ])
+    capabilitiesJSON = JSONValue.object(capabilities).canonicalBytes
+    deploymentJSON =
+      JSONValue.object([
+        "environment": .string(deployment.environment.rawValue), "label": .string(deployment.label),
+      ]).canonicalBytes
   }
 
   /// The routes: all private (`no-store`) and pooled (they read the database).
   public var routes: [Route] {
     [
-      Route(.get, "/api/client/v1/session", cacheClass: .private, execution: .pooled) { request in
-        authenticated(request, mutating: false) { signed, _, _ in try sessionBody(signed) }
+      Route(
+        .get, "/api/client/v1/session", cacheClass: .private, execution: .pooled,
+        fastPath: { request in cachedSession(request) }
+      ) { request in
+        readSession(request)
       },
       Route(.delete, "/api/client/v1/session", cacheClass: .private, execution: .pooled) { request in
         authenticated(request, mutating: true) { signed, store, credential in
@@ -65,6 +69,21 @@ public struct SessionAPI: Sendable {
     _ body: (Signed, ClientStore, Credential) throws -> Response
   ) -> Response {
     let credential = Credential(request)
+    if let refusal = precheck(request, credential, mutating: mutating) { return refusal }
+    do {
+      let store = try context.store()
+      guard let signed = try context.signed(credential, store) else {
+        return Self.unauthorized(error: "invalid_token")
+      }
+      return try body(signed, store, credential)
+    } catch {
+      return ClientContext.storeFailure(error, html: false)
+    }
+  }
+
+  /// The answers decided before the store is read: no or malformed credentials (401), an app
+  /// below its platform's minimum (426), a cookie-authenticated change from another origin (403).
+  func precheck(_ request: Request, _ credential: Credential, mutating: Bool) -> Response? {
     switch credential {
     case .none: return Self.unauthorized(error: nil)  // RFC 6750 §3: no error attribute
     case .malformed: return Self.unauthorized(error: "invalid_request")
@@ -82,37 +101,78 @@ public struct SessionAPI: Sendable {
           "This change must come from a Band Licence page (same-origin Origin header).")
       }
     }
+    return nil
+  }
+
+  /// `GET /session` on the loop: the answers that need no store (401 without credentials, 426),
+  /// and cache hits; nil sends the request to the pool.
+  func cachedSession(_ request: Request) -> Response? {
+    let credential = Credential(request)
+    if let refusal = precheck(request, credential, mutating: false) { return refusal }
+    guard let token = credential.token,
+      let body = context.sessionCache.body(for: Secrets.digest(token), now: context.clock())
+    else { return nil }
+    return Self.sessionResponse(body)
+  }
+
+  /// `GET /session` on the pool: one statement reads the session, the account and its live
+  /// memberships; the answer is cached, stamped with the database's state before the read.
+  func readSession(_ request: Request) -> Response {
+    let credential = Credential(request)
+    if let refusal = precheck(request, credential, mutating: false) { return refusal }
     do {
-      let store = try context.store()
-      guard let signed = try context.signed(credential, store) else {
-        return Self.unauthorized(error: "invalid_token")
+      guard let token = credential.token else { return Self.unauthorized(error: "invalid_token") }
+      let stamp = context.sessionCache.stampBeforeRead()
+      guard
+        let (session, account, memberships) = try context.store().sessionView(
+          token: token, lifetimes: context.lifetimes)
+      else { return Self.unauthorized(error: "invalid_token") }
+      let body = sessionBody(account, memberships)
+      if let stamp {
+        let lifetimes = context.lifetimes
+        let idle = session.kind == "native" ? lifetimes.nativeIdle : lifetimes.webIdle
+        let validUntil = min(session.expiresAt, session.lastSeenAt + min(idle, ClientStore.seenResolution))
+        context.sessionCache.store(body, for: Secrets.digest(token), stamp: stamp, validUntil: validUntil)
       }
-      return try body(signed, store, credential)
+      return Self.sessionResponse(body)
     } catch {
       return ClientContext.storeFailure(error, html: false)
     }
   }
 
-  func sessionBody(_ signed: Signed) throws(StoreError) -> Response {
-    let store = try context.store()
-    let schools: [JSONValue] = try store.memberships(accountID: signed.account.id).map { m in
-      .object([
-        "id": .string(m.school.id), "name": .string(m.school.name), "slug": .string(m.school.slug),
-        "role": .string(m.role.rawValue),
-      ])
+  static func sessionResponse(_ body: [UInt8]) -> Response {
+    Response(status: .ok, headers: [("Content-Type", "application/json; charset=utf-8")], body: .bytes(body))
+  }
+
+  /// Exactly the contract's fields (client-api-v1.md, "Session"), written straight to bytes in
+  /// canonical order (the same text `JSONValue.canonical` gives; a test holds them equal).
+  func sessionBody(_ account: Account, _ memberships: [Membership]) -> [UInt8] {
+    var out: [UInt8] = []
+    out.reserveCapacity(320 + memberships.count * 128)
+    out += #"{"account":{"displayName":"#.utf8
+    JSONValue.appendString(account.displayName, to: &out)
+    out += #","email":"#.utf8
+    JSONValue.appendString(account.email, to: &out)
+    out += #","id":"#.utf8
+    JSONValue.appendString(account.id, to: &out)
+    out += #"},"capabilities":"#.utf8
+    out += capabilitiesJSON
+    out += #","deployment":"#.utf8
+    out += deploymentJSON
+    out += #","schools":["#.utf8
+    for (i, m) in memberships.enumerated() {
+      out += (i == 0 ? #"{"id":"# : #",{"id":"#).utf8
+      JSONValue.appendString(m.school.id, to: &out)
+      out += #","name":"#.utf8
+      JSONValue.appendString(m.school.name, to: &out)
+      out += #","role":"#.utf8
+      JSONValue.appendString(m.role.rawValue, to: &out)
+      out += #","slug":"#.utf8
+      JSONValue.appendString(m.school.slug, to: &out)
+      out += "}".utf8
     }
-    let account = signed.account
-    return JSONBody.response(
-      .ok,
-      .object([
-        "account": .object([
-          "id": .string(account.id), "displayName": .string(account.displayName),
-          "email": .string(account.email),
-        ]),
-        "schools": .array(schools),
-        "deployment": deploymentJSON,
-        "capabilities": capabilitiesJSON,
-      ]))
+    out += "]}".utf8
+    return out
   }
 
   static func device(_ session: SessionRecord, current: Bool) -> JSONValue {

@@ -18,7 +18,7 @@ public struct WebPages: Sendable {
   /// The pages over `context`.
   public init(_ context: ClientContext) {
     self.context = context
-    decoyHash = context.hasher.hash(Secrets.token())
+    decoyHash = context.hasher.decoy()
   }
 
   public var routes: [Route] {

@@ -271,17 +271,23 @@ struct ConnectionMachine<Clock: EdgeClock> {
       var request = request
       request.parameters = parameters
       request.client = client
+      let answer: Response
       if route.execution == .pooled {
-        inFlight = InFlight(
-          method: request.method, path: request.path, cacheClass: route.cacheClass,
-          headOnly: headOnly || getForHead,
-          connection: connection, started: now)
-        state = .handling
-        readDeadline = .never
-        return Dispatch(request: request, route: route)
+        guard let fast = route.fastPath?(request) else {
+          inFlight = InFlight(
+            method: request.method, path: request.path, cacheClass: route.cacheClass,
+            headOnly: headOnly || getForHead,
+            connection: connection, started: now)
+          state = .handling
+          readDeadline = .never
+          return Dispatch(request: request, route: route)
+        }
+        answer = fast
+      } else {
+        answer = route.respond(to: request)
       }
       emit(
-        route.respond(to: request), cacheClass: route.cacheClass, headOnly: headOnly || getForHead,
+        answer, cacheClass: route.cacheClass, headOnly: headOnly || getForHead,
         connection: connection, method: request.method, path: request.path, started: now, context: &context)
     case .methodNotAllowed(let allow):
       emit(

@@ -17,16 +17,20 @@ public struct Route: Sendable {
   public let cacheClass: CacheClass
   public let execution: Execution
   public let handler: Handler
+  /// For a pooled route: an answer the loop may give at once without blocking (a cache hit), or
+  /// nil to hand the request to the pool as usual.
+  public let fastPath: (@Sendable (Request) -> Response?)?
 
-  /// A route computed per request.
+  /// A route computed per request; a pooled one may have a non-blocking `fastPath`.
   public init(
     _ method: HTTPMethod, _ pattern: String, cacheClass: CacheClass, execution: Execution = .inline,
-    handler: @escaping @Sendable (Request) -> Response
+    fastPath: (@Sendable (Request) -> Response?)? = nil, handler: @escaping @Sendable (Request) -> Response
   ) {
     self.method = method
     self.pattern = pattern
     self.cacheClass = cacheClass
     self.execution = execution
+    self.fastPath = execution == .pooled ? fastPath : nil
     self.handler = .dynamic(handler)
   }
 
@@ -36,6 +40,7 @@ public struct Route: Sendable {
     self.pattern = pattern
     self.cacheClass = cacheClass
     self.execution = .inline
+    self.fastPath = nil
     self.handler = .fixed(PrebuiltResponse(response, cacheClass: cacheClass))
   }
 

@@ -15,9 +15,9 @@ public struct LinkFiles: Sendable {
 
   /// The files for `deployment`.
   public init(_ deployment: Deployment) {
-    apple = Array(Self.appleFile(deployment).canonical.utf8)
-    android = Array(Self.androidFile(deployment).canonical.utf8)
-    clientConfig = Array(Self.clientConfigDocument(deployment).canonical.utf8)
+    apple = Self.appleFile(deployment).canonicalBytes
+    android = Self.androidFile(deployment).canonicalBytes
+    clientConfig = Self.clientConfigDocument(deployment).canonicalBytes
   }
 
   /// applinks.details with each app ID and one component per approved path, and webcredentials

@@ -12,6 +12,7 @@ struct SessionFixture {
   let pages: WebPages
   let router: Router
   let clock: TestClock
+  let path: String
 
   init() throws {
     let (store, clock, path) = try makeStore()
@@ -21,6 +22,7 @@ struct SessionFixture {
     let deployment = try DeploymentLoader.load(environment: [:], configPath: config.path).get()
     self.store = store
     self.clock = clock
+    self.path = path
     var hasher = PasswordHasher()
     hasher.memoryKiB = 1024  // cheap for tests; rehash-on-sign-in is tested with the real parameters
     hasher.timeCost = 1
@@ -39,7 +41,16 @@ struct SessionFixture {
     }
     var request = request
     request.parameters = parameters
+    if let fast = route.fastPath?(request) { return fast }  // as the loop does
     return route.respond(to: request)
+  }
+
+  /// Whether the loop would answer `GET /session` for `token` without the pool.
+  func answeredOnLoop(_ token: String) -> Bool {
+    guard case .found(let route, _, _) = router.match(.get, "/api/client/v1/session") else { return false }
+    return route.fastPath?(
+      Request(method: .get, target: "/api/client/v1/session", headers: [("Authorization", "Bearer \(token)")])
+    ) != nil
   }
 
   func signedIn(_ email: String, schools: [(String, Role)] = []) throws -> String {
@@ -60,6 +71,11 @@ struct SessionFixture {
       method: method, target: "/api/client/v1/session", headers: [("Host", "a")] + auth + headers)
     return send(request)
   }
+}
+
+extension Response.Body {
+  /// The bytes of a `.bytes` body.
+  var bytes: [UInt8]? { if case .bytes(let b) = self { b } else { nil } }
 }
 
 func body(_ response: Response) throws -> [String: Any] {
@@ -111,6 +127,73 @@ struct SessionAPITests {
     // A disabled account gets 401 at once.
     _ = try f.store.setDisabled(email: "bo@example.test", true, actor: "test")
     #expect(f.call(.get, token: bo).status == .unauthorized)
+  }
+
+  @Test(
+    "the hand-written session body is the canonical JSON of the contract's object",
+    arguments: [0, 1, 2])
+  func canonicalBody(schools: Int) throws {
+    let f = try SessionFixture()
+    let account = Account(
+      id: "acc_x", email: "q\"uote@example.test", displayName: "Zoë \\ \u{1}Tab\t", disabled: false)
+    let memberships = (0..<schools).map {
+      Membership(school: School(id: "sch_\($0)", name: "School \"\($0)\"", slug: "s\($0)"), role: .readOnly)
+    }
+    let expected = JSONValue.object([
+      "account": .object([
+        "id": .string(account.id), "displayName": .string(account.displayName),
+        "email": .string(account.email),
+      ]),
+      "schools": .array(
+        memberships.map {
+          .object([
+            "id": .string($0.school.id), "name": .string($0.school.name), "slug": .string($0.school.slug),
+            "role": .string($0.role.rawValue),
+          ])
+        }),
+      "deployment": .object(["environment": .string("development"), "label": .string("Development")]),
+      "capabilities": try JSONValue.parse(f.api.capabilitiesJSON),
+    ]).canonical
+    #expect(String(decoding: f.api.sessionBody(account, memberships), as: UTF8.self) == expected)
+  }
+
+  @Test("cached answers: served on the loop only while nothing was written and the session is fresh")
+  func cache() throws {
+    let f = try SessionFixture()
+    _ = try f.store.createSchool(name: "Northfield Primary", slug: "northfield", actor: "test")
+    let ada = try f.signedIn("ada@example.test", schools: [("northfield", .teacher)])
+    let bo = try f.signedIn("bo@example.test")
+    #expect(!f.answeredOnLoop(ada), "nothing cached yet")
+    let first = f.call(.get, token: ada)
+    #expect(f.answeredOnLoop(ada))
+    #expect(!f.answeredOnLoop(bo), "one person's entry never answers another token")
+    let cached = try #require(
+      f.send(
+        Request(method: .get, target: "/api/client/v1/session", headers: [("Authorization", "Bearer \(ada)")])
+      ).body.bytes)
+    #expect(cached == first.body.bytes)
+    // Any commit, by any connection, invalidates: here an unrelated account's change.
+    _ = try f.store.setDisabled(email: "bo@example.test", true, actor: "test")
+    #expect(!f.answeredOnLoop(ada))
+    _ = f.call(.get, token: ada)
+    #expect(f.answeredOnLoop(ada))
+    try f.store.revokeMember(email: "ada@example.test", schoolSlug: "northfield", actor: "test")
+    #expect(!f.answeredOnLoop(ada))
+    #expect((try body(f.call(.get, token: ada))["schools"] as? [Any])?.isEmpty == true)
+    // The last-seen resolution bounds an entry's life, so reads keep marking the session seen.
+    #expect(f.answeredOnLoop(ada))
+    f.clock.advance(ClientStore.seenResolution)
+    #expect(!f.answeredOnLoop(ada))
+    // That read marks the session seen (a write, so its own answer is stale at once); the next fills.
+    _ = f.call(.get, token: ada)
+    #expect(!f.answeredOnLoop(ada))
+    _ = f.call(.get, token: ada)
+    #expect(f.answeredOnLoop(ada))
+    // A session revoked from another connection (another process, the CLI) ends at once.
+    let other = try ClientStore(path: f.path, clock: f.clock.read)
+    _ = try other.revokeSessions(.account(email: "ada@example.test"), reason: "test", actor: "cli")
+    #expect(!f.answeredOnLoop(ada))
+    #expect(f.call(.get, token: ada).status == .unauthorized)
   }
 
   @Test("DELETE revokes the presented session at once")

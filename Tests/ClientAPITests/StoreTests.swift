@@ -157,6 +157,18 @@ struct PasswordTests {
     #expect(hasher.hash("same") != hasher.hash("same"), "a fresh salt every time")
   }
 
+  @Test("the decoy for unknown emails decodes with the current parameters and matches nothing")
+  func decoy() {
+    let hasher = PasswordHasher()
+    let decoy = hasher.decoy()
+    #expect(decoy.hasPrefix("$argon2id$v=19$m=19456,t=2,p=1$"))
+    #expect(!hasher.needsRehash(decoy))
+    // VERIFY_MISMATCH (-35) comes only after the full Argon2id computation; a decoding error would
+    // return at once and make unknown emails faster than known ones.
+    #expect(hasher.verifyStatus("anything", against: decoy) == -35)
+    #expect(hasher.decoy() != decoy)
+  }
+
   @Test("weaker parameters ask for a rehash")
   func rehash() {
     let hasher = PasswordHasher()

@@ -16,6 +16,10 @@ struct Harness {
       Route(.post, "/echo", cacheClass: .private) { r in .text(.ok, String(decoding: r.body, as: UTF8.self))
       },
       Route(.get, "/slow", cacheClass: .private, execution: .pooled) { _ in .text(.ok, "slow") },
+      Route(
+        .get, "/cached", cacheClass: .private, execution: .pooled,
+        fastPath: { r in r.headers["x-hit"] == nil ? nil : .text(.ok, "from the loop") }
+      ) { _ in .text(.ok, "from the pool") },
     ])
     machine = ConnectionMachine(clock: clock, limits: limits, client: "127.0.0.1:5000")
     context = ConnectionContext(router: router, log: AccessLog(enabled: true))
@@ -89,6 +93,18 @@ struct ConnectionMachineTests {
     let slow = out.range(of: "\r\n\r\nslow")!.lowerBound
     let after = out.range(of: "echo after")!.lowerBound
     #expect(slow < after)
+  }
+
+  @Test("a pooled route's fast path answers on the loop when it can, else the pool does")
+  func fastPath() {
+    var h = Harness()
+    let hit = h.send("GET /cached HTTP/1.1\r\nHost: a\r\nX-Hit: 1\r\n\r\n")
+    #expect(hit.dispatch == nil)
+    let out = h.drainOutput().text
+    #expect(out.hasSuffix("\r\n\r\nfrom the loop") && out.contains("Cache-Control: no-store\r\n"))
+    let miss = h.send("GET /cached HTTP/1.1\r\nHost: a\r\n\r\n")
+    #expect(miss.dispatch?.request.path == "/cached")
+    #expect(h.machine.state == .handling)
   }
 
   @Test("HEAD is answered by GET without content but with its Content-Length")

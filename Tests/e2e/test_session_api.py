@@ -89,3 +89,27 @@ def test_concurrent_reads_on_the_pool():
         assert failures == []
     finally:
         server.stop()
+
+
+def test_answers_served_from_the_loop_see_every_write_at_once():
+    """After a few reads the answer comes from the loop's cache; a write by another process (here
+    Python's sqlite3, not band-edge code) must still show in the very next answer."""
+    server = Server()
+    try:
+        token = add_session(server, "ada@example.test", [("northfield", "teacher"), ("riverside", "administrator")])
+        auth = {"Authorization": f"Bearer {token}"}
+        for _ in range(3):
+            assert len(json.loads(fetch(server, "/api/client/v1/session", auth).body)["schools"]) == 2
+        db = sqlite3.connect(server.data / "band-edge.sqlite")
+        with db:
+            db.execute("UPDATE memberships SET revoked_at = 1 WHERE school_id = 'sch_riverside'")
+        assert [s["slug"] for s in json.loads(fetch(server, "/api/client/v1/session", auth).body)["schools"]] == [
+            "northfield"]
+        for _ in range(3):
+            assert fetch(server, "/api/client/v1/session", auth).status == 200
+        with db:
+            db.execute("UPDATE accounts SET disabled = 1")
+        assert fetch(server, "/api/client/v1/session", auth).status == 401
+        db.close()
+    finally:
+        server.stop()

@@ -1,0 +1,170 @@
+import CSQLite
+import Edge
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The database's WAL-index header, as a value: SQLite rewrites it at every commit, by any
+/// connection of any process (its `iChange` field counts commits; sqlite.org/walformat.html §2.1).
+/// Two equal stamps mean no write happened between them.
+struct WALStamp: Equatable {
+  var words: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64)
+
+  static func == (a: WALStamp, b: WALStamp) -> Bool {
+    a.words.0 == b.words.0 && a.words.1 == b.words.1 && a.words.2 == b.words.2 && a.words.3 == b.words.3
+      && a.words.4 == b.words.4 && a.words.5 == b.words.5
+  }
+}
+
+/// Reads the WAL-index header of a database from its `-shm` file, mapped read-only.
+///
+/// It holds its own SQLite connection open for as long as it lives: while any connection has the
+/// WAL index open, SQLite never truncates or reinitialises the `-shm` file, so the mapping stays
+/// valid. The header is written by SQLite (in this or another process) as two copies, the second
+/// first; a read that finds them different is a write in progress and counts as "changed".
+// Safe to share unchecked: `connection` is used only in init and deinit; `header` points at a
+// read-only shared mapping that lives until deinit, when no other reference can exist. Reads of
+// memory another process writes may tear; a torn read makes the copies differ, which is answered
+// as "changed" (a cache miss), never as "unchanged".
+final class WALWatch: @unchecked Sendable {
+  private let connection: OpaquePointer
+  private let mapping: UnsafeMutableRawPointer
+  private static let length = 4096
+
+  /// A watch on the database at `path`, or nil when its WAL index cannot be mapped.
+  init?(databasePath path: String) {
+    var handle: OpaquePointer? = nil
+    guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK,
+      let handle
+    else {
+      sqlite3_close(handle)
+      return nil
+    }
+    // A read opens the WAL index (and takes SQLite's shared lock on it) for this connection's life.
+    guard sqlite3_exec(handle, "SELECT count(*) FROM sqlite_master", nil, nil, nil) == SQLITE_OK else {
+      sqlite3_close(handle)
+      return nil
+    }
+    let fd = open(path + "-shm", O_RDONLY | O_CLOEXEC)
+    var info = stat()
+    guard fd >= 0, fstat(fd, &info) == 0, info.st_size >= Self.length,
+      let mapped = mmap(nil, Self.length, PROT_READ, MAP_SHARED, fd, 0), mapped != MAP_FAILED
+    else {
+      if fd >= 0 { close(fd) }
+      sqlite3_close(handle)
+      return nil
+    }
+    close(fd)
+    connection = handle
+    mapping = mapped
+  }
+
+  deinit {
+    munmap(mapping, Self.length)
+    sqlite3_close(connection)
+  }
+
+  /// The header now, or nil while a writer is between its two copies.
+  func stamp() -> WALStamp? {
+    atomicMemoryFence(ordering: .acquiring)
+    let first = Self.read(mapping)
+    let second = Self.read(mapping + 48)
+    atomicMemoryFence(ordering: .acquiring)
+    return first == second ? first : nil
+  }
+
+  private static func read(_ p: UnsafeMutableRawPointer) -> WALStamp {
+    let r = UnsafeRawPointer(p)
+    return WALStamp(
+      words: (
+        r.loadUnaligned(fromByteOffset: 0, as: UInt64.self),
+        r.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
+        r.loadUnaligned(fromByteOffset: 16, as: UInt64.self),
+        r.loadUnaligned(fromByteOffset: 24, as: UInt64.self),
+        r.loadUnaligned(fromByteOffset: 32, as: UInt64.self),
+        r.loadUnaligned(fromByteOffset: 40, as: UInt64.self)
+      ))
+  }
+}
+
+/// Session answers the loop may send without the pool: each entry is the exact body the store
+/// gave for a token digest, valid only while the database has not been written since it was read
+/// (any commit anywhere — a revoked session or membership, a disabled account — invalidates every
+/// entry at once) and while the session's lifetimes and last-seen resolution allow.
+final class SessionCache: Sendable {
+  struct Key: Hashable {
+    let a: UInt64, b: UInt64, c: UInt64, d: UInt64
+
+    init(_ digest: [UInt8]) {
+      func word(_ i: Int) -> UInt64 { digest[i..<i + 8].reduce(0) { $0 << 8 | UInt64($1) } }
+      (a, b, c, d) = (word(0), word(8), word(16), word(24))
+    }
+  }
+
+  struct Entry {
+    let body: [UInt8]
+    let stamp: WALStamp
+    /// The session stays answerable until the first of these instants (epoch seconds).
+    let validUntil: Int
+  }
+
+  private enum Watch {
+    case notYet
+    case ready(WALWatch)
+    case unavailable
+  }
+
+  private struct State {
+    var watch = Watch.notYet
+    var entries: [Key: Entry] = [:]
+  }
+
+  private let state = Mutex(State())
+  private let databasePath: String
+  /// Most entries kept; when full, all are dropped (each is one cheap store read to refill).
+  let capacity: Int
+
+  init(databasePath: String, capacity: Int = 4096) {
+    self.databasePath = databasePath
+    self.capacity = capacity
+  }
+
+  /// The cached body for `digest` if the database is unchanged since it was read and `now` is
+  /// before its end; never blocks (a lookup under a short lock).
+  func body(for digest: [UInt8], now: Int) -> [UInt8]? {
+    state.withLock { state in
+      guard case .ready(let watch) = state.watch, let entry = state.entries[Key(digest)],
+        now < entry.validUntil,
+        let stamp = watch.stamp(), stamp == entry.stamp
+      else { return nil }
+      return entry.body
+    }
+  }
+
+  /// The stamp to take before a store read whose answer will be cached (on a pool thread; opens
+  /// the watch on first use, so a server that never reads sessions never loads it).
+  func stampBeforeRead() -> WALStamp? {
+    let current: WALWatch? = state.withLock { state in
+      if case .ready(let watch) = state.watch { return watch }
+      return nil
+    }
+    if let current { return current.stamp() }
+    guard state.withLock({ if case .notYet = $0.watch { true } else { false } }) else { return nil }
+    let made = WALWatch(databasePath: databasePath)
+    return state.withLock { state in
+      if case .notYet = state.watch { state.watch = made.map { .ready($0) } ?? .unavailable }
+      guard case .ready(let watch) = state.watch else { return nil }
+      return watch.stamp()
+    }
+  }
+
+  /// Keeps `body` for `digest`, read at `stamp`, answerable until `validUntil`.
+  func store(_ body: [UInt8], for digest: [UInt8], stamp: WALStamp, validUntil: Int) {
+    state.withLock { state in
+      if state.entries.count >= capacity { state.entries.removeAll(keepingCapacity: true) }
+      state.entries[Key(digest)] = Entry(body: body, stamp: stamp, validUntil: validUntil)
+    }
+  }
+}
