@@ -22,7 +22,7 @@ public struct ClientContext: Sendable {
   /// A context over the database at `path`.
   public init(
     databasePath: String, deployment: Deployment, lifetimes: SessionLifetimes,
-    hasher: PasswordHasher = PasswordHasher(), stylesheet: String? = nil,
+    hasher: PasswordHasher = PasswordHasher(), stylesheet: String? = nil, sessionCacheEntries: Int = 4096,
     clock: @escaping @Sendable () -> Int
   ) {
     stores = ThreadLocal { try ClientStore(path: databasePath, clock: clock) }
@@ -31,7 +31,7 @@ public struct ClientContext: Sendable {
     self.hasher = hasher
     self.stylesheet = stylesheet
     self.clock = clock
-    sessionCache = SessionCache(databasePath: databasePath)
+    sessionCache = SessionCache(databasePath: databasePath, capacity: sessionCacheEntries)
   }
 }
 

@@ -71,11 +71,15 @@ public enum Migrations {
     }
     var applied: [Int] = []
     for number in (current + 1)...max(current + 1, target) where number <= target {
-      try database.transaction { () throws(StoreError) in
+      // Checked again under the write lock: another process starting at the same moment may have
+      // applied this step already.
+      let ran = try database.transaction { () throws(StoreError) -> Bool in
+        guard try version(of: database) == number - 1 else { return false }
         try database.execute(steps[number - 1])
         try database.execute("PRAGMA user_version = \(number)")
+        return true
       }
-      applied.append(number)
+      if ran { applied.append(number) }
     }
     return applied
   }

@@ -1,5 +1,9 @@
 import CSQLite
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// Why the store failed. The message is for operators and logs; clients get a generic 500.
 public struct StoreError: Error, CustomStringConvertible, Sendable {
   public let description: String
@@ -22,7 +26,19 @@ public final class SQLiteDatabase {
       throw StoreError("cannot open database \(path): \(message)")
     }
     sqlite3_busy_timeout(handle, 5000)
-    try execute("PRAGMA journal_mode = WAL")
+    // Switching a new file to WAL needs a moment alone with it, and SQLite answers BUSY at once
+    // (without its busy handler) when another process is doing the same: retry for up to 5 s.
+    var attempts = 0
+    while true {
+      do {
+        try execute("PRAGMA journal_mode = WAL")
+        break
+      } catch {
+        attempts += 1
+        guard attempts < 500, sqlite3_errcode(handle) == SQLITE_BUSY else { throw error }
+        usleep(10_000)
+      }
+    }
     try execute("PRAGMA synchronous = NORMAL")
     try execute("PRAGMA foreign_keys = ON")
   }

@@ -123,7 +123,8 @@ final class SessionCache: Sendable {
 
   private let state = Mutex(State())
   private let databasePath: String
-  /// Most entries kept; when full, all are dropped (each is one cheap store read to refill).
+  /// Most entries kept; when full, all are dropped (each is one cheap store read to refill). 0 turns
+  /// the cache off: every read goes to the pool.
   let capacity: Int
 
   init(databasePath: String, capacity: Int = 4096) {
@@ -134,7 +135,8 @@ final class SessionCache: Sendable {
   /// The cached body for `digest` if the database is unchanged since it was read and `now` is
   /// before its end; never blocks (a lookup under a short lock).
   func body(for digest: [UInt8], now: Int) -> [UInt8]? {
-    state.withLock { state in
+    guard capacity > 0 else { return nil }
+    return state.withLock { state in
       guard case .ready(let watch) = state.watch, let entry = state.entries[Key(digest)],
         now < entry.validUntil,
         let stamp = watch.stamp(), stamp == entry.stamp
@@ -146,6 +148,7 @@ final class SessionCache: Sendable {
   /// The stamp to take before a store read whose answer will be cached (on a pool thread; opens
   /// the watch on first use, so a server that never reads sessions never loads it).
   func stampBeforeRead() -> WALStamp? {
+    guard capacity > 0 else { return nil }
     let current: WALWatch? = state.withLock { state in
       if case .ready(let watch) = state.watch { return watch }
       return nil

@@ -47,6 +47,8 @@ enum ServeCommand {
       --web-session-lifetime S    web session ends after this long in all (default 604800, 7 days)
       --native-session-idle S     native session ends after this long unused (default 2592000, 30 days)
       --native-session-lifetime S native session ends after this long in all (default 15552000, 180 days)
+      --session-cache-entries N   GET /session answers the loops keep while the database is unchanged
+                                  (default 4096; 0 sends every read to the pool)
 
     Inspecting:
       --print-routes          print the route table (method, path, cache class, execution) and exit
@@ -69,6 +71,7 @@ enum ServeCommand {
     var givenLimits: Set<String> = []
     var lifetimes = SessionLifetimes()
     var printRoutes = false
+    var sessionCacheEntries = 4096
     while let word = arguments.next() {
       let (flag, inline) = split(word)
       func value() throws(UsageError) -> String { try arguments.value(of: flag, inline: inline) }
@@ -117,6 +120,8 @@ enum ServeCommand {
         lifetimes.nativeIdle = try Arguments.integer(value(), flag, min: 1, max: 1 << 31)
       case "--native-session-lifetime":
         lifetimes.nativeAbsolute = try Arguments.integer(value(), flag, min: 1, max: 1 << 31)
+      case "--session-cache-entries":
+        sessionCacheEntries = try Arguments.integer(value(), flag, min: 0, max: 1_000_000)
       case "--test-routes": testRoutes = true
       case "--print-routes": printRoutes = true
       case "--shell": shellDirectory = try value()
@@ -170,7 +175,7 @@ enum ServeCommand {
     do {
       router = try snapshot(
         deployment: deployment, shellDirectory: shellDirectory, databasePath: databasePath,
-        lifetimes: lifetimes, testRoutes: testRoutes)
+        lifetimes: lifetimes, sessionCacheEntries: sessionCacheEntries, testRoutes: testRoutes)
     } catch {
       fail("\(error)")
       return 1
@@ -184,7 +189,9 @@ enum ServeCommand {
     }
     let server = Server(configuration: configuration, router: router)
     // The reload hook reads fixed values.
-    let (shellPath, withTestRoutes, sessionLifetimes) = (shellDirectory, testRoutes, lifetimes)
+    let (shellPath, withTestRoutes, sessionLifetimes, cacheEntries) = (
+      shellDirectory, testRoutes, lifetimes, sessionCacheEntries
+    )
     do {
       return try server.run(
         onListening: { _ in
@@ -206,7 +213,7 @@ enum ServeCommand {
             do {
               let router = try snapshot(
                 deployment: next, shellDirectory: shellPath, databasePath: databasePath,
-                lifetimes: sessionLifetimes, testRoutes: withTestRoutes)
+                lifetimes: sessionLifetimes, sessionCacheEntries: cacheEntries, testRoutes: withTestRoutes)
               Log.event(
                 "info", "deployment",
                 [("environment", next.environment.rawValue), ("origin", next.origin), ("label", next.label)])
@@ -226,7 +233,7 @@ enum ServeCommand {
   /// Everything one configuration serves: health, the shell, the link files and /config.
   static func snapshot(
     deployment: Deployment, shellDirectory: String, databasePath: String, lifetimes: SessionLifetimes,
-    testRoutes: Bool
+    sessionCacheEntries: Int, testRoutes: Bool
   ) throws -> Router {
     let shell = try ShellCatalog.load(directory: shellDirectory, lastModified: Int(time(nil)))
     let files = LinkFiles(deployment)
@@ -235,7 +242,8 @@ enum ServeCommand {
     }
     let client = ClientContext(
       databasePath: databasePath, deployment: deployment, lifetimes: lifetimes,
-      stylesheet: shell.manifest.entries.first { $0.source == "styles.css" }?.path, clock: { Int(time(nil)) })
+      stylesheet: shell.manifest.entries.first { $0.source == "styles.css" }?.path,
+      sessionCacheEntries: sessionCacheEntries, clock: { Int(time(nil)) })
     return try Router(
       EdgeRoutes.health() + shell.routes + files.routes(maxAge: deployment.linkFileMaxAge)
         + SessionAPI(client).routes + WebPages(client).routes + (testRoutes ? EdgeRoutes.testing() : []))

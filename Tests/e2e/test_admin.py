@@ -49,3 +49,13 @@ def test_demo_data_only_in_development_and_password_shown_once(tmp_path):
     assert again.stdout == "demo data is already there\n" and password not in again.stdout
     emails = {e["subject"] for e in map(json.loads, admin(tmp_path, "audit", "--json").stdout.splitlines())}
     assert all(not s or s.startswith(("acc_", "sch_")) for s in emails)
+
+
+def test_two_processes_migrating_a_new_database_at_once_both_succeed(tmp_path):
+    """Several instances may start together on one database: each step is re-checked under the lock."""
+    for attempt in range(5):
+        data = tmp_path / f"d{attempt}"
+        processes = [subprocess.Popen([str(binary()), "admin", "--data", str(data), "migrate"], stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True, env={}) for _ in range(3)]
+        results = [(p.wait(timeout=60), p.stderr.read()) for p in processes]
+        assert all(code == 0 for code, _ in results), results

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 UNITS = {"us": 1e-3, "ms": 1.0, "s": 1000.0}
-NAMES = {"edge": "band-edge", "nginx": "nginx", "h2o": "h2o"}
+NAMES = {"edge": "band-edge", "edge-nocache": "be-uncached", "nginx": "nginx", "h2o": "h2o"}
 
 
 def parse(path: Path) -> dict:
