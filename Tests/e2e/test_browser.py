@@ -172,7 +172,7 @@ def test_sign_in_through_the_form_sign_out_and_nothing_private_is_cached(browser
     server = Server()
     try:
         add_account(server, "ada@example.test", "Ada Example", [("northfield", "teacher"), ("riverside", "administrator")])
-        browser.get(server.url("/").replace("127.0.0.1", "localhost"))
+        browser.get(server.url("/"))
         assert wait_for_worker(browser) == "activated"
         WebDriverWait(browser, 10).until(lambda d: d.find_element(By.ID, "signed-out").is_displayed())
         browser.find_element(By.LINK_TEXT, "Sign in").click()
@@ -216,13 +216,13 @@ def test_server_rendered_pages_are_accessible(browser, path):
     server = Server()
     try:
         add_account(server, "ada@example.test", "Ada Example", [("northfield", "teacher")])
-        browser.get(server.url("/sign-in").replace("127.0.0.1", "localhost"))
+        browser.get(server.url("/sign-in"))
         if path == "/account":
             browser.find_element(By.ID, "email").send_keys("ada@example.test")
             browser.find_element(By.ID, "password").send_keys(PASSWORD)
             browser.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
             WebDriverWait(browser, 10).until(lambda d: d.current_url.endswith("/"))
-            browser.get(server.url("/account").replace("127.0.0.1", "localhost"))
+            browser.get(server.url("/account"))
             assert browser.find_element(By.TAG_NAME, "h1").text == "Your account"
         WebDriverWait(browser, 10).until(lambda d: d.execute_script("return document.readyState") == "complete")
         assert browser.find_element(By.CSS_SELECTOR, ".deployment").text == "Development"
