@@ -37,6 +37,14 @@ extension ClientStore {
     }
   }
 
+  /// Replaces an account's password hash with one made with the current parameters.
+  public func upgradeHash(accountID: String, to hash: String) throws(StoreError) {
+    try db.transaction { () throws(StoreError) in
+      try db.query("UPDATE accounts SET password_hash = ? WHERE id = ?", [.text(hash), .text(accountID)])
+      try audit(actor: accountID, action: "account.password_rehashed", subject: accountID)
+    }
+  }
+
   /// Revokes `sessionID` only if it is a live session of `accountID`; false (and nothing changed)
   /// otherwise, so that nobody can revoke another person's session by guessing its ID.
   public func revokeOwnSession(id: String, accountID: String, reason: String) throws(StoreError) -> Bool {

@@ -11,17 +11,22 @@ struct HTMLPage {
   /// frame or post elsewhere; no referrer leaves the site. `same-origin` rather than `no-referrer`:
   /// under `no-referrer` browsers send `Origin: null` with our own form posts (Fetch §3.1), which
   /// the same-origin check must refuse. The native callback page (which sees codes) will send none.
-  static let securityHeaders: [(name: String, value: String)] = [
-    (
-      "Content-Security-Policy",
-      "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; "
-        + "base-uri 'none'"
-    ),
-    ("Referrer-Policy", "same-origin"),
-    ("X-Content-Type-Options", "nosniff"),
-    ("Permissions-Policy", "camera=(), microphone=(), geolocation=()"),
-    ("Cross-Origin-Opener-Policy", "same-origin"),
-  ]
+  static let securityHeaders = headers(referrerPolicy: "same-origin")
+
+  /// The security headers with `referrerPolicy` (`no-referrer` on the page that sees codes).
+  static func headers(referrerPolicy: String) -> [(name: String, value: String)] {
+    [
+      (
+        "Content-Security-Policy",
+        "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; "
+          + "base-uri 'none'"
+      ),
+      ("Referrer-Policy", referrerPolicy),
+      ("X-Content-Type-Options", "nosniff"),
+      ("Permissions-Policy", "camera=(), microphone=(), geolocation=()"),
+      ("Cross-Origin-Opener-Policy", "same-origin"),
+    ]
+  }
 
   /// Appends markup written here (never text from a request: use `text`).
   mutating func html(_ markup: String) { body += markup }
@@ -31,7 +36,8 @@ struct HTMLPage {
 
   /// The page as a response.
   func response(
-    _ status: Status, context: ClientContext, headers: [(name: String, value: String)] = []
+    _ status: Status, context: ClientContext, headers: [(name: String, value: String)] = [],
+    referrerPolicy: String = "same-origin"
   ) -> Response {
     let deployment = context.deployment
     let production = deployment.environment == .production
@@ -49,7 +55,8 @@ struct HTMLPage {
     page += "</header>\n<main id=\"main\">\n" + body + "</main>\n</body>\n</html>\n"
     return Response(
       status: status,
-      headers: [("Content-Type", "text/html; charset=utf-8")] + Self.securityHeaders + headers,
+      headers: [("Content-Type", "text/html; charset=utf-8")] + Self.headers(referrerPolicy: referrerPolicy)
+        + headers,
       body: .bytes(Array(page.utf8)))
   }
 

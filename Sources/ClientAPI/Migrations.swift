@@ -53,6 +53,31 @@ public enum Migrations {
       detail TEXT
     );
     """,
+    // 3: native sign-in handoffs (codes stored as digests; the replayable answer sealed under a key
+    // only the real client's verifier gives), lockout per email digest, account deletion.
+    """
+    CREATE TABLE handoffs (
+      code_digest BLOB PRIMARY KEY,
+      account_id TEXT NOT NULL REFERENCES accounts(id),
+      challenge TEXT NOT NULL,
+      state TEXT NOT NULL,
+      platform TEXT NOT NULL,
+      app_version TEXT NOT NULL,
+      created_at INTEGER NOT NULL,
+      expires_at INTEGER NOT NULL,
+      used_at INTEGER,
+      idempotency_digest BLOB,
+      request_digest BLOB,
+      session_id TEXT,
+      sealed_token BLOB
+    );
+    CREATE TABLE sign_in_failures (
+      email_digest BLOB PRIMARY KEY,
+      failures INTEGER NOT NULL,
+      locked_until INTEGER NOT NULL DEFAULT 0
+    );
+    ALTER TABLE accounts ADD COLUMN deleted_at INTEGER;
+    """,
   ]
 
   /// The schema version this build writes.

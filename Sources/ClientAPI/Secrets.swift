@@ -47,6 +47,14 @@ public enum Secrets {
     return out
   }
 
+  /// SHA-256 of raw bytes.
+  public static func digest(bytes: [UInt8]) -> [UInt8] {
+    var out = [UInt8](repeating: 0, count: 32)
+    var input = bytes
+    _ = input.withUnsafeMutableBufferPointer { SHA256($0.baseAddress, $0.count, &out) }
+    return out
+  }
+
   /// Constant-time equality (CRYPTO_memcmp) for secrets compared in memory, such as CSRF tokens.
   public static func equal(_ a: [UInt8], _ b: [UInt8]) -> Bool {
     guard a.count == b.count else { return false }

@@ -94,25 +94,36 @@ public struct WebPages: Sendable {
       return signInForm(request, status: .badRequest, message: "Enter your email address and your password.")
     }
     let store = try context.store()
-    let found = try store.account(email: email)
-    // One Argon2id verification whether or not the account exists (same work, same timing).
-    let matches = context.hasher.verify(password, against: found?.passwordHash ?? decoyHash)
-    guard let (account, hash) = found, matches, !account.disabled else {
-      try store.recordSignInFailure(accountID: found?.0.id)
-      return signInForm(
-        request, status: .badRequest,
-        message:
-          "That email address and password do not match an account that can sign in. Check them and try again."
-      )
+    guard let (account, upgradedHash) = try checkPassword(email: email, password: password, store: store)
+    else {
+      return signInForm(request, status: .badRequest, message: Self.failureMessage)
     }
     let token = Secrets.token()
     _ = try store.signIn(
-      accountID: account.id, token: token, replacing: Credential(request).token,
-      upgradedHash: context.hasher.needsRehash(hash) ? context.hasher.hash(password) : nil,
+      accountID: account.id, token: token, replacing: Credential(request).token, upgradedHash: upgradedHash,
       lifetimes: context.lifetimes)
     return Self.redirect(
       "/",
       cookie: WebSecurity.setCookie(WebSecurity.sessionCookie, token, maxAge: context.lifetimes.webAbsolute))
+  }
+
+  /// The one sentence for every failed sign-in: it never says whether the email exists.
+  static let failureMessage =
+    "That email address and password do not match an account that can sign in. Check them and try again."
+
+  /// The account whose password this is, and a new hash when the stored one's parameters are
+  /// old; nil (audited) otherwise. Exactly one Argon2id verification whether or not the account
+  /// exists (an unknown email is checked against the decoy), so failures cost the same.
+  func checkPassword(email: String, password: String, store: ClientStore) throws(StoreError) -> (
+    Account, upgradedHash: String?
+  )? {
+    let found = try store.account(email: email)
+    let matches = context.hasher.verify(password, against: found?.passwordHash ?? decoyHash)
+    guard let (account, hash) = found, matches, !account.disabled else {
+      try store.recordSignInFailure(accountID: found?.0.id)
+      return nil
+    }
+    return (account, context.hasher.needsRehash(hash) ? context.hasher.hash(password) : nil)
   }
 
   // MARK: sign out, account, revoke

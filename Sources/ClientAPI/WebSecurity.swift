@@ -65,8 +65,14 @@ public enum WebSecurity {
     guard let type = request.headers["content-type"],
       type.split(separator: ";").first.map({ $0.lowercased() == "application/x-www-form-urlencoded" }) == true
     else { return nil }
+    return fields(request.body)
+  }
+
+  /// `name=value&...` pairs, percent-decoded (`+` is a space); nil when not UTF-8 or a name
+  /// repeats (a repeated parameter is ambiguous, so it is refused rather than guessed).
+  public static func fields<C: Collection<UInt8>>(_ bytes: C) -> [String: String]? {
     var fields: [String: String] = [:]
-    for pair in request.body.split(separator: UInt8(ascii: "&")) {
+    for pair in Array(bytes).split(separator: UInt8(ascii: "&")) {
       let parts = pair.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
       guard let name = percentDecode(parts[0]), let value = percentDecode(parts.count > 1 ? parts[1] : []),
         fields[name] == nil

@@ -246,7 +246,8 @@ enum ServeCommand {
       sessionCacheEntries: sessionCacheEntries, clock: { Int(time(nil)) })
     return try Router(
       EdgeRoutes.health() + shell.routes + files.routes(maxAge: deployment.linkFileMaxAge)
-        + SessionAPI(client).routes + WebPages(client).routes + (testRoutes ? EdgeRoutes.testing() : []))
+        + SessionAPI(client).routes + WebPages(client).routes + NativeSignIn(client).routes
+        + (testRoutes ? EdgeRoutes.testing() : []))
   }
 
   private static func apply(limit key: String, value: Double, to configuration: inout ServerConfiguration) {

@@ -26,7 +26,10 @@ struct MigrationTests {
     let (db, _) = try temporaryDatabase()
     #expect(try Migrations.apply(to: db) == Array(1...Migrations.latest))
     #expect(try Migrations.version(of: db) == Migrations.latest)
-    #expect(try tables(db) == ["accounts", "audit_events", "memberships", "schools", "sessions"])
+    #expect(
+      try tables(db) == [
+        "accounts", "audit_events", "handoffs", "memberships", "schools", "sessions", "sign_in_failures",
+      ])
     #expect(try Migrations.apply(to: db) == [], "a second start applies nothing")
   }
 

@@ -1,0 +1,296 @@
+import Edge
+import LinkAssoc
+
+/// The parameters a native app opens `/native/sign-in` with, validated as a whole before anything
+/// is shown (client-api-v1.md, "Native sign-in handoff", step 2).
+struct HandoffParameters: Equatable {
+  let state: String
+  let challenge: String
+  let platform: String
+  let appVersion: String
+
+  /// The parameters in `fields`, or the sentence that says what is wrong with them.
+  static func parse(_ fields: [String: String]?, deployment: Deployment) -> Result<HandoffParameters, Refusal>
+  {
+    guard let fields else {
+      return .failure(Refusal("The sign-in link is malformed (a parameter is repeated or not UTF-8)."))
+    }
+    if fields["redirect_uri"] != nil || fields["return_to"] != nil {
+      return .failure(
+        Refusal("The sign-in link names a return address; the app's address is fixed by the server."))
+    }
+    guard deployment.capabilities["nativeSignIn"] else {
+      return .failure(Refusal("Signing in from the app is turned off for now. Please try again later."))
+    }
+    guard fields["code_challenge_method"] == "S256" else {
+      return .failure(Refusal("The sign-in link must use code_challenge_method=S256."))
+    }
+    guard let challenge = fields["code_challenge"], PKCE.validChallenge(challenge) else {
+      return .failure(Refusal("The sign-in link's code_challenge must be 43 base64url characters."))
+    }
+    guard let state = fields["state"], PKCE.validState(state) else {
+      return .failure(Refusal("The sign-in link's state must be 16 to 512 URL-safe characters."))
+    }
+    guard let platform = fields["platform"], platform == "ios" || platform == "android" else {
+      return .failure(Refusal("The sign-in link's platform must be ios or android."))
+    }
+    guard let appVersion = fields["app_version"], PKCE.validAppVersion(appVersion) else {
+      return .failure(Refusal("The sign-in link's app_version must look like 1.4 or 1.4.0."))
+    }
+    let minimum = platform == "ios" ? deployment.minimumIOSVersion : deployment.minimumAndroidVersion
+    guard ClientStore.compareVersions(appVersion, minimum) >= 0 else {
+      return .failure(
+        Refusal("This version of the app is too old. Please update the app, then sign in again."))
+    }
+    return .success(
+      HandoffParameters(state: state, challenge: challenge, platform: platform, appVersion: appVersion))
+  }
+
+  /// Why a sign-in link was refused, in a sentence for the person holding the phone.
+  struct Refusal: Error, Equatable {
+    let message: String
+    init(_ message: String) { self.message = message }
+  }
+
+  /// The hidden fields that carry the parameters through the form.
+  var hiddenFields: String {
+    [
+      ("state", state), ("code_challenge", challenge), ("code_challenge_method", "S256"),
+      ("platform", platform),
+      ("app_version", appVersion),
+    ].map { "<input type=\"hidden\" name=\"\($0.0)\" value=\"\(HTMLPage.escape($0.1))\">\n" }.joined()
+  }
+}
+
+/// `GET/POST /native/sign-in`, `GET /native/callback` and `POST /api/client/v1/native/exchange`:
+/// the system-browser handoff with PKCE S256 (client-api-v1.md, "Native sign-in handoff").
+public struct NativeSignIn: Sendable {
+  let context: ClientContext
+  let pages: WebPages
+  let api: SessionAPI
+  /// Largest exchange body accepted (it holds five short strings).
+  static let maxExchangeBytes = 4096
+
+  public init(_ context: ClientContext) {
+    self.context = context
+    pages = WebPages(context)
+    api = SessionAPI(context)
+  }
+
+  public var routes: [Route] {
+    [
+      Route(.get, "/native/sign-in", cacheClass: .private, execution: .pooled) { request in
+        pages.guarded { try page(request) }
+      },
+      Route(.post, "/native/sign-in", cacheClass: .private, execution: .pooled) { request in
+        pages.guarded { try submit(request) }
+      },
+      Route(.get, "/native/callback", cacheClass: .private, fixed: callbackPage),
+      Route(.post, "/api/client/v1/native/exchange", cacheClass: .private, execution: .pooled) { request in
+        exchange(request)
+      },
+    ]
+  }
+
+  // MARK: the browser side
+
+  func page(_ request: Request) throws(StoreError) -> Response {
+    let query = request.query.map { Array($0.utf8) } ?? []
+    switch HandoffParameters.parse(WebSecurity.fields(query), deployment: context.deployment) {
+    case .failure(let refusal): return refused(refusal)
+    case .success(let parameters):
+      let signed = try context.signed(Credential(request), try context.store())
+      return form(request, parameters, signedIn: signed?.account, status: .ok, message: nil)
+    }
+  }
+
+  func submit(_ request: Request) throws(StoreError) -> Response {
+    if let refusal = pages.refusal(request, binding: WebSecurity.cookie(WebSecurity.csrfCookie, in: request))
+    {
+      return refusal
+    }
+    let fields = WebSecurity.form(request)
+    let parameters: HandoffParameters
+    switch HandoffParameters.parse(fields, deployment: context.deployment) {
+    case .failure(let refusal): return refused(refusal)
+    case .success(let parsed): parameters = parsed
+    }
+    let fields_ = fields ?? [:]
+    let store = try context.store()
+    let origin = context.deployment.origin
+    if fields_["action"] == "cancel" {
+      return WebPages.redirect("\(origin)/native/callback?error=access_denied&state=\(parameters.state)")
+    }
+    let account: Account
+    if fields_["action"] == "continue" {
+      guard let signed = try context.signed(Credential(request), store) else {
+        return form(
+          request, parameters, signedIn: nil, status: .badRequest,
+          message: "Your browser session has ended. Please sign in.")
+      }
+      account = signed.account
+    } else {
+      let email = fields_["email"] ?? ""
+      let password = fields_["password"] ?? ""
+      guard !email.isEmpty, !password.isEmpty, email.utf8.count <= WebPages.maxEmailBytes,
+        password.utf8.count <= WebPages.maxPasswordBytes
+      else {
+        return form(
+          request, parameters, signedIn: nil, status: .badRequest,
+          message: "Enter your email address and your password.")
+      }
+      guard
+        let (found, upgradedHash) = try pages.checkPassword(email: email, password: password, store: store)
+      else {
+        return form(request, parameters, signedIn: nil, status: .badRequest, message: WebPages.failureMessage)
+      }
+      if let upgradedHash { try store.upgradeHash(accountID: found.id, to: upgradedHash) }
+      account = found
+    }
+    let code = try store.createHandoff(
+      accountID: account.id, challenge: parameters.challenge, state: parameters.state,
+      platform: parameters.platform,
+      appVersion: parameters.appVersion, lifetime: context.deployment.handoffLifetimeSeconds)
+    // Built from configuration only: the origin is the deployment's, never a request's.
+    return WebPages.redirect("\(origin)/native/callback?code=\(code)&state=\(parameters.state)")
+  }
+
+  func form(
+    _ request: Request, _ parameters: HandoffParameters, signedIn: Account?, status: Status, message: String?
+  ) -> Response {
+    var headers: [(name: String, value: String)] = []
+    let binding: String
+    if let existing = WebSecurity.cookie(WebSecurity.csrfCookie, in: request) {
+      binding = existing
+    } else {
+      binding = Secrets.token()
+      headers.append(("Set-Cookie", WebSecurity.setCookie(WebSecurity.csrfCookie, binding, maxAge: 86400)))
+    }
+    let csrf = "<input type=\"hidden\" name=\"csrf\" value=\"\(WebSecurity.csrfToken(binding: binding))\">\n"
+    let app = parameters.platform == "ios" ? "iPhone or iPad app" : "Android app"
+    var page = HTMLPage(title: "Sign in to the app")
+    page.html("<h1>Sign in to the Band Licence app</h1>\n<p>You are signing in to the \(app).</p>\n")
+    if let message {
+      page.html("<p class=\"error\" role=\"alert\">")
+      page.text(message)
+      page.html("</p>\n")
+    }
+    if let signedIn {
+      page.html("<form method=\"post\" action=\"/native/sign-in\">\n" + csrf + parameters.hiddenFields)
+      page.html("<input type=\"hidden\" name=\"action\" value=\"continue\">\n")
+      page.html("<button class=\"button\" type=\"submit\">Continue as ")
+      page.text(signedIn.displayName)
+      page.html("</button>\n</form>\n<h2>Or sign in as someone else</h2>\n")
+    }
+    page.html(
+      "<form class=\"form\" method=\"post\" action=\"/native/sign-in\">\n" + csrf + parameters.hiddenFields)
+    page.html("<label for=\"email\">Email</label>\n")
+    page.html(
+      "<input id=\"email\" name=\"email\" type=\"text\" inputmode=\"email\" autocomplete=\"username\" "
+        + "autocapitalize=\"none\" spellcheck=\"false\" required maxlength=\"254\">\n")
+    page.html("<label for=\"password\">Password</label>\n")
+    page.html(
+      "<input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"current-password\" required>\n"
+    )
+    page.html("<button class=\"button\" type=\"submit\">Sign in</button>\n</form>\n")
+    page.html("<form method=\"post\" action=\"/native/sign-in\">\n" + csrf + parameters.hiddenFields)
+    page.html("<input type=\"hidden\" name=\"action\" value=\"cancel\">\n")
+    page.html("<button class=\"link\" type=\"submit\">Cancel and return to the app</button>\n</form>\n")
+    return page.response(status, context: context, headers: headers)
+  }
+
+  func refused(_ refusal: HandoffParameters.Refusal) -> Response {
+    var page = HTMLPage(title: "This sign-in link cannot be used")
+    page.html("<h1>This sign-in link cannot be used</h1>\n<p>")
+    page.text(refusal.message)
+    page.html("</p>\n<p>Return to the app and start signing in again.</p>\n")
+    return page.response(.badRequest, context: context)
+  }
+
+  /// Shown when the callback opens in a browser (the app is not installed, or the link was not
+  /// handed to it). It never repeats the code and sends no referrer.
+  var callbackPage: Response {
+    var page = HTMLPage(title: "Return to the app")
+    page.html("<h1>Return to the Band Licence app</h1>\n")
+    page.html("<p>To finish signing in, open the Band Licence app on this device. ")
+    page.html(
+      "If the app is not installed, install it from the App Store or Google Play, then sign in again from the app.</p>\n"
+    )
+    return page.response(.ok, context: context, referrerPolicy: "no-referrer")
+  }
+
+  // MARK: the exchange
+
+  func exchange(_ request: Request) -> Response {
+    let pragma: [(name: String, value: String)] = [("Pragma", "no-cache")]
+    guard
+      request.headers["content-type"]?.split(separator: ";").first.map({
+        $0.trimmingPrefix(" ").lowercased() == "application/json"
+      }) == true
+    else {
+      return JSONBody.error(
+        .unsupportedMediaType, "unsupported_media_type", "Send the exchange as application/json.",
+        headers: pragma)
+    }
+    guard request.body.count <= Self.maxExchangeBytes else {
+      return JSONBody.error(
+        .contentTooLarge, "request_too_large", "The exchange body is too large.", headers: pragma)
+    }
+    guard context.deployment.capabilities["nativeSignIn"] else {
+      return JSONBody.error(
+        .forbidden, "native_sign_in_disabled", "Signing in from the app is turned off for now.",
+        headers: pragma)
+    }
+    guard case .object(let body)? = try? JSONValue.parse(request.body),
+      case .string(let code)? = body["code"], case .string(let verifier)? = body["codeVerifier"],
+      case .string(let state)? = body["state"], case .string(let platform)? = body["platform"],
+      case .string(let appVersion)? = body["appVersion"]
+    else {
+      return JSONBody.error(
+        .badRequest, "invalid_request",
+        "The body must be a JSON object with code, codeVerifier, state, platform and appVersion as strings.",
+        headers: pragma)
+    }
+    if platform == "ios" || platform == "android", PKCE.validAppVersion(appVersion) {
+      let minimum =
+        platform == "ios" ? context.deployment.minimumIOSVersion : context.deployment.minimumAndroidVersion
+      if ClientStore.compareVersions(appVersion, minimum) < 0 {
+        return JSONBody.response(
+          .upgradeRequired,
+          .object([
+            "error": .string("app_version_unsupported"), "minimumVersion": .string(minimum),
+            "message": .string("Please update the app to continue."),
+          ]), headers: pragma)
+      }
+    }
+    do {
+      let store = try context.store()
+      let outcome = try store.exchange(
+        ExchangeRequest(
+          code: code, codeVerifier: verifier, state: state, platform: platform, appVersion: appVersion,
+          idempotencyKey: request.headers["idempotency-key"], bodyDigest: Secrets.digest(bytes: request.body)),
+        lifetimes: context.lifetimes)
+      guard case .granted(let token, let session) = outcome,
+        let (_, account, memberships) = try store.sessionView(token: token, lifetimes: context.lifetimes)
+      else {
+        return JSONBody.error(
+          .badRequest, "invalid_grant",
+          "This sign-in cannot be completed. Start signing in again from the app.",
+          headers: pragma)
+      }
+      var out: [UInt8] = []
+      out += #"{"expiresAt":"#.utf8
+      JSONValue.appendString(Timestamp.iso8601(session.expiresAt), to: &out)
+      out += #","session":"#.utf8
+      out += api.sessionBody(account, memberships)
+      out += #","sessionToken":"#.utf8
+      JSONValue.appendString(token, to: &out)
+      out += #","tokenType":"Bearer"}"#.utf8
+      return Response(
+        status: .ok, headers: [("Content-Type", "application/json; charset=utf-8")] + pragma,
+        body: .bytes(out))
+    } catch {
+      return ClientContext.storeFailure(error, html: false)
+    }
+  }
+}

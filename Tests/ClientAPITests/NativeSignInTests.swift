@@ -1,0 +1,184 @@
+import Edge
+import Foundation
+import LinkAssoc
+import Testing
+
+@testable import ClientAPI
+
+@Suite("PKCE and handoff parameters")
+struct PKCETests {
+  @Test("RFC 7636 Appendix B: the verifier hashes to the challenge")
+  func appendixB() {
+    let verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+    #expect(PKCE.challenge(forVerifier: verifier) == "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM")
+    #expect(PKCE.matches(verifier: verifier, challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"))
+    #expect(!PKCE.matches(verifier: verifier + "x", challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"))
+  }
+
+  @Test(
+    "verifiers: 43 to 128 unreserved characters",
+    arguments: [
+      (String(repeating: "a", count: 43), true), (String(repeating: "a", count: 42), false),
+      (String(repeating: "a", count: 128), true), (String(repeating: "a", count: 129), false),
+      (String(repeating: "A", count: 40) + "-._~", true), (String(repeating: "a", count: 42) + "+", false),
+      (String(repeating: "a", count: 42) + "/", false), (String(repeating: "a", count: 42) + "é", false),
+    ])
+  func verifiers(text: String, valid: Bool) { #expect(PKCE.validVerifier(text) == valid) }
+
+  @Test(
+    "challenges: exactly 43 base64url characters",
+    arguments: [
+      ("E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM", true),
+      ("E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-c", false),
+      ("E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM=", false),
+      ("E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw+cM", false),
+      ("E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw.cM", false),
+    ])
+  func challenges(text: String, valid: Bool) { #expect(PKCE.validChallenge(text) == valid) }
+
+  @Test(
+    "states: 16 to 512 URL-safe characters",
+    arguments: [
+      (String(repeating: "s", count: 16), true), (String(repeating: "s", count: 15), false),
+      (String(repeating: "s", count: 512), true), (String(repeating: "s", count: 513), false),
+      ("abcdefghijklmno&", false), ("abcdefghijklmno ", false), ("abcdefghijklmn~_", true),
+    ])
+  func states(text: String, valid: Bool) { #expect(PKCE.validState(text) == valid) }
+
+  @Test(
+    "app versions: MAJOR.MINOR[.PATCH]",
+    arguments: [
+      ("1.4", true), ("1.4.0", true), ("1", false), ("1.4.0.1", false), ("1..4", false), ("1.4-beta", false),
+      ("v1.4", false), ("", false), ("1234567.0", false),
+    ])
+  func versions(text: String, valid: Bool) { #expect(PKCE.validAppVersion(text) == valid) }
+
+  static let good: [String: String] = [
+    "state": "state-0123456789abcdef", "code_challenge": "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+    "code_challenge_method": "S256", "platform": "ios", "app_version": "1.4.0",
+  ]
+
+  @Test(
+    "every refusal of a sign-in link",
+    arguments: [
+      ("code_challenge_method", nil), ("code_challenge_method", "plain"), ("code_challenge", "short"),
+      ("state", "short"), ("platform", "windows"), ("app_version", "1.3.9"), ("app_version", "one"),
+      ("redirect_uri", "https://elsewhere.example/"), ("return_to", "/x"),
+    ] as [(String, String?)])
+  func refusals(name: String, value: String?) throws {
+    var fields = Self.good
+    fields[name] = value
+    let deployment = try deployment()
+    guard case .failure = HandoffParameters.parse(fields, deployment: deployment) else {
+      Issue.record("\(name)=\(value ?? "nil") was accepted")
+      return
+    }
+    guard case .success = HandoffParameters.parse(Self.good, deployment: deployment) else {
+      Issue.record("the good parameters were refused")
+      return
+    }
+  }
+
+  func deployment() throws -> Deployment {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pkce-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    let config = directory.appendingPathComponent("config.json")
+    try #"{"minimumAppVersion": {"ios": "1.4.0", "android": "1.0.0"}}"#.write(
+      to: config, atomically: true, encoding: .utf8)
+    return try DeploymentLoader.load(environment: [:], configPath: config.path).get()
+  }
+
+  @Test("a sealed answer opens only with the same verifier's key and unaltered")
+  func seal() throws {
+    let key = Seal.key(verifier: String(repeating: "v", count: 43))
+    let box = try #require(Seal.seal(Array("token".utf8), key: key))
+    #expect(Seal.open(box, key: key) == Array("token".utf8))
+    #expect(Seal.open(box, key: Seal.key(verifier: String(repeating: "w", count: 43))) == nil)
+    var altered = box
+    altered[14] ^= 1
+    #expect(Seal.open(altered, key: key) == nil)
+    #expect(!box.contains(Array("token".utf8)))
+  }
+}
+
+@Suite("Native handoff exchange (store)")
+struct HandoffStoreTests {
+  let verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+  let challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+
+  func setUp() throws -> (ClientStore, TestClock, String) {
+    let (store, clock, _) = try makeStore()
+    let account = try store.createAccount(
+      email: "ada@example.test", displayName: "Ada", passwordHash: "x", actor: "t")
+    let code = try store.createHandoff(
+      accountID: account.id, challenge: challenge, state: "state-0123456789abcdef", platform: "ios",
+      appVersion: "1.4.0", lifetime: 120)
+    return (store, clock, code)
+  }
+
+  func request(
+    _ code: String, verifier: String? = nil, state: String = "state-0123456789abcdef", key: String? = "k1"
+  )
+    -> ExchangeRequest
+  {
+    let verifier = verifier ?? self.verifier
+    return ExchangeRequest(
+      code: code, codeVerifier: verifier, state: state, platform: "ios", appVersion: "1.4.0",
+      idempotencyKey: key,
+      bodyDigest: Secrets.digest(code + verifier + state))
+  }
+
+  @Test("the first exchange grants a native session; the code is then used up")
+  func grant() throws {
+    let (store, _, code) = try setUp()
+    guard
+      case .granted(let token, let session) = try store.exchange(request(code), lifetimes: SessionLifetimes())
+    else {
+      Issue.record("refused")
+      return
+    }
+    #expect(session.kind == "native" && session.platform == "ios" && session.appVersion == "1.4.0")
+    #expect(try store.session(token: token, lifetimes: SessionLifetimes()) != nil)
+    // An identical retry (same key, same body) gets the same session back, token and all.
+    #expect(
+      try store.exchange(request(code), lifetimes: SessionLifetimes())
+        == .granted(token: token, session: session))
+    // A different key is a replay: refused, and the session it issued is revoked.
+    #expect(try store.exchange(request(code, key: "k2"), lifetimes: SessionLifetimes()) == .invalidGrant)
+    #expect(try store.session(token: token, lifetimes: SessionLifetimes()) == nil)
+    #expect(try store.auditEvents().contains { $0.action == "handoff.replayed" })
+  }
+
+  @Test("wrong verifier, state or expired code: invalid_grant, and the code is used up")
+  func refusals() throws {
+    for variant in 0..<4 {
+      let (store, clock, code) = try setUp()
+      let first: ExchangeRequest
+      switch variant {
+      case 0: first = request(code, verifier: String(repeating: "x", count: 43))
+      case 1: first = request(code, state: "state-0123456789abcdeX")
+      case 2:
+        clock.advance(120)
+        first = request(code)
+      default: first = request(Secrets.token())
+      }
+      #expect(try store.exchange(first, lifetimes: SessionLifetimes()) == .invalidGrant)
+      // Then the right request: still refused (used up), except for an unknown code's real one.
+      let right = try store.exchange(request(code, key: "k9"), lifetimes: SessionLifetimes())
+      #expect((right == .invalidGrant) == (variant != 3), "variant \(variant)")
+    }
+  }
+
+  @Test("the database never holds the code or the token in clear")
+  func nothingInClear() throws {
+    let (store, _, code) = try setUp()
+    guard case .granted(let token, _) = try store.exchange(request(code), lifetimes: SessionLifetimes())
+    else {
+      Issue.record("refused")
+      return
+    }
+    let rows = try store.db.query("SELECT * FROM handoffs") + (try store.db.query("SELECT * FROM sessions"))
+    let text = "\(rows)"
+    #expect(!text.contains(code) && !text.contains(token))
+  }
+}
