@@ -18,11 +18,19 @@ public struct ClientContext: Sendable {
   let clock: @Sendable () -> Int
   /// Session answers the loops may send without the pool while the database is unchanged.
   let sessionCache: SessionCache
+  /// Attempts per client address at `POST /sign-in` and `POST /native/sign-in` together.
+  let signInLimiter: RateLimiter
+  /// Attempts per client address at the native exchange.
+  let exchangeLimiter: RateLimiter
+  /// Peers whose `X-Forwarded-For` is believed.
+  let trustedProxies: Set<String>
 
   /// A context over the database at `path`.
   public init(
     databasePath: String, deployment: Deployment, lifetimes: SessionLifetimes,
     hasher: PasswordHasher = PasswordHasher(), stylesheet: String? = nil, sessionCacheEntries: Int = 4096,
+    signInLimit: RateLimit = RateLimit(burst: 20, perMinute: 30),
+    exchangeLimit: RateLimit = RateLimit(burst: 20, perMinute: 60), trustedProxies: Set<String> = [],
     clock: @escaping @Sendable () -> Int
   ) {
     stores = ThreadLocal { try ClientStore(path: databasePath, clock: clock) }
@@ -32,6 +40,9 @@ public struct ClientContext: Sendable {
     self.stylesheet = stylesheet
     self.clock = clock
     sessionCache = SessionCache(databasePath: databasePath, capacity: sessionCacheEntries)
+    signInLimiter = RateLimiter(signInLimit)
+    exchangeLimiter = RateLimiter(exchangeLimit)
+    self.trustedProxies = trustedProxies
   }
 }
 
@@ -104,6 +115,19 @@ extension ClientContext {
     if html { return Response.text(.internalServerError, message + "\n") }
     return JSONBody.response(
       .internalServerError, .object(["error": .string("internal_error"), "message": .string(message)]))
+  }
+}
+
+extension ClientContext {
+  /// The loop-side check of a limited route: nil to go on to the pool, else the `429` (with
+  /// `Retry-After` in whole seconds) that `refusal` builds from the wait.
+  func limited(_ request: Request, by limiter: RateLimiter, refusal: (Int) -> Response) -> Response? {
+    guard let wait = limiter.take(ClientAddress.of(request, trustedProxies: trustedProxies)) else {
+      return nil
+    }
+    var response = refusal(wait)
+    response.add("Retry-After", String(wait))
+    return response
   }
 }
 

@@ -1,10 +1,54 @@
+/// The lockout schedule.
+public enum Lockout {
+  /// Failures in a row before the first lock.
+  public static let threshold = 5
+  /// The first lock, and the longest.
+  public static let first = 60
+  public static let longest = 15 * 60
+
+  /// When an email with `failures` in a row is locked until (0: not locked).
+  public static func lockedUntil(failures: Int, now: Int) -> Int {
+    guard failures >= threshold else { return 0 }
+    let doublings = min(failures - threshold, 10)
+    return now + min(first << doublings, longest)
+  }
+}
+
 extension ClientStore {
   /// Records a failed sign-in. The subject is the account when one exists; the typed email is not
-  /// kept (people type passwords into the email field).
-  public func recordSignInFailure(accountID: String?) throws(StoreError) {
+  /// kept (people type passwords into the email field), only its digest counts failures: after
+  /// `Lockout.threshold` in a row the email is locked for 1 minute, doubling with each further
+  /// failure up to 15 minutes (client-api-v1.md, "Credentials, lockout, rate limits").
+  public func recordSignInFailure(accountID: String?, email: String) throws(StoreError) {
+    let digest = Secrets.digest(Self.normalise(email))
     try db.transaction { () throws(StoreError) in
-      try audit(actor: nil, action: "sign_in.failed", subject: accountID)
+      let rows = try db.query("SELECT failures FROM sign_in_failures WHERE email_digest = ?", [.blob(digest)])
+      let failures: Int =
+        (rows.first.flatMap { if case .integer(let n) = $0[0] { Int(n) } else { nil } } ?? 0) + 1
+      let lockedUntil = Lockout.lockedUntil(failures: failures, now: clock())
+      try db.query(
+        """
+        INSERT INTO sign_in_failures (email_digest, failures, locked_until) VALUES (?, ?, ?)
+        ON CONFLICT (email_digest) DO UPDATE SET failures = excluded.failures, locked_until = excluded.locked_until
+        """, [.blob(digest), .integer(Int64(failures)), .integer(Int64(lockedUntil))])
+      try audit(
+        actor: nil, action: "sign_in.failed", subject: accountID, detail: lockedUntil > 0 ? "locked" : nil)
     }
+  }
+
+  /// Whether sign-in for `email` is locked now.
+  public func isLocked(email: String) throws(StoreError) -> Bool {
+    let rows = try db.query(
+      "SELECT locked_until FROM sign_in_failures WHERE email_digest = ?",
+      [.blob(Secrets.digest(Self.normalise(email)))])
+    guard case .integer(let until)? = rows.first?.first else { return false }
+    return Int(until) > clock()
+  }
+
+  /// A successful sign-in resets the count.
+  public func clearSignInFailures(email: String) throws(StoreError) {
+    try db.query(
+      "DELETE FROM sign_in_failures WHERE email_digest = ?", [.blob(Secrets.digest(Self.normalise(email)))])
   }
 
   /// A successful web sign-in, in one transaction: the session the browser held before (if any)

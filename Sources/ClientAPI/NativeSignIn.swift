@@ -82,11 +82,23 @@ public struct NativeSignIn: Sendable {
       Route(.get, "/native/sign-in", cacheClass: .private, execution: .pooled) { request in
         pages.guarded { try page(request) }
       },
-      Route(.post, "/native/sign-in", cacheClass: .private, execution: .pooled) { request in
+      Route(
+        .post, "/native/sign-in", cacheClass: .private, execution: .pooled,
+        fastPath: { request in context.limited(request, by: context.signInLimiter, refusal: pages.tooMany) }
+      ) { request in
         pages.guarded { try submit(request) }
       },
       Route(.get, "/native/callback", cacheClass: .private, fixed: callbackPage),
-      Route(.post, "/api/client/v1/native/exchange", cacheClass: .private, execution: .pooled) { request in
+      Route(
+        .post, "/api/client/v1/native/exchange", cacheClass: .private, execution: .pooled,
+        fastPath: { request in
+          context.limited(request, by: context.exchangeLimiter) { _ in
+            JSONBody.error(
+              .tooManyRequests, "rate_limited", "Too many attempts. Wait a moment, then try again.",
+              headers: [("Pragma", "no-cache")])
+          }
+        }
+      ) { request in
         exchange(request)
       },
     ]

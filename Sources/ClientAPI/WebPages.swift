@@ -26,9 +26,10 @@ public struct WebPages: Sendable {
       Route(.get, "/sign-in", cacheClass: .private, execution: .pooled) { request in
         guarded { try signInPage(request) }
       },
-      Route(.post, "/sign-in", cacheClass: .private, execution: .pooled) { request in
-        guarded { try signIn(request) }
-      },
+      Route(
+        .post, "/sign-in", cacheClass: .private, execution: .pooled,
+        fastPath: { request in context.limited(request, by: context.signInLimiter, refusal: tooMany) }
+      ) { request in guarded { try signIn(request) } },
       Route(.post, "/sign-out", cacheClass: .private, execution: .pooled) { request in
         guarded { try signOut(request) }
       },
@@ -112,17 +113,21 @@ public struct WebPages: Sendable {
     "That email address and password do not match an account that can sign in. Check them and try again."
 
   /// The account whose password this is, and a new hash when the stored one's parameters are
-  /// old; nil (audited) otherwise. Exactly one Argon2id verification whether or not the account
+  /// old; nil (audited, counted towards the email's lockout) otherwise — also while it is locked,
+  /// even for the right password. Exactly one Argon2id verification whether or not the account
   /// exists (an unknown email is checked against the decoy), so failures cost the same.
   func checkPassword(email: String, password: String, store: ClientStore) throws(StoreError) -> (
     Account, upgradedHash: String?
   )? {
+    let locked = try store.isLocked(email: email)
     let found = try store.account(email: email)
+    // Locked or not, known or not: one verification, one failure write, one page.
     let matches = context.hasher.verify(password, against: found?.passwordHash ?? decoyHash)
-    guard let (account, hash) = found, matches, !account.disabled else {
-      try store.recordSignInFailure(accountID: found?.0.id)
+    guard !locked, let (account, hash) = found, matches, !account.disabled else {
+      try store.recordSignInFailure(accountID: found?.0.id, email: email)
       return nil
     }
+    try store.clearSignInFailures(email: email)
     return (account, context.hasher.needsRehash(hash) ? context.hasher.hash(password) : nil)
   }
 
@@ -232,6 +237,14 @@ public struct WebPages: Sendable {
         context: context)
     }
     return nil
+  }
+
+  /// The page for an address over its sign-in limit (sent from the loop, before any password work).
+  func tooMany(_ wait: Int) -> Response {
+    HTMLPage.problem(
+      .tooManyRequests, "Too many attempts",
+      "There have been too many sign-in attempts from your network. Wait \(wait) seconds, then try again.",
+      context: context)
   }
 
   func guarded(_ body: () throws -> Response) -> Response {

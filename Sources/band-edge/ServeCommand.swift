@@ -7,6 +7,13 @@ import Shell
   import Glibc
 #endif
 
+/// The client API's per-address limits, as the flags set them.
+struct ClientLimits {
+  var signIn: RateLimit
+  var exchange: RateLimit
+  var trustedProxies: Set<String>
+}
+
 /// `band-edge serve`: parse flags into a server configuration and run it.
 enum ServeCommand {
   static let help = """
@@ -47,6 +54,13 @@ enum ServeCommand {
       --web-session-lifetime S    web session ends after this long in all (default 604800, 7 days)
       --native-session-idle S     native session ends after this long unused (default 2592000, 30 days)
       --native-session-lifetime S native session ends after this long in all (default 15552000, 180 days)
+      --sign-in-burst N           sign-in attempts (web and native forms) one client address may make at
+                                  once before 429 (default 20)
+      --sign-in-per-minute N      ... and regains per minute (default 30)
+      --exchange-burst N          native exchanges one client address may make at once (default 20)
+      --exchange-per-minute N     ... and regains per minute (default 60)
+      --trusted-proxy IP          a proxy whose X-Forwarded-For is believed for the client address
+                                  (repeatable; default none)
       --session-cache-entries N   GET /session answers the loops keep while the database is unchanged
                                   (default 4096; 0 sends every read to the pool)
 
@@ -72,6 +86,9 @@ enum ServeCommand {
     var lifetimes = SessionLifetimes()
     var printRoutes = false
     var sessionCacheEntries = 4096
+    var signInLimit = RateLimit(burst: 20, perMinute: 30)
+    var exchangeLimit = RateLimit(burst: 20, perMinute: 60)
+    var trustedProxies: Set<String> = []
     while let word = arguments.next() {
       let (flag, inline) = split(word)
       func value() throws(UsageError) -> String { try arguments.value(of: flag, inline: inline) }
@@ -120,6 +137,20 @@ enum ServeCommand {
         lifetimes.nativeIdle = try Arguments.integer(value(), flag, min: 1, max: 1 << 31)
       case "--native-session-lifetime":
         lifetimes.nativeAbsolute = try Arguments.integer(value(), flag, min: 1, max: 1 << 31)
+      case "--sign-in-burst":
+        signInLimit.burst = Double(try Arguments.integer(value(), flag, min: 1, max: 1_000_000))
+      case "--sign-in-per-minute":
+        signInLimit.perSecond = Double(try Arguments.integer(value(), flag, min: 1, max: 1_000_000)) / 60
+      case "--exchange-burst":
+        exchangeLimit.burst = Double(try Arguments.integer(value(), flag, min: 1, max: 1_000_000))
+      case "--exchange-per-minute":
+        exchangeLimit.perSecond = Double(try Arguments.integer(value(), flag, min: 1, max: 1_000_000)) / 60
+      case "--trusted-proxy":
+        let text = try value()
+        guard SocketAddress(text.contains(":") ? "[\(text)]:1" : "\(text):1") != nil else {
+          throw UsageError("--trusted-proxy takes a numeric IP address, not '\(text)'")
+        }
+        trustedProxies.insert(text)
       case "--session-cache-entries":
         sessionCacheEntries = try Arguments.integer(value(), flag, min: 0, max: 1_000_000)
       case "--test-routes": testRoutes = true
@@ -175,7 +206,9 @@ enum ServeCommand {
     do {
       router = try snapshot(
         deployment: deployment, shellDirectory: shellDirectory, databasePath: databasePath,
-        lifetimes: lifetimes, sessionCacheEntries: sessionCacheEntries, testRoutes: testRoutes)
+        lifetimes: lifetimes, sessionCacheEntries: sessionCacheEntries,
+        limits: ClientLimits(signIn: signInLimit, exchange: exchangeLimit, trustedProxies: trustedProxies),
+        testRoutes: testRoutes)
     } catch {
       fail("\(error)")
       return 1
@@ -192,6 +225,8 @@ enum ServeCommand {
     let (shellPath, withTestRoutes, sessionLifetimes, cacheEntries) = (
       shellDirectory, testRoutes, lifetimes, sessionCacheEntries
     )
+    let clientLimits = ClientLimits(
+      signIn: signInLimit, exchange: exchangeLimit, trustedProxies: trustedProxies)
     do {
       return try server.run(
         onListening: { _ in
@@ -213,7 +248,8 @@ enum ServeCommand {
             do {
               let router = try snapshot(
                 deployment: next, shellDirectory: shellPath, databasePath: databasePath,
-                lifetimes: sessionLifetimes, sessionCacheEntries: cacheEntries, testRoutes: withTestRoutes)
+                lifetimes: sessionLifetimes, sessionCacheEntries: cacheEntries,
+                limits: clientLimits, testRoutes: withTestRoutes)
               Log.event(
                 "info", "deployment",
                 [("environment", next.environment.rawValue), ("origin", next.origin), ("label", next.label)])
@@ -233,7 +269,7 @@ enum ServeCommand {
   /// Everything one configuration serves: health, the shell, the link files and /config.
   static func snapshot(
     deployment: Deployment, shellDirectory: String, databasePath: String, lifetimes: SessionLifetimes,
-    sessionCacheEntries: Int, testRoutes: Bool
+    sessionCacheEntries: Int, limits: ClientLimits, testRoutes: Bool
   ) throws -> Router {
     let shell = try ShellCatalog.load(directory: shellDirectory, lastModified: Int(time(nil)))
     let files = LinkFiles(deployment)
@@ -243,7 +279,8 @@ enum ServeCommand {
     let client = ClientContext(
       databasePath: databasePath, deployment: deployment, lifetimes: lifetimes,
       stylesheet: shell.manifest.entries.first { $0.source == "styles.css" }?.path,
-      sessionCacheEntries: sessionCacheEntries, clock: { Int(time(nil)) })
+      sessionCacheEntries: sessionCacheEntries, signInLimit: limits.signIn, exchangeLimit: limits.exchange,
+      trustedProxies: limits.trustedProxies, clock: { Int(time(nil)) })
     return try Router(
       EdgeRoutes.health() + shell.routes + files.routes(maxAge: deployment.linkFileMaxAge)
         + SessionAPI(client).routes + WebPages(client).routes + NativeSignIn(client).routes

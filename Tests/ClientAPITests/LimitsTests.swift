@@ -1,0 +1,90 @@
+import Edge
+import Synchronization
+import Testing
+
+@testable import ClientAPI
+
+@Suite("Lockout and rate limits")
+struct LimitsTests {
+  @Test(
+    "the lockout schedule: 5 failures lock for 1 minute, doubling to 15",
+    arguments: [(1, 0), (4, 0), (5, 60), (6, 120), (7, 240), (8, 480), (9, 900), (10, 900), (60, 900)])
+  func schedule(failures: Int, seconds: Int) {
+    let until = Lockout.lockedUntil(failures: failures, now: 1000)
+    #expect(until == (seconds == 0 ? 0 : 1000 + seconds))
+  }
+
+  @Test("a locked email refuses even the right password; others and existing sessions are untouched")
+  func lockout() throws {
+    let f = try SessionFixture()
+    let hash = f.pages.context.hasher.hash("the right password")
+    for email in ["ada@example.test", "bo@example.test"] {
+      _ = try f.store.createAccount(email: email, displayName: email, passwordHash: hash, actor: "test")
+    }
+    let existing = try f.signedIn("cy@example.test")
+    let store = try f.pages.context.store()
+    func attempt(_ email: String, _ password: String) throws -> Bool {
+      try f.pages.checkPassword(email: email, password: password, store: store) != nil
+    }
+    for _ in 0..<4 { #expect(try !attempt("ADA@example.test", "wrong")) }
+    #expect(try attempt("ada@example.test", "the right password"), "4 failures do not lock; success resets")
+    for _ in 0..<5 { #expect(try !attempt("ada@example.test", "wrong")) }
+    #expect(try !attempt("ada@example.test", "the right password"), "locked")
+    #expect(try attempt("bo@example.test", "the right password"), "another account is not locked")
+    #expect(f.call(.get, token: existing).status == .ok, "existing sessions go on")
+    // Unknown emails lock the same way (so locking says nothing about existence).
+    for _ in 0..<5 { #expect(try !attempt("nobody@example.test", "wrong")) }
+    #expect(try store.isLocked(email: "nobody@example.test"))
+    // The locked attempt above was a sixth failure: 2 minutes now.
+    f.clock.advance(119)
+    #expect(try !attempt("ada@example.test", "the right password"), "still locked, and now for 4 minutes")
+    f.clock.advance(240)
+    #expect(try attempt("ada@example.test", "the right password"))
+    #expect(try !store.isLocked(email: "ada@example.test"))
+  }
+
+  @Test("token buckets: a burst, then a wait in whole seconds, refilled over time, per address")
+  func buckets() {
+    let time = Mutex(0.0)
+    let limiter = RateLimiter(RateLimit(burst: 3, perMinute: 30), now: { time.withLock { $0 } })
+    #expect((0..<3).map { _ in limiter.take("a") } == [nil, nil, nil])
+    #expect(limiter.take("a") == 2, "one token every 2 seconds")
+    #expect(limiter.take("b") == nil, "another address has its own bucket")
+    time.withLock { $0 += 2 }
+    #expect(limiter.take("a") == nil)
+    #expect(limiter.take("a") == 2)
+  }
+
+  @Test("the bucket table is bounded; refilled addresses are forgotten first")
+  func bounded() {
+    let time = Mutex(0.0)
+    let limiter = RateLimiter(
+      RateLimit(burst: 1, perMinute: 60), maxAddresses: 2, now: { time.withLock { $0 } })
+    #expect(limiter.take("a") == nil)
+    #expect(limiter.take("b") == nil)
+    #expect(limiter.take("c") == nil, "untracked when full")
+    #expect(limiter.take("a") == 1, "a is still tracked")
+    time.withLock { $0 += 5 }
+    #expect(limiter.take("d") == nil)
+    #expect(limiter.take("d") == 1, "refilled entries made room for d")
+  }
+
+  @Test(
+    "the client address: the peer, or behind a trusted proxy the right-most untrusted forwarded entry",
+    arguments: [
+      ("10.0.0.9:5000", nil, "10.0.0.9"),
+      ("10.0.0.9:5000", "1.2.3.4", "10.0.0.9"),  // not a trusted peer: the header is ignored
+      ("127.0.0.1:5000", "1.2.3.4", "1.2.3.4"),
+      ("127.0.0.1:5000", "6.6.6.6, 1.2.3.4", "1.2.3.4"),  // the client cannot choose by prepending
+      ("127.0.0.1:5000", "1.2.3.4, 127.0.0.2", "1.2.3.4"),  // trusted hops are skipped
+      ("127.0.0.1:5000", "127.0.0.2", "127.0.0.1"),
+      ("[::1]:5000", "2001:db8::1", "2001:db8::1"),
+      ("127.0.0.1:5000", "[2001:db8::2]:443", "2001:db8::2"),
+    ] as [(String, String?, String)])
+  func clientAddress(peer: String, forwarded: String?, expected: String) {
+    var request = Request(
+      method: .post, target: "/sign-in", headers: forwarded.map { [("X-Forwarded-For", $0)] } ?? [])
+    request.client = peer
+    #expect(ClientAddress.of(request, trustedProxies: ["127.0.0.1", "127.0.0.2", "::1"]) == expected)
+  }
+}

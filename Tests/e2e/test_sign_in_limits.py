@@ -1,0 +1,81 @@
+"""Lockout and per-address rate limits through the real binary."""
+
+import json
+import re
+
+from edge import Server
+from test_web_sign_in import PASSWORD, Browser, add_account
+
+
+def attempt(server, email, password, headers=None):
+    browser = Browser(server)
+    form = browser.send("GET", "/sign-in")
+    csrf = re.search(rb'name="csrf" value="([^"]+)"', form.body).group(1).decode()
+    return browser, browser.send("POST", "/sign-in", form={"csrf": csrf, "email": email, "password": password},
+                                 headers=headers)
+
+
+def test_lockout_refuses_the_right_password_and_touches_nothing_else(make_server):
+    server = make_server()
+    add_account(server, "ada@example.test", "Ada Example")
+    add_account(server, "bo@example.test", "Bo Example")
+    bo, signed = attempt(server, "bo@example.test", PASSWORD)
+    assert signed.status == 303
+    pages = []
+    for _ in range(5):
+        pages.append(attempt(server, "ada@example.test", "wrong password")[1])
+    _, locked = attempt(server, "ada@example.test", PASSWORD)
+    unknown = [attempt(server, "nobody@example.test", "wrong password")[1] for _ in range(6)]
+
+    def scrub(response):
+        return re.sub(rb'name="csrf" value="[^"]+"', b"", response.body)
+
+    # Wrong password, unknown email and locked: the same status, page and cookie names.
+    everything = pages + [locked] + unknown
+    assert {r.status for r in everything} == {400}
+    assert len({scrub(r) for r in everything}) == 1
+    assert len({tuple(sorted(v.split("=")[0] for k, v in r.headers if k.lower() == "set-cookie"))
+                for r in everything}) == 1
+    assert attempt(server, "bo@example.test", PASSWORD)[1].status == 303, "other accounts are not locked"
+    assert bo.send("GET", "/api/client/v1/session").status == 200, "existing sessions go on"
+    from test_web_sign_in import admin
+    events = [json.loads(line) for line in admin(server, "audit", "--json").splitlines()]
+    assert sum(1 for e in events if e["action"] == "sign_in.failed") == 12
+    assert "nobody" not in json.dumps(events)
+
+
+def test_too_many_attempts_get_429_with_retry_after_before_any_password_work(make_server):
+    server = make_server("--sign-in-burst", "3", "--sign-in-per-minute", "6")
+    add_account(server, "ada@example.test", "Ada Example")
+    statuses = []
+    for i in range(5):
+        # Changing X-Forwarded-For does not help: no proxy is trusted, so the socket peer counts.
+        _, response = attempt(server, "ada@example.test", "wrong password", {"X-Forwarded-For": f"198.51.100.{i}"})
+        statuses.append(response.status)
+        if response.status == 429:
+            assert response.header("cache-control") == "no-store"
+            assert re.fullmatch(r"[1-9]\d*", response.header("retry-after"))
+            assert b"Too many attempts" in response.body
+    assert statuses == [400, 400, 400, 429, 429]
+    from test_web_sign_in import admin
+    events = [json.loads(line) for line in admin(server, "audit", "--json").splitlines()]
+    assert sum(1 for e in events if e["action"] == "sign_in.failed") == 3, "refused attempts never reached a check"
+
+
+def test_behind_a_trusted_proxy_each_forwarded_client_has_its_own_bucket(make_server):
+    server = make_server("--sign-in-burst", "1", "--trusted-proxy", "127.0.0.1")
+    add_account(server, "ada@example.test", "Ada Example")
+    assert attempt(server, "x@example.test", "wrong", {"X-Forwarded-For": "198.51.100.1"})[1].status == 400
+    assert attempt(server, "x@example.test", "wrong", {"X-Forwarded-For": "198.51.100.1"})[1].status == 429
+    assert attempt(server, "x@example.test", "wrong", {"X-Forwarded-For": "198.51.100.2"})[1].status == 400
+    # A client prepending its own entry still lands in the proxy's right-most one.
+    spoof = attempt(server, "x@example.test", "wrong", {"X-Forwarded-For": "203.0.113.9, 198.51.100.1"})[1]
+    assert spoof.status == 429
+
+
+def test_the_exchange_is_limited_too(make_server):
+    server = make_server("--exchange-burst", "2")
+    from test_native_handoff import App
+    app = App(server)
+    statuses = [app.exchange("x" * 43).status for _ in range(3)]
+    assert statuses == [400, 400, 429]
