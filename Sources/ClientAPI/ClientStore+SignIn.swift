@@ -81,6 +81,46 @@ extension ClientStore {
     }
   }
 
+  /// The person asked for deletion (and proved it with their password): in one transaction the
+  /// account is marked deleted and disabled, every session ends, and it is audited. Personal
+  /// fields stay until the retention window has passed (`eraseDeletedAccounts`).
+  public func requestDeletion(accountID: String) throws(StoreError) {
+    try db.transaction { () throws(StoreError) in
+      let now = clock()
+      try db.query(
+        "UPDATE accounts SET deleted_at = ?, disabled = 1 WHERE id = ? AND deleted_at IS NULL",
+        [.integer(Int64(now)), .text(accountID)])
+      guard db.changes == 1 else { return }
+      try db.query(
+        "UPDATE sessions SET revoked_at = ?, revoked_reason = 'account_deleted' WHERE account_id = ? AND revoked_at IS NULL",
+        [.integer(Int64(now)), .text(accountID)])
+      try audit(actor: accountID, action: "account.deletion_requested", subject: accountID)
+    }
+  }
+
+  /// Erases the personal fields (email, name, password hash) and memberships of accounts deleted
+  /// at least `window` seconds ago. The opaque account ID stays, so the audit trail keeps a
+  /// pseudonymous subject. Returns how many were erased.
+  @discardableResult
+  public func eraseDeletedAccounts(window: Int) throws(StoreError) -> Int {
+    try db.transaction { () throws(StoreError) -> Int in
+      let now = clock()
+      let rows = try db.query(
+        "SELECT id FROM accounts WHERE deleted_at IS NOT NULL AND deleted_at <= ? AND erased_at IS NULL",
+        [.integer(Int64(now - window))])
+      for row in rows {
+        guard case .text(let id) = row[0] else { continue }
+        try db.query(
+          "UPDATE accounts SET email = ?, display_name = '', password_hash = '!', erased_at = ? WHERE id = ?",
+          [.text("erased-\(id)@invalid"), .integer(Int64(now)), .text(id)])
+        try db.query("DELETE FROM memberships WHERE account_id = ?", [.text(id)])
+        try db.query("DELETE FROM handoffs WHERE account_id = ?", [.text(id)])
+        try audit(actor: "retention", action: "account.erased", subject: id)
+      }
+      return rows.count
+    }
+  }
+
   /// Replaces an account's password hash with one made with the current parameters.
   public func upgradeHash(accountID: String, to hash: String) throws(StoreError) {
     try db.transaction { () throws(StoreError) in

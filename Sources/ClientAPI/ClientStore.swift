@@ -113,6 +113,11 @@ public final class ClientStore {
       throw StoreError("no account with that email")
     }
     return try db.transaction { () throws(StoreError) -> Account in
+      let deleted = try db.query(
+        "SELECT 1 FROM accounts WHERE id = ? AND deleted_at IS NOT NULL", [.text(account.id)])
+      guard disabled || deleted.isEmpty else {
+        throw StoreError("that account was deleted by its owner and cannot be enabled again")
+      }
       try db.query(
         "UPDATE accounts SET disabled = ? WHERE id = ?", [.integer(disabled ? 1 : 0), .text(account.id)])
       if disabled {

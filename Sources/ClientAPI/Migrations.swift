@@ -78,6 +78,10 @@ public enum Migrations {
     );
     ALTER TABLE accounts ADD COLUMN deleted_at INTEGER;
     """,
+    // 4: when a deleted account's personal fields were erased (after the retention window).
+    """
+    ALTER TABLE accounts ADD COLUMN erased_at INTEGER;
+    """,
   ]
 
   /// The schema version this build writes.

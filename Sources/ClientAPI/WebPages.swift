@@ -36,6 +36,14 @@ public struct WebPages: Sendable {
       Route(.get, "/account", cacheClass: .private, execution: .pooled) { request in
         guarded { try accountPage(request) }
       },
+      Route(.get, "/account/delete", cacheClass: .private, execution: .pooled) { request in
+        guarded { try deletionPage(request) }
+      },
+      Route(
+        .post, "/account/delete", cacheClass: .private, execution: .pooled,
+        fastPath: { request in context.limited(request, by: context.signInLimiter, refusal: tooMany) }
+      ) { request in guarded { try delete(request) } },
+      Route(.get, "/account/deleted", cacheClass: .private, fixed: deletedPage),
       Route(.post, "/account/sessions/revoke", cacheClass: .private, execution: .pooled) { request in
         guarded { try revoke(request) }
       },
@@ -194,7 +202,8 @@ public struct WebPages: Sendable {
     page.html("</tbody>\n</table>\n<form method=\"post\" action=\"/sign-out\">\n")
     page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(csrf)\">\n")
     page.html("<button class=\"button\" type=\"submit\">Sign out</button>\n</form>\n")
-    page.html("<p><a href=\"/\">Back to Band Licence</a></p>\n")
+    page.html(
+      "<p><a href=\"/\">Back to Band Licence</a> · <a href=\"/account/delete\">Delete my account</a></p>\n")
     return page.response(.ok, context: context)
   }
 
@@ -215,6 +224,61 @@ public struct WebPages: Sendable {
         "/sign-in", cookie: WebSecurity.setCookie(WebSecurity.sessionCookie, "", maxAge: 0))
     }
     return Self.redirect("/account")
+  }
+
+  // MARK: deletion
+
+  func deletionPage(_ request: Request, status: Status = .ok, message: String? = nil) throws(StoreError)
+    -> Response
+  {
+    let store = try context.store()
+    guard let signed = try context.signed(Credential(request), store) else {
+      return Self.redirect("/sign-in")
+    }
+    var page = HTMLPage(title: "Delete your account")
+    page.html("<h1>Delete your account</h1>\n")
+    if let message {
+      page.html("<p class=\"error\" role=\"alert\">")
+      page.text(message)
+      page.html("</p>\n")
+    }
+    page.html("<p>Deleting your account signs you out everywhere at once and removes you from every school. ")
+    page.html("Your name and email address are erased after the retention period; records of what happened ")
+    page.html("keep only an anonymous ID. This cannot be undone.</p>\n")
+    page.html("<form class=\"form\" method=\"post\" action=\"/account/delete\">\n")
+    page.html(
+      "<input type=\"hidden\" name=\"csrf\" value=\"\(WebSecurity.csrfToken(binding: signed.token))\">\n")
+    page.html("<label for=\"password\">Your password, to confirm</label>\n")
+    page.html(
+      "<input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"current-password\" required>\n"
+    )
+    page.html("<button class=\"button danger\" type=\"submit\">Delete my account</button>\n</form>\n")
+    page.html("<p><a href=\"/account\">Keep my account</a></p>\n")
+    return page.response(status, context: context)
+  }
+
+  func delete(_ request: Request) throws(StoreError) -> Response {
+    let store = try context.store()
+    guard let signed = try context.signed(Credential(request), store) else {
+      return refusal(request, binding: nil, signedOut: true) ?? Self.redirect("/sign-in")
+    }
+    if let refusal = refusal(request, binding: signed.token) { return refusal }
+    let password = WebSecurity.form(request)?["password"] ?? ""
+    guard !password.isEmpty, password.utf8.count <= Self.maxPasswordBytes,
+      try checkPassword(email: signed.account.email, password: password, store: store) != nil
+    else {
+      return try deletionPage(request, status: .badRequest, message: "That password is not right. Try again.")
+    }
+    try store.requestDeletion(accountID: signed.account.id)
+    return Self.redirect(
+      "/account/deleted", cookie: WebSecurity.setCookie(WebSecurity.sessionCookie, "", maxAge: 0))
+  }
+
+  var deletedPage: Response {
+    var page = HTMLPage(title: "Account deleted")
+    page.html("<h1>Your account has been deleted</h1>\n<p>You have been signed out everywhere. ")
+    page.html("Thank you for using Band Licence.</p>\n<p><a href=\"/\">Back to the start page</a></p>\n")
+    return page.response(.ok, context: context)
   }
 
   // MARK: helpers

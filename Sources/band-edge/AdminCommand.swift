@@ -19,6 +19,8 @@ enum AdminCommand {
       audit [--json] [--since EPOCH-SECONDS]
       seed-demo                             fictional demo data; development only (BAND_LICENCE_ENV)
       migrate                               apply migrations and exit (serve runs this at every start)
+      retention [--days N]                  erase the personal fields of accounts deleted N days ago or more
+                                            (default 30; serve runs this at start and hourly)
 
     The database is DIR/band-edge.sqlite (default DIR: data); migrations apply on open. Each command
     prints what it changed. Exit status: 0 done; 1 refused (one line on stderr says why); 2 usage error.
@@ -89,6 +91,13 @@ enum AdminCommand {
         }
       case ("seed-demo", _):
         try seedDemo(store)
+      case ("retention", _):
+        var days = 30
+        if let text = options.value("--days") {
+          days = try Arguments.integer(text, "--days", min: 0, max: 36500)
+        }
+        let erased = try store.eraseDeletedAccounts(window: days * 86400)
+        if !options.flag("--quiet") { print("erased \(erased) deleted account\(erased == 1 ? "" : "s")") }
       case ("migrate", _):
         // --quiet when serve runs it: the server's standard output is the JSON access log.
         if !options.flag("--quiet") { print("schema version \(Migrations.latest)") }
@@ -215,7 +224,13 @@ enum AdminCommand {
 /// apply at every start, while the server process itself loads SQLite only when a pooled request
 /// first needs it (a server answering static routes never does). The child prints its own error line.
 func migrateInChild(dataDirectory: String) -> Bool {
-  let arguments = ["band-edge", "admin", "--data", dataDirectory, "migrate", "--quiet"]
+  adminInChild(["--data", dataDirectory, "migrate", "--quiet"])
+}
+
+/// Runs `band-edge admin ARGUMENTS` as a short-lived child and waits for it: the serving process
+/// never loads SQLite for maintenance work. True when it exited 0.
+func adminInChild(_ words: [String]) -> Bool {
+  let arguments = ["band-edge", "admin"] + words
   var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
   defer { for p in argv { free(p) } }
   var pid = pid_t()

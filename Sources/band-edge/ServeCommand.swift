@@ -1,4 +1,5 @@
 import ClientAPI
+import Dispatch
 import Edge
 import LinkAssoc
 import Shell
@@ -61,6 +62,8 @@ enum ServeCommand {
       --exchange-per-minute N     ... and regains per minute (default 60)
       --trusted-proxy IP          a proxy whose X-Forwarded-For is believed for the client address
                                   (repeatable; default none)
+      --retention-days N          deleted accounts' personal fields are erased this many days after
+                                  deletion (default 30; checked at start and hourly)
       --session-cache-entries N   GET /session answers the loops keep while the database is unchanged
                                   (default 4096; 0 sends every read to the pool)
 
@@ -89,6 +92,7 @@ enum ServeCommand {
     var signInLimit = RateLimit(burst: 20, perMinute: 30)
     var exchangeLimit = RateLimit(burst: 20, perMinute: 60)
     var trustedProxies: Set<String> = []
+    var retentionDays = 30
     while let word = arguments.next() {
       let (flag, inline) = split(word)
       func value() throws(UsageError) -> String { try arguments.value(of: flag, inline: inline) }
@@ -151,6 +155,7 @@ enum ServeCommand {
           throw UsageError("--trusted-proxy takes a numeric IP address, not '\(text)'")
         }
         trustedProxies.insert(text)
+      case "--retention-days": retentionDays = try Arguments.integer(value(), flag, min: 0, max: 36500)
       case "--session-cache-entries":
         sessionCacheEntries = try Arguments.integer(value(), flag, min: 0, max: 1_000_000)
       case "--test-routes": testRoutes = true
@@ -202,6 +207,13 @@ enum ServeCommand {
     // Migrations run at every start, before any worker opens its own connection, in a child process.
     let databasePath = dataDirectory + "/band-edge.sqlite"
     guard migrateInChild(dataDirectory: dataDirectory) else { return 1 }
+    // The retention job: at start, then hourly, each run a short-lived child.
+    let retention = ["--data", dataDirectory, "retention", "--days", String(retentionDays), "--quiet"]
+    @Sendable func retain() {
+      if !adminInChild(retention) { Log.event("error", "retention_failed", []) }
+      DispatchQueue.global().asyncAfter(deadline: .now() + 3600, execute: retain)
+    }
+    if !printRoutes { retain() }
     let router: Router
     do {
       router = try snapshot(

@@ -88,3 +88,30 @@ struct LimitsTests {
     #expect(ClientAddress.of(request, trustedProxies: ["127.0.0.1", "127.0.0.2", "::1"]) == expected)
   }
 }
+
+@Suite("Account deletion and retention")
+struct DeletionTests {
+  @Test("deletion ends every session at once; personal fields go after the window, the ID stays")
+  func deletion() throws {
+    let f = try SessionFixture()
+    _ = try f.store.createSchool(name: "Northfield Primary", slug: "northfield", actor: "test")
+    let token = try f.signedIn("ada@example.test", schools: [("northfield", .teacher)])
+    let (account, _) = try #require(try f.store.account(email: "ada@example.test"))
+    try f.store.requestDeletion(accountID: account.id)
+    #expect(f.call(.get, token: token).status == .unauthorized)
+    #expect(throws: StoreError.self) {
+      try f.store.setDisabled(email: "ada@example.test", false, actor: "cli")
+    }
+    f.clock.advance(29 * 86400)
+    #expect(try f.store.eraseDeletedAccounts(window: 30 * 86400) == 0)
+    f.clock.advance(86400)
+    #expect(try f.store.eraseDeletedAccounts(window: 30 * 86400) == 1)
+    #expect(try f.store.account(email: "ada@example.test") == nil)
+    let erased = try #require(try f.store.account(id: account.id))
+    #expect(erased.displayName.isEmpty && erased.email == "erased-\(account.id)@invalid")
+    #expect(try f.store.memberships(accountID: account.id).isEmpty)
+    #expect(try f.store.eraseDeletedAccounts(window: 0) == 0, "erased once")
+    let actions = try f.store.auditEvents().filter { $0.subject == account.id }.map(\.action)
+    #expect(actions.contains("account.deletion_requested") && actions.contains("account.erased"))
+  }
+}

@@ -277,3 +277,41 @@ def test_every_private_route_answers_no_store(web, tmp_path):
                 assert response.header("cache-control") == "no-store", f"{method} {path}: {response.status}"
             checked += 1
     assert checked >= 2 * 20
+
+
+def test_deletion_re_asks_the_password_ends_everything_and_retention_erases(web):
+    from test_session_api import add_session
+
+    browser = Browser(web)
+    browser.sign_in("ada@example.test")
+    other_browser = Browser(web)
+    other_browser.sign_in("ada@example.test")
+    page = browser.send("GET", "/account/delete")
+    assert page.status == 200 and page.header("cache-control") == "no-store"
+    csrf = browser.csrf(page)
+    before = counts(web)
+    wrong = browser.send("POST", "/account/delete", form={"csrf": csrf, "password": "not it"})
+    assert wrong.status == 400 and browser.send("GET", "/api/client/v1/session").status == 200
+    forged = browser.send("POST", "/account/delete", form={"csrf": csrf, "password": PASSWORD},
+                          origin="https://attacker.example")
+    assert forged.status == 403 and counts(web)[1] == before[1]
+    done = browser.send("POST", "/account/delete", form={"csrf": csrf, "password": PASSWORD})
+    assert done.status == 303 and done.header("location") == "/account/deleted"
+    assert "__Host-bl_session" not in browser.cookies
+    assert other_browser.send("GET", "/api/client/v1/session").status == 401, "every session ended"
+    assert Browser(web).sign_in("ada@example.test").status == 400
+    assert Browser(web).send("GET", "/account/deleted").status == 200
+    refused = subprocess.run([str(binary()), "admin", "--data", str(web.data), "account", "enable", "--email",
+                              "ada@example.test"], capture_output=True, text=True, env={})
+    assert refused.returncode == 1 and "deleted" in refused.stderr
+    assert admin(web, "retention", "--days", "1") == "erased 0 deleted accounts\n", "inside the window"
+    assert admin(web, "retention", "--days", "0") == "erased 1 deleted account\n"
+    db = sqlite3.connect(web.data / "band-edge.sqlite")
+    row = db.execute("SELECT id, email, display_name, password_hash FROM accounts WHERE email LIKE 'erased-%'").fetchone()
+    assert row[1] == f"erased-{row[0]}@invalid" and row[2] == "" and row[3] == "!"
+    assert db.execute("SELECT COUNT(*) FROM memberships WHERE account_id = ?", (row[0],)).fetchone()[0] == 0
+    audit = admin(web, "audit", "--json")
+    assert "ada@example.test" not in audit and "Ada Example" not in audit
+    assert [json.loads(line)["subject"] for line in audit.splitlines()
+            if json.loads(line)["action"] == "account.erased"] == [row[0]]
+    db.close()
