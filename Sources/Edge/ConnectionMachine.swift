@@ -291,15 +291,31 @@ struct ConnectionMachine<Clock: EdgeClock> {
         connection: connection, method: request.method, path: request.path, started: now, context: &context)
     case .methodNotAllowed(let allow):
       emit(
-        .text(.methodNotAllowed, "This method is not allowed here.\n", headers: [("Allow", allow)]),
+        Self.refusal(
+          .methodNotAllowed, path: request.path, code: "method_not_allowed",
+          "This method is not allowed here.",
+          headers: [("Allow", allow)]),
         cacheClass: .private, headOnly: headOnly, connection: connection, method: request.method,
         path: request.path, started: now, context: &context)
     case .notFound:
       emit(
-        .text(.notFound, "Not found.\n"), cacheClass: .private, headOnly: headOnly, connection: connection,
+        Self.refusal(.notFound, path: request.path, code: "not_found", "Not found."), cacheClass: .private,
+        headOnly: headOnly, connection: connection,
         method: request.method, path: request.path, started: now, context: &context)
     }
     return nil
+  }
+
+  /// The router's own refusals: under `/api/` in the API's error shape (every API answer is JSON),
+  /// elsewhere plain text.
+  static func refusal(
+    _ status: Status, path: String, code: String, _ message: String,
+    headers: [(name: String, value: String)] = []
+  ) -> Response {
+    guard path.hasPrefix("/api/") else { return .text(status, message + "\n", headers: headers) }
+    return Response(
+      status: status, headers: [("Content-Type", "application/json; charset=utf-8")] + headers,
+      body: .bytes(Array("{\"error\":\"\(code)\",\"message\":\"\(message)\"}".utf8)))
   }
 
   private mutating func emit(

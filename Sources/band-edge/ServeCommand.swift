@@ -296,6 +296,7 @@ enum ServeCommand {
     return try Router(
       EdgeRoutes.health() + shell.routes + files.routes(maxAge: deployment.linkFileMaxAge)
         + SessionAPI(client).routes + WebPages(client).routes + NativeSignIn(client).routes
+        + OpenAPIDocument.routes
         + (testRoutes ? EdgeRoutes.testing() : []))
   }
 

@@ -1,0 +1,41 @@
+import Edge
+import Foundation
+import LinkAssoc
+import Testing
+
+@testable import ClientAPI
+
+@Suite("The OpenAPI document")
+struct OpenAPITests {
+  static let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().appendingPathComponent("docs/client-api-v1.openapi.json")
+
+  @Test("the served document is the repository's file (run build/lib/embed_openapi.py after editing it)")
+  func embedded() throws {
+    let text = try String(contentsOf: Self.file, encoding: .utf8)
+    #expect(OpenAPIDocument.json + "\n" == text)
+  }
+
+  @Test("every /api/ route in the router is documented, and every documented operation is routed")
+  func coverage() throws {
+    let f = try SessionFixture()
+    let context = f.pages.context
+    let router = try Router(
+      SessionAPI(context).routes + WebPages(context).routes + NativeSignIn(context).routes
+        + OpenAPIDocument.routes
+        + LinkFiles(context.deployment).routes(maxAge: 60))
+    let routed = Set(
+      router.routes.filter { $0.pattern.hasPrefix("/api/") }.map { route in
+        let path = route.pattern.split(separator: "/", omittingEmptySubsequences: false).map {
+          $0.hasPrefix(":") ? "{\($0.dropFirst())}" : String($0)
+        }.joined(separator: "/")
+        return "\(route.method.rawValue.lowercased()) \(path)"
+      })
+    let document = try #require(
+      try JSONSerialization.jsonObject(with: Data(OpenAPIDocument.json.utf8)) as? [String: Any])
+    let paths = try #require(document["paths"] as? [String: [String: Any]])
+    let documented = Set(paths.flatMap { path, operations in operations.keys.map { "\($0) \(path)" } })
+    #expect(routed == documented)
+    #expect(document["openapi"] as? String == "3.1.0")
+  }
+}
