@@ -24,6 +24,8 @@ public struct ClientContext: Sendable {
   let exchangeLimiter: RateLimiter
   /// Peers whose `X-Forwarded-For` is believed.
   let trustedProxies: Set<String>
+  /// How long a rate-limit refusal is held before it is sent (a tarpit; zero sends it at once).
+  let refusalHold: Duration
 
   /// A context over the database at `path`.
   public init(
@@ -31,7 +33,7 @@ public struct ClientContext: Sendable {
     hasher: PasswordHasher = PasswordHasher(), stylesheet: String? = nil, sessionCacheEntries: Int = 4096,
     signInLimit: RateLimit = RateLimit(burst: 20, perMinute: 30),
     exchangeLimit: RateLimit = RateLimit(burst: 20, perMinute: 60), trustedProxies: Set<String> = [],
-    clock: @escaping @Sendable () -> Int
+    refusalHold: Duration = .seconds(1), clock: @escaping @Sendable () -> Int
   ) {
     stores = ThreadLocal { try ClientStore(path: databasePath, clock: clock) }
     self.deployment = deployment
@@ -43,6 +45,7 @@ public struct ClientContext: Sendable {
     signInLimiter = RateLimiter(signInLimit)
     exchangeLimiter = RateLimiter(exchangeLimit)
     self.trustedProxies = trustedProxies
+    self.refusalHold = refusalHold
   }
 }
 
@@ -120,13 +123,15 @@ extension ClientContext {
 
 extension ClientContext {
   /// The loop-side check of a limited route: nil to go on to the pool, else the `429` (with
-  /// `Retry-After` in whole seconds) that `refusal` builds from the wait.
+  /// `Retry-After` in whole seconds) that `refusal` builds from the wait, held for `refusalHold`.
   func limited(_ request: Request, by limiter: RateLimiter, refusal: (Int) -> Response) -> Response? {
     guard let wait = limiter.take(ClientAddress.of(request, trustedProxies: trustedProxies)) else {
       return nil
     }
     var response = refusal(wait)
     response.add("Retry-After", String(wait))
+    // A flood that does not wait gets one answer per connection per hold, at the cost of a timer.
+    if refusalHold > .zero { response.holdFor = refusalHold }
     return response
   }
 }

@@ -83,7 +83,7 @@ public struct NativeSignIn: Sendable {
         pages.guarded { try page(request) }
       },
       Route(
-        .post, "/native/sign-in", cacheClass: .private, execution: .pooled,
+        .post, "/native/sign-in", cacheClass: .private, execution: .background,
         fastPath: { request in context.limited(request, by: context.signInLimiter, refusal: pages.tooMany) }
       ) { request in
         pages.guarded { try submit(request) }

@@ -1,5 +1,10 @@
 import CArgon2
 import COpenSSL
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// Random identifiers, session tokens and password hashes.
 public enum Secrets {
@@ -79,6 +84,10 @@ public struct PasswordHasher: Sendable {
 
   /// An encoded Argon2id hash of `password` with a fresh 16-byte salt.
   public func hash(_ password: String) -> String {
+    IdlePriority.run { hashNow(password) }
+  }
+
+  private func hashNow(_ password: String) -> String {
     let salt = Secrets.randomBytes(16)
     var encoded = [CChar](repeating: 0, count: 128)
     let pwd = Array(password.utf8)
@@ -115,7 +124,9 @@ public struct PasswordHasher: Sendable {
   /// decoding error before any work.
   func verifyStatus(_ password: String, against encoded: String) -> Int32 {
     let pwd = Array(password.utf8)
-    return pwd.withUnsafeBytes { p in argon2id_verify(encoded, p.baseAddress, pwd.count) }
+    return IdlePriority.run {
+      pwd.withUnsafeBytes { p in argon2id_verify(encoded, p.baseAddress, pwd.count) }
+    }
   }
 
   /// Whether `encoded` was made with weaker parameters than these (rehash at the next sign-in).
@@ -137,5 +148,52 @@ public struct PasswordHasher: Sendable {
       }
     }
     return m < memoryKiB || t < timeCost || p < parallelism
+  }
+}
+
+/// Argon2id runs at `SCHED_IDLE` (Linux) where the process may bring a thread back to normal
+/// scheduling afterwards: password work then only ever uses time no loop or database reader wants,
+/// and no lock is held while it runs at that priority (the database writes before and after run at
+/// the thread's usual priority). Coming back needs CAP_SYS_NICE or an RLIMIT_NICE of at least 20
+/// (systemd: `LimitNICE=40`); without it hashing runs at the pool's own priority (nice 19).
+public enum IdlePriority {
+  /// Whether a thread can enter `SCHED_IDLE` and leave it again here; probed once, on a throwaway
+  /// thread, so that a failed return strands nothing.
+  public static let available: Bool = probe()
+
+  private static let schedIdle: Int32 = 5  // SCHED_IDLE in <linux/sched.h>; not exported to Swift
+
+  private static let probed = Atomic<Int>(0)
+
+  private static func probe() -> Bool {
+    var thread = pthread_t()
+    let started = pthread_create(
+      &thread, nil,
+      { _ in
+        var idle = sched_param()
+        var normal = sched_param()
+        let policy = sched_getscheduler(0)
+        _ = sched_getparam(0, &normal)
+        let ok =
+          sched_setscheduler(0, IdlePriority.schedIdle, &idle) == 0
+          && sched_setscheduler(0, policy, &normal) == 0
+        IdlePriority.probed.store(ok ? 1 : 2, ordering: .releasing)
+        return nil
+      }, nil)
+    guard started == 0 else { return false }
+    pthread_join(thread, nil)
+    return probed.load(ordering: .acquiring) == 1
+  }
+
+  /// Runs `body` at `SCHED_IDLE` when available, then restores the thread's policy.
+  static func run<T>(_ body: () -> T) -> T {
+    guard available else { return body() }
+    var idle = sched_param()
+    var normal = sched_param()
+    let policy = sched_getscheduler(0)
+    _ = sched_getparam(0, &normal)
+    guard sched_setscheduler(0, schedIdle, &idle) == 0 else { return body() }
+    defer { _ = sched_setscheduler(0, policy, &normal) }
+    return body()
   }
 }

@@ -27,7 +27,7 @@ public struct WebPages: Sendable {
         guarded { try signInPage(request) }
       },
       Route(
-        .post, "/sign-in", cacheClass: .private, execution: .pooled,
+        .post, "/sign-in", cacheClass: .private, execution: .background,
         fastPath: { request in context.limited(request, by: context.signInLimiter, refusal: tooMany) }
       ) { request in guarded { try signIn(request) } },
       Route(.post, "/sign-out", cacheClass: .private, execution: .pooled) { request in
@@ -40,7 +40,7 @@ public struct WebPages: Sendable {
         guarded { try deletionPage(request) }
       },
       Route(
-        .post, "/account/delete", cacheClass: .private, execution: .pooled,
+        .post, "/account/delete", cacheClass: .private, execution: .background,
         fastPath: { request in context.limited(request, by: context.signInLimiter, refusal: tooMany) }
       ) { request in guarded { try delete(request) } },
       Route(.get, "/account/deleted", cacheClass: .private, fixed: deletedPage),

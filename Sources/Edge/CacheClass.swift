@@ -31,6 +31,9 @@ public enum CacheClass: Sendable, Hashable {
 public enum Execution: Sendable, Hashable {
   /// On the event loop: must not block (prebuilt bytes, link files, health).
   case inline
-  /// On the bounded worker pool (database, password hashing); the answer returns to the loop.
+  /// On the bounded worker pool (database); the answer returns to the loop.
   case pooled
+  /// On the separate low-priority pool for CPU-heavy work (password hashing), so that a flood of
+  /// it never delays the loops or the database reads on the main pool.
+  case background
 }

@@ -82,6 +82,8 @@ struct ConnectionMachine<Clock: EdgeClock> {
   private var inputClosed = false
   private var draining = false
   private var inFlight: InFlight?
+  /// A fast-path answer held until `readDeadline` (see `Response.holdFor`).
+  private var held: Response?
   /// Whether a request has completed on this connection; until then the head is due a head
   /// timeout after accept (a late first byte must not restart the clock: slowloris).
   private var servedOne = false
@@ -119,6 +121,13 @@ struct ConnectionMachine<Clock: EdgeClock> {
   /// The pooled handler answered.
   mutating func handlerFinished(_ response: Response, context: inout ConnectionContext) -> Step {
     guard state == .handling, let inFlight else { return Step() }
+    if let hold = response.holdFor, hold > .zero {
+      var response = response
+      response.holdFor = nil
+      held = response
+      readDeadline = clock.now().adding(hold)
+      return Step()
+    }
     self.inFlight = nil
     state = .awaitingRequest
     readDeadline = clock.now().adding(limits.idleTimeout)
@@ -182,7 +191,9 @@ struct ConnectionMachine<Clock: EdgeClock> {
       writeDeadline = now.adding(min(limits.writeTimeout, limits.lingerTimeout))
       return Step()
     case .handling:
-      return Step()
+      guard let response = held else { return Step() }
+      held = nil
+      return handlerFinished(response, context: &context)
     }
   }
 
@@ -272,8 +283,20 @@ struct ConnectionMachine<Clock: EdgeClock> {
       request.parameters = parameters
       request.client = client
       let answer: Response
-      if route.execution == .pooled {
-        guard let fast = route.fastPath?(request) else {
+      if route.execution != .inline {
+        let fast = route.fastPath?(request)
+        if let fast, let hold = fast.holdFor, hold > .zero {
+          inFlight = InFlight(
+            method: request.method, path: request.path, cacheClass: route.cacheClass,
+            headOnly: headOnly || getForHead, connection: connection, started: now)
+          state = .handling
+          var response = fast
+          response.holdFor = nil
+          held = response
+          readDeadline = now.adding(hold)
+          return nil
+        }
+        guard let fast else {
           inFlight = InFlight(
             method: request.method, path: request.path, cacheClass: route.cacheClass,
             headOnly: headOnly || getForHead,

@@ -81,6 +81,7 @@ final class EventLoop {
   private let mailbox: LoopMailbox
   private var listeners: [Int32]
   private let pool: WorkerPool
+  private let background: WorkerPool
   private let limits: Limits
   private let clock = MonotonicClock()
   private var context: ConnectionContext
@@ -93,7 +94,10 @@ final class EventLoop {
   private static let readBufferSize = 65536
   private static let maxEvents: Int32 = 256
 
-  init(listeners: [Int32], mailbox: LoopMailbox, pool: WorkerPool, limits: Limits, context: ConnectionContext)
+  init(
+    listeners: [Int32], mailbox: LoopMailbox, pool: WorkerPool, background: WorkerPool, limits: Limits,
+    context: ConnectionContext
+  )
     throws(SystemError)
   {
     epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
@@ -101,6 +105,7 @@ final class EventLoop {
     self.listeners = listeners
     self.mailbox = mailbox
     self.pool = pool
+    self.background = background
     self.limits = limits
     self.context = context
     readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
@@ -283,13 +288,16 @@ final class EventLoop {
       let mailbox = self.mailbox
       let fd = connection.fd
       let generation = connection.generation
-      let accepted = pool.submit {
+      let accepted = (route.execution == .background ? background : pool).submit {
         let response = route.respond(to: request)
         mailbox.post(.completed(fd: fd, generation: generation, response: response))
       }
       if !accepted {
-        let busy = Response.text(
+        var busy = Response.text(
           .serviceUnavailable, "The server is busy; try again shortly.\n", headers: [("Retry-After", "1")])
+        // Held like a rate-limit refusal: a flood past the queue gets one answer per connection per
+        // second instead of as many as the loop can write.
+        busy.holdFor = limits.busyHold
         guard apply(connection.machine.handlerFinished(busy, context: &context), connection) else {
           return false
         }

@@ -24,6 +24,8 @@ public struct Limits: Sendable, Equatable {
   /// After the last response on a closing connection: how long unread input is drained before
   /// the socket closes, so that the client receives the response instead of a reset (RFC 9112 §9.6).
   public var lingerTimeout: Duration = .seconds(2)
+  /// How long a 503 for a full pool queue is held before it is sent (zero: at once).
+  public var busyHold: Duration = .seconds(1)
 
   /// The defaults.
   public init() {}

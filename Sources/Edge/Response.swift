@@ -58,6 +58,10 @@ public struct Response: Sendable {
   public var body: Body
   /// Set when the whole response was built ahead of time.
   let prebuilt: PrebuiltResponse?
+  /// For an answer from a fast path: hold it this long before sending (a tarpit for refused
+  /// floods: a client that will not wait gets one answer per connection per hold, and holding
+  /// costs the loop nothing but a timer).
+  public var holdFor: Duration? = nil
 
   /// A response; `headers` must not contain the writer's own fields (checked).
   public init(status: Status, headers: [(name: String, value: String)] = [], body: Body = .empty) {

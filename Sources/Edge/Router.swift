@@ -17,8 +17,8 @@ public struct Route: Sendable {
   public let cacheClass: CacheClass
   public let execution: Execution
   public let handler: Handler
-  /// For a pooled route: an answer the loop may give at once without blocking (a cache hit), or
-  /// nil to hand the request to the pool as usual.
+  /// For a pooled or background route: an answer the loop may give without blocking (a cache hit,
+  /// a rate-limit refusal), or nil to hand the request to its pool as usual.
   public let fastPath: (@Sendable (Request) -> Response?)?
 
   /// A route computed per request; a pooled one may have a non-blocking `fastPath`.
@@ -30,7 +30,7 @@ public struct Route: Sendable {
     self.pattern = pattern
     self.cacheClass = cacheClass
     self.execution = execution
-    self.fastPath = execution == .pooled ? fastPath : nil
+    self.fastPath = execution == .inline ? nil : fastPath
     self.handler = .dynamic(handler)
   }
 

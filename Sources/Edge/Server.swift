@@ -15,6 +15,10 @@ public struct ServerConfiguration: Sendable {
   public var poolThreads: Int = max(2, ServerConfiguration.cores)
   /// Pooled requests that may wait for a worker before new ones get 503.
   public var poolQueue: Int = 256
+  /// Low-priority worker threads for background routes (password hashing).
+  public var backgroundThreads: Int = max(1, ServerConfiguration.cores / 2)
+  /// Background requests that may wait before new ones get 503.
+  public var backgroundQueue: Int = 64
   /// Connection and request limits.
   public var limits = Limits()
   /// After SIGTERM/SIGINT, how long in-flight requests may take before the process exits anyway.
@@ -67,6 +71,9 @@ public final class Server: Sendable {
 
     let pool = WorkerPool(
       threads: max(1, configuration.poolThreads), capacity: max(0, configuration.poolQueue))
+    let background = WorkerPool(
+      threads: max(1, configuration.backgroundThreads), capacity: max(0, configuration.backgroundQueue),
+      lowPriority: true)
     var mailboxes: [LoopMailbox] = []
     let running = LoopCounter()
     for k in 0..<threads {
@@ -80,7 +87,8 @@ public final class Server: Sendable {
         defer { running.count.subtract(1, ordering: .releasing) }
         do {
           let loop = try EventLoop(
-            listeners: listeners, mailbox: mailbox, pool: pool, limits: limits, context: context)
+            listeners: listeners, mailbox: mailbox, pool: pool, background: background, limits: limits,
+            context: context)
           loop.run()
         } catch {
           Log.event("error", "loop_failed", [("error", "\(error)")])

@@ -1,6 +1,10 @@
 import Dispatch
 import Synchronization
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// A fixed set of threads with a bounded queue, for handlers that block.
 ///
 /// `submit` never waits: when the queue is full it returns false at once, and the caller answers
@@ -19,12 +23,17 @@ public final class WorkerPool: Sendable {
   /// How many threads run jobs.
   public let threads: Int
 
-  /// Starts `threads` workers with room for `capacity` waiting jobs.
-  public init(threads: Int, capacity: Int) {
+  /// Starts `threads` workers with room for `capacity` waiting jobs; `lowPriority` workers run at
+  /// nice 19, so the scheduler gives the loops nearly all of a shared core when both want it.
+  public init(threads: Int, capacity: Int, lowPriority: Bool = false) {
     self.threads = threads
     self.capacity = capacity
     for _ in 0..<threads {
-      startThread { [self] in work() }
+      startThread { [self] in
+        // On Linux the nice value is per thread, and who = 0 names the calling thread.
+        if lowPriority { _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19) }
+        work()
+      }
     }
   }
 

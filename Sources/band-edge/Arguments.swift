@@ -31,7 +31,9 @@ struct Arguments {
   }
 
   /// Seconds with an optional fraction: `10`, `0.25`.
-  static func seconds(_ text: String, _ flag: String) throws(UsageError) -> Duration {
+  static func seconds(_ text: String, _ flag: String, zeroAllowed: Bool = false) throws(UsageError)
+    -> Duration
+  {
     let parts = text.split(separator: ".", omittingEmptySubsequences: false)
     guard parts.count <= 2, let whole = Int(parts[0]), whole >= 0, whole <= 86_400 else {
       throw UsageError("\(flag) takes seconds (for example 10 or 0.5), not '\(text)'")
@@ -44,7 +46,9 @@ struct Arguments {
       }
       nanos = f * Int(String("1" + String(repeating: "0", count: 9 - digits.count)))!
     }
-    guard whole > 0 || nanos > 0 else { throw UsageError("\(flag) must be more than 0 seconds") }
+    guard whole > 0 || nanos > 0 || zeroAllowed else {
+      throw UsageError("\(flag) must be more than 0 seconds")
+    }
     return .seconds(whole) + .nanoseconds(nanos)
   }
 }

@@ -13,6 +13,7 @@ struct ClientLimits {
   var signIn: RateLimit
   var exchange: RateLimit
   var trustedProxies: Set<String>
+  var refusalHold: Duration
 }
 
 /// `band-edge serve`: parse flags into a server configuration and run it.
@@ -28,6 +29,9 @@ enum ServeCommand {
       --threads N             event loops, one per core by default (now \(ServerConfiguration.cores))
       --pool-threads N        worker threads for blocking routes (default \(ServerConfiguration().poolThreads))
       --pool-queue N          blocking requests that may wait before new ones get 503 (default 256)
+      --background-threads N  low-priority (nice 19) threads for password hashing (default \(ServerConfiguration().backgroundThreads))
+      --background-queue N    password checks that may wait before new ones get 503 (default 64)
+      --busy-hold S           a 503 for a full queue is held this long before it is sent (default 1)
       --drain-timeout S       seconds allowed for draining on SIGTERM (default 10)
       --no-access-log         do not write the JSON access log to stdout
 
@@ -60,6 +64,8 @@ enum ServeCommand {
       --sign-in-per-minute N      ... and regains per minute (default 30)
       --exchange-burst N          native exchanges one client address may make at once (default 20)
       --exchange-per-minute N     ... and regains per minute (default 60)
+      --rate-limited-hold S       a 429 is held this long before it is sent, so a flood that does not
+                                  wait gets one answer per connection per hold (default 1; 0 sends at once)
       --trusted-proxy IP          a proxy whose X-Forwarded-For is believed for the client address
                                   (repeatable; default none)
       --retention-days N          deleted accounts' personal fields are erased this many days after
@@ -93,6 +99,7 @@ enum ServeCommand {
     var exchangeLimit = RateLimit(burst: 20, perMinute: 60)
     var trustedProxies: Set<String> = []
     var retentionDays = 30
+    var refusalHold = Duration.seconds(1)
     while let word = arguments.next() {
       let (flag, inline) = split(word)
       func value() throws(UsageError) -> String { try arguments.value(of: flag, inline: inline) }
@@ -115,6 +122,12 @@ enum ServeCommand {
         configuration.poolThreads = try Arguments.integer(value(), flag, min: 1, max: 1024)
       case "--pool-queue":
         configuration.poolQueue = try Arguments.integer(value(), flag, min: 0, max: 1_000_000)
+      case "--background-threads":
+        configuration.backgroundThreads = try Arguments.integer(value(), flag, min: 1, max: 1024)
+      case "--background-queue":
+        configuration.backgroundQueue = try Arguments.integer(value(), flag, min: 0, max: 1_000_000)
+      case "--busy-hold":
+        configuration.limits.busyHold = try Arguments.seconds(value(), flag, zeroAllowed: true)
       case "--drain-timeout": configuration.drainTimeout = try Arguments.seconds(value(), flag)
       case "--no-access-log": configuration.accessLog = false
       case "--max-target-bytes":
@@ -155,6 +168,7 @@ enum ServeCommand {
           throw UsageError("--trusted-proxy takes a numeric IP address, not '\(text)'")
         }
         trustedProxies.insert(text)
+      case "--rate-limited-hold": refusalHold = try Arguments.seconds(value(), flag, zeroAllowed: true)
       case "--retention-days": retentionDays = try Arguments.integer(value(), flag, min: 0, max: 36500)
       case "--session-cache-entries":
         sessionCacheEntries = try Arguments.integer(value(), flag, min: 0, max: 1_000_000)
@@ -219,7 +233,9 @@ enum ServeCommand {
       router = try snapshot(
         deployment: deployment, shellDirectory: shellDirectory, databasePath: databasePath,
         lifetimes: lifetimes, sessionCacheEntries: sessionCacheEntries,
-        limits: ClientLimits(signIn: signInLimit, exchange: exchangeLimit, trustedProxies: trustedProxies),
+        limits: ClientLimits(
+          signIn: signInLimit, exchange: exchangeLimit, trustedProxies: trustedProxies,
+          refusalHold: refusalHold),
         testRoutes: testRoutes)
     } catch {
       fail("\(error)")
@@ -227,7 +243,7 @@ enum ServeCommand {
     }
     if printRoutes {
       for route in router.routes {
-        let execution = route.execution == .pooled ? "pooled" : "inline"
+        let execution = "\(route.execution)"
         print("\(route.method.rawValue) \(route.pattern) \(route.cacheClass.cacheControl) \(execution)")
       }
       return 0
@@ -238,7 +254,7 @@ enum ServeCommand {
       shellDirectory, testRoutes, lifetimes, sessionCacheEntries
     )
     let clientLimits = ClientLimits(
-      signIn: signInLimit, exchange: exchangeLimit, trustedProxies: trustedProxies)
+      signIn: signInLimit, exchange: exchangeLimit, trustedProxies: trustedProxies, refusalHold: refusalHold)
     do {
       return try server.run(
         onListening: { _ in
@@ -249,6 +265,9 @@ enum ServeCommand {
               ("environment", deployment.environment.rawValue), ("origin", deployment.origin),
               ("label", deployment.label),
             ])
+          // Whether password hashing can run at SCHED_IDLE (see IdlePriority), for operators.
+          Log.event(
+            "info", "password_hashing", [("priority", IdlePriority.available ? "sched_idle" : "nice_19")])
         },
         reload: {
           // SIGHUP: a whole new snapshot, validated off the loops; the old one serves until it is ready.
@@ -292,7 +311,7 @@ enum ServeCommand {
       databasePath: databasePath, deployment: deployment, lifetimes: lifetimes,
       stylesheet: shell.manifest.entries.first { $0.source == "styles.css" }?.path,
       sessionCacheEntries: sessionCacheEntries, signInLimit: limits.signIn, exchangeLimit: limits.exchange,
-      trustedProxies: limits.trustedProxies, clock: { Int(time(nil)) })
+      trustedProxies: limits.trustedProxies, refusalHold: limits.refusalHold, clock: { Int(time(nil)) })
     return try Router(
       EdgeRoutes.health() + shell.routes + files.routes(maxAge: deployment.linkFileMaxAge)
         + SessionAPI(client).routes + WebPages(client).routes + NativeSignIn(client).routes

@@ -3,6 +3,10 @@ import Testing
 
 @testable import ClientAPI
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// A fresh database file in its own temporary directory.
 func temporaryDatabase() throws -> (SQLiteDatabase, String) {
   let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
@@ -170,6 +174,14 @@ struct PasswordTests {
     // return at once and make unknown emails faster than known ones.
     #expect(hasher.verifyStatus("anything", against: decoy) == -35)
     #expect(hasher.decoy() != decoy)
+  }
+
+  @Test("hashing at idle priority restores the thread's scheduling policy afterwards")
+  func idlePriority() {
+    let before = sched_getscheduler(0)
+    let hasher = PasswordHasher()
+    #expect(hasher.verify("x", against: hasher.decoy()) == false)
+    #expect(sched_getscheduler(0) == before)
   }
 
   @Test("weaker parameters ask for a rehash")

@@ -20,6 +20,14 @@ struct Harness {
         .get, "/cached", cacheClass: .private, execution: .pooled,
         fastPath: { r in r.headers["x-hit"] == nil ? nil : .text(.ok, "from the loop") }
       ) { _ in .text(.ok, "from the pool") },
+      Route(
+        .post, "/limited", cacheClass: .private, execution: .background,
+        fastPath: { _ in
+          var refusal = Response.text(.tooManyRequests, "wait")
+          refusal.holdFor = .seconds(1)
+          return refusal
+        }
+      ) { _ in .text(.ok, "never") },
     ])
     machine = ConnectionMachine(clock: clock, limits: limits, client: "127.0.0.1:5000")
     context = ConnectionContext(router: router, log: AccessLog(enabled: true))
@@ -105,6 +113,32 @@ struct ConnectionMachineTests {
     let miss = h.send("GET /cached HTTP/1.1\r\nHost: a\r\n\r\n")
     #expect(miss.dispatch?.request.path == "/cached")
     #expect(h.machine.state == .handling)
+  }
+
+  @Test("a held fast-path answer is sent when its hold has passed, and nothing is read meanwhile")
+  func held() {
+    var h = Harness()
+    let step = h.send("POST /limited HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n")
+    #expect(step.dispatch == nil)
+    #expect(h.machine.output.isEmpty && h.machine.state == .handling && !h.machine.wantsInput)
+    #expect(h.timeout(after: .milliseconds(999)).dispatch == nil)
+    #expect(h.machine.output.isEmpty)
+    _ = h.timeout(after: .milliseconds(1))
+    let out = h.drainOutput().text
+    #expect(out.hasPrefix("HTTP/1.1 429 Too Many Requests\r\n") && out.hasSuffix("wait"))
+    #expect(h.machine.state == .awaitingRequest)
+  }
+
+  @Test("a pooled answer that asks to be held (a busy 503) is sent after its hold")
+  func heldAfterPool() {
+    var h = Harness()
+    #expect(h.send("GET /slow HTTP/1.1\r\nHost: a\r\n\r\n").dispatch != nil)
+    var busy = Response.text(.serviceUnavailable, "busy")
+    busy.holdFor = .seconds(1)
+    _ = h.machine.handlerFinished(busy, context: &h.context)
+    #expect(h.machine.output.isEmpty && h.machine.state == .handling)
+    _ = h.timeout(after: .seconds(1))
+    #expect(h.drainOutput().text.hasPrefix("HTTP/1.1 503 Service Unavailable\r\n"))
   }
 
   @Test("HEAD is answered by GET without content but with its Content-Length")

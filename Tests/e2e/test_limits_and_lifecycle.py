@@ -78,7 +78,8 @@ def test_client_that_does_not_read_is_cut_at_the_write_deadline(make_server):
 
 
 def test_full_pool_queue_answers_503_with_retry_after_at_once(make_server):
-    server = make_server("--threads", "1", "--pool-threads", "1", "--pool-queue", "1")
+    # --busy-hold 0: sent at once (the default holds it a second, as a tarpit; see ConnectionMachineTests).
+    server = make_server("--threads", "1", "--pool-threads", "1", "--pool-queue", "1", "--busy-hold", "0")
     running, waiting, refused = server.connect(), server.connect(), server.connect()
     running.send(request("GET", "/_test/sleep?ms=1500"))
     time.sleep(0.3)  # let the only worker take it
