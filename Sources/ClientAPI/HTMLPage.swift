@@ -31,6 +31,14 @@ struct HTMLPage {
   /// Appends markup written here (never text from a request: use `text`).
   mutating func html(_ markup: String) { body += markup }
 
+  /// Appends `message`, if any, as an alert paragraph (read out by screen readers at once).
+  mutating func alert(_ message: String?) {
+    guard let message else { return }
+    html("<p class=\"error\" role=\"alert\">")
+    text(message)
+    html("</p>\n")
+  }
+
   /// Appends `value` escaped for element content and attribute values.
   mutating func text(_ value: String) { body += Self.escape(value) }
 

@@ -170,23 +170,12 @@ public struct NativeSignIn: Sendable {
   func form(
     _ request: Request, _ parameters: HandoffParameters, signedIn: Account?, status: Status, message: String?
   ) -> Response {
-    var headers: [(name: String, value: String)] = []
-    let binding: String
-    if let existing = WebSecurity.cookie(WebSecurity.csrfCookie, in: request) {
-      binding = existing
-    } else {
-      binding = Secrets.token()
-      headers.append(("Set-Cookie", WebSecurity.setCookie(WebSecurity.csrfCookie, binding, maxAge: 86400)))
-    }
+    let (binding, headers) = WebPages.csrfBinding(request)
     let csrf = "<input type=\"hidden\" name=\"csrf\" value=\"\(WebSecurity.csrfToken(binding: binding))\">\n"
     let app = parameters.platform == "ios" ? "iPhone or iPad app" : "Android app"
     var page = HTMLPage(title: "Sign in to the app")
     page.html("<h1>Sign in to the Band Licence app</h1>\n<p>You are signing in to the \(app).</p>\n")
-    if let message {
-      page.html("<p class=\"error\" role=\"alert\">")
-      page.text(message)
-      page.html("</p>\n")
-    }
+    page.alert(message)
     if let signedIn {
       page.html("<form method=\"post\" action=\"/native/sign-in\">\n" + csrf + parameters.hiddenFields)
       page.html("<input type=\"hidden\" name=\"action\" value=\"continue\">\n")
@@ -196,14 +185,7 @@ public struct NativeSignIn: Sendable {
     }
     page.html(
       "<form class=\"form\" method=\"post\" action=\"/native/sign-in\">\n" + csrf + parameters.hiddenFields)
-    page.html("<label for=\"email\">Email</label>\n")
-    page.html(
-      "<input id=\"email\" name=\"email\" type=\"text\" inputmode=\"email\" autocomplete=\"username\" "
-        + "autocapitalize=\"none\" spellcheck=\"false\" required maxlength=\"254\">\n")
-    page.html("<label for=\"password\">Password</label>\n")
-    page.html(
-      "<input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"current-password\" required>\n"
-    )
+    page.html(WebPages.credentialFields)
     page.html("<button class=\"button\" type=\"submit\">Sign in</button>\n</form>\n")
     page.html("<form method=\"post\" action=\"/native/sign-in\">\n" + csrf + parameters.hiddenFields)
     page.html("<input type=\"hidden\" name=\"action\" value=\"cancel\">\n")

@@ -60,32 +60,13 @@ public struct WebPages: Sendable {
 
   /// The form, with a CSRF token bound to the visitor's `__Host-bl_csrf` cookie (set now if absent).
   func signInForm(_ request: Request, status: Status, message: String?) -> Response {
-    var headers: [(name: String, value: String)] = []
-    let binding: String
-    if let existing = WebSecurity.cookie(WebSecurity.csrfCookie, in: request) {
-      binding = existing
-    } else {
-      binding = Secrets.token()
-      headers.append(("Set-Cookie", WebSecurity.setCookie(WebSecurity.csrfCookie, binding, maxAge: 86400)))
-    }
+    let (binding, headers) = Self.csrfBinding(request)
     var page = HTMLPage(title: "Sign in")
     page.html("<h1>Sign in</h1>\n")
-    if let message {
-      page.html("<p class=\"error\" role=\"alert\">")
-      page.text(message)
-      page.html("</p>\n")
-    }
+    page.alert(message)
     page.html("<form class=\"form\" method=\"post\" action=\"/sign-in\">\n")
     page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(WebSecurity.csrfToken(binding: binding))\">\n")
-    page.html("<label for=\"email\">Email</label>\n")
-    page.html(
-      "<input id=\"email\" name=\"email\" type=\"text\" inputmode=\"email\" autocomplete=\"username\" "
-        + "autocapitalize=\"none\" spellcheck=\"false\" required maxlength=\"254\">\n"
-    )
-    page.html("<label for=\"password\">Password</label>\n")
-    page.html(
-      "<input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"current-password\" required>\n"
-    )
+    page.html(Self.credentialFields)
     page.html("<button class=\"button\" type=\"submit\">Sign in</button>\n</form>\n")
     return page.response(status, context: context, headers: headers)
   }
@@ -115,6 +96,23 @@ public struct WebPages: Sendable {
       "/",
       cookie: WebSecurity.setCookie(WebSecurity.sessionCookie, token, maxAge: context.lifetimes.webAbsolute))
   }
+
+  /// The signed-out visitor's CSRF binding: their `__Host-bl_csrf` cookie, or a new one (and the
+  /// header that sets it).
+  static func csrfBinding(_ request: Request) -> (String, [(name: String, value: String)]) {
+    if let existing = WebSecurity.cookie(WebSecurity.csrfCookie, in: request) { return (existing, []) }
+    let binding = Secrets.token()
+    return (binding, [("Set-Cookie", WebSecurity.setCookie(WebSecurity.csrfCookie, binding, maxAge: 86400))])
+  }
+
+  /// The email and password inputs of every sign-in form. `type=text` with `inputmode=email`:
+  /// password managers key on `autocomplete=username`, which `type=email` does not allow everywhere.
+  static let credentialFields =
+    "<label for=\"email\">Email</label>\n"
+    + "<input id=\"email\" name=\"email\" type=\"text\" inputmode=\"email\" autocomplete=\"username\" "
+    + "autocapitalize=\"none\" spellcheck=\"false\" required maxlength=\"254\">\n"
+    + "<label for=\"password\">Password</label>\n"
+    + "<input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"current-password\" required>\n"
 
   /// The one sentence for every failed sign-in: it never says whether the email exists.
   static let failureMessage =
@@ -237,11 +235,7 @@ public struct WebPages: Sendable {
     }
     var page = HTMLPage(title: "Delete your account")
     page.html("<h1>Delete your account</h1>\n")
-    if let message {
-      page.html("<p class=\"error\" role=\"alert\">")
-      page.text(message)
-      page.html("</p>\n")
-    }
+    page.alert(message)
     page.html("<p>Deleting your account signs you out everywhere at once and removes you from every school. ")
     page.html("Your name and email address are erased after the retention period; records of what happened ")
     page.html("keep only an anonymous ID. This cannot be undone.</p>\n")
