@@ -28,9 +28,11 @@ extension ClientStore {
       let lockedUntil = Lockout.lockedUntil(failures: failures, now: clock())
       try db.query(
         """
-        INSERT INTO sign_in_failures (email_digest, failures, locked_until) VALUES (?, ?, ?)
-        ON CONFLICT (email_digest) DO UPDATE SET failures = excluded.failures, locked_until = excluded.locked_until
-        """, [.blob(digest), .integer(Int64(failures)), .integer(Int64(lockedUntil))])
+        INSERT INTO sign_in_failures (email_digest, failures, locked_until, last_failure_at) VALUES (?, ?, ?, ?)
+        ON CONFLICT (email_digest) DO UPDATE SET failures = excluded.failures, locked_until = excluded.locked_until,
+          last_failure_at = excluded.last_failure_at
+        """,
+        [.blob(digest), .integer(Int64(failures)), .integer(Int64(lockedUntil)), .integer(Int64(clock()))])
       try audit(
         actor: nil, action: "sign_in.failed", subject: accountID, detail: lockedUntil > 0 ? "locked" : nil)
     }
@@ -118,6 +120,23 @@ extension ClientStore {
         try audit(actor: "retention", action: "account.erased", subject: id)
       }
       return rows.count
+    }
+  }
+
+  /// Forgets what is only needed for a while: handoffs a day past their expiry (a retry or replay
+  /// can no longer name them usefully) and failure counts untouched for a day (the lockout has long
+  /// ended). Returns how many rows went.
+  @discardableResult
+  public func pruneExpired() throws(StoreError) -> Int {
+    try db.transaction { () throws(StoreError) -> Int in
+      let cutoff = Int64(clock() - 86400)
+      try db.query("DELETE FROM handoffs WHERE expires_at < ?", [.integer(cutoff)])
+      var removed = db.changes
+      try db.query(
+        "DELETE FROM sign_in_failures WHERE locked_until < ? AND last_failure_at < ?",
+        [.integer(cutoff), .integer(cutoff)])
+      removed += db.changes
+      return removed
     }
   }
 

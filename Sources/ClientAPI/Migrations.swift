@@ -82,6 +82,10 @@ public enum Migrations {
     """
     ALTER TABLE accounts ADD COLUMN erased_at INTEGER;
     """,
+    // 5: when an email last failed, so that old failure counts can be forgotten.
+    """
+    ALTER TABLE sign_in_failures ADD COLUMN last_failure_at INTEGER NOT NULL DEFAULT 0;
+    """,
   ]
 
   /// The schema version this build writes.

@@ -20,7 +20,8 @@ enum AdminCommand {
       seed-demo                             fictional demo data; development only (BAND_LICENCE_ENV)
       migrate                               apply migrations and exit (serve runs this at every start)
       retention [--days N]                  erase the personal fields of accounts deleted N days ago or more
-                                            (default 30; serve runs this at start and hourly)
+                                            (default 30), and forget handoffs and failure counts a day
+                                            old; serve runs this at start and hourly
 
     The database is DIR/band-edge.sqlite (default DIR: data); migrations apply on open. Each command
     prints what it changed. Exit status: 0 done; 1 refused (one line on stderr says why); 2 usage error.
@@ -97,6 +98,7 @@ enum AdminCommand {
           days = try Arguments.integer(text, "--days", min: 0, max: 36500)
         }
         let erased = try store.eraseDeletedAccounts(window: days * 86400)
+        try store.pruneExpired()
         if !options.flag("--quiet") { print("erased \(erased) deleted account\(erased == 1 ? "" : "s")") }
       case ("migrate", _):
         // --quiet when serve runs it: the server's standard output is the JSON access log.

@@ -115,3 +115,23 @@ struct DeletionTests {
     #expect(actions.contains("account.deletion_requested") && actions.contains("account.erased"))
   }
 }
+
+@Suite("Pruning")
+struct PruneTests {
+  @Test("handoffs and failure counts a day old are forgotten; recent ones stay")
+  func prune() throws {
+    let (store, clock, _) = try makeStore()
+    let account = try store.createAccount(
+      email: "ada@example.test", displayName: "Ada", passwordHash: "x", actor: "t")
+    _ = try store.createHandoff(
+      accountID: account.id, challenge: String(repeating: "c", count: 43),
+      state: String(repeating: "s", count: 16),
+      platform: "ios", appVersion: "1.4.0", lifetime: 120)
+    try store.recordSignInFailure(accountID: nil, email: "old@example.test")
+    clock.advance(86400 + 121)
+    try store.recordSignInFailure(accountID: nil, email: "new@example.test")
+    #expect(try store.pruneExpired() == 2)
+    #expect(try store.db.query("SELECT COUNT(*) FROM sign_in_failures").first?.first == .integer(1))
+    #expect(try store.pruneExpired() == 0)
+  }
+}
