@@ -59,6 +59,8 @@ final class Connection {
   /// The peer shut its side down: read on until end of input, even after a short read.
   var peerHungUp = false
   var scheduled = Instant.never
+  /// TLS state for connections accepted on a TLS listener.
+  var tls: TLSSession?
 
   init(fd: Int32, generation: UInt64, machine: ConnectionMachine<MonotonicClock>) {
     self.fd = fd
@@ -82,6 +84,9 @@ final class EventLoop {
   private var listeners: [Int32]
   private let pool: WorkerPool
   private let background: WorkerPool
+  /// Listeners whose connections speak TLS, and the context they use.
+  private let tlsListeners: Set<Int32>
+  private let tls: TLSContext?
   private let limits: Limits
   private let clock = MonotonicClock()
   private var context: ConnectionContext
@@ -95,8 +100,9 @@ final class EventLoop {
   private static let maxEvents: Int32 = 256
 
   init(
-    listeners: [Int32], mailbox: LoopMailbox, pool: WorkerPool, background: WorkerPool, limits: Limits,
-    context: ConnectionContext
+    listeners: [Int32], tlsListeners: Set<Int32> = [], tls: TLSContext? = nil, mailbox: LoopMailbox,
+    pool: WorkerPool,
+    background: WorkerPool, limits: Limits, context: ConnectionContext
   )
     throws(SystemError)
   {
@@ -106,6 +112,8 @@ final class EventLoop {
     self.mailbox = mailbox
     self.pool = pool
     self.background = background
+    self.tlsListeners = tlsListeners
+    self.tls = tls
     self.limits = limits
     self.context = context
     readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
@@ -194,6 +202,13 @@ final class EventLoop {
         fd: fd, generation: nextGeneration,
         machine: ConnectionMachine(clock: clock, limits: limits, client: client))
       nextGeneration += 1
+      if tlsListeners.contains(listener) {
+        guard let session = tls?.session(fd: fd) else {
+          close(fd)
+          continue
+        }
+        connection.tls = session
+      }
       if Int(fd) >= connections.count {
         connections.append(contentsOf: repeatElement(nil, count: Int(fd) + 1 - connections.count + 64))
       }
@@ -223,6 +238,10 @@ final class EventLoop {
   /// Reads while the machine wants input and the socket may have some, writing what each read
   /// produced; then schedules the connection's deadline.
   private func pump(_ connection: Connection) {
+    if let tls = connection.tls {
+      pumpTLS(connection, tls)
+      return
+    }
     while true {
       guard flush(connection) else { return }
       guard connection.readable && connection.machine.wantsInput else { break }
@@ -249,6 +268,63 @@ final class EventLoop {
       }
     }
     schedule(connection)
+  }
+
+  /// `pump` for a TLS connection: the handshake first, then records in and out. Edge-triggered
+  /// epoll delivers both directions, so a TLS call that wants the other direction simply waits for
+  /// the next event; decrypted bytes OpenSSL still holds are read before the socket is.
+  private func pumpTLS(_ connection: Connection, _ tls: TLSSession) {
+    if !tls.handshakeDone {
+      switch tls.handshake() {
+      case .bytes: break
+      case .wantRead, .wantWrite:
+        schedule(connection)
+        return
+      case .closed, .failed:
+        closeConnection(connection)
+        return
+      }
+    }
+    while true {
+      guard flushTLS(connection, tls) else { return }
+      guard connection.machine.wantsInput else { break }
+      switch tls.read(UnsafeMutableRawBufferPointer(readBuffer)) {
+      case .bytes(let n):
+        let step = connection.machine.received(
+          UnsafeRawBufferPointer(rebasing: readBuffer[0..<n]), context: &context)
+        guard apply(step, connection) else { return }
+      case .wantRead, .wantWrite:
+        connection.readable = false
+        schedule(connection)
+        return
+      case .closed:
+        // The peer's close_notify (or EOF): the machine decides; the loop's top flushes what is left.
+        guard apply(connection.machine.inputEnded(), connection) else { return }
+      case .failed:
+        closeConnection(connection)
+        return
+      }
+    }
+    schedule(connection)
+  }
+
+  /// `flush` for TLS: one record per queued piece (OpenSSL has no gather write).
+  private func flushTLS(_ connection: Connection, _ tls: TLSSession) -> Bool {
+    while !connection.machine.output.isEmpty {
+      let outcome = connection.machine.output.withIOVecs { vectors in
+        tls.write(UnsafeRawBufferPointer(start: vectors[0].iov_base, count: vectors[0].iov_len))
+      }
+      switch outcome {
+      case .bytes(let n):
+        guard apply(connection.machine.wrote(n), connection) else { return false }
+      case .wantRead, .wantWrite:
+        return true
+      case .closed, .failed:
+        closeConnection(connection)
+        return false
+      }
+    }
+    return true
   }
 
   /// Writes what the machine has queued; false when the connection was closed.
@@ -307,6 +383,7 @@ final class EventLoop {
     case .none:
       return true
     case .shutdownWrite:
+      connection.tls?.shutdown()  // close_notify first, so the client knows the response is complete
       shutdown(connection.fd, Int32(SHUT_WR))
       return true
     case .now:

@@ -25,6 +25,10 @@ public struct ServerConfiguration: Sendable {
   public var drainTimeout: Duration = .seconds(10)
   /// Whether to write the access log to standard output.
   public var accessLog = true
+  /// Addresses that speak TLS (with `tls`); every loop gets its own socket for each, as for `listen`.
+  public var tlsListen: [SocketAddress] = []
+  /// The TLS configuration for `tlsListen`.
+  public var tls: TLSContext? = nil
 
   /// The defaults.
   public init() {}
@@ -63,10 +67,16 @@ public final class Server: Sendable {
     let threads = max(1, configuration.threads)
     var perLoop: [[Int32]] = Array(repeating: [], count: threads)
     var bound: [SocketAddress] = []
-    for address in configuration.listen {
+    var perLoopTLS: [Set<Int32>] = Array(repeating: [], count: threads)
+    let tlsAddresses = configuration.tls == nil ? [] : configuration.tlsListen
+    for (address, secure) in configuration.listen.map({ ($0, false) }) + tlsAddresses.map({ ($0, true) }) {
       let actual = try Listener.claim(address)
       bound.append(actual)
-      for k in 0..<threads { perLoop[k].append(try Listener.open(actual)) }
+      for k in 0..<threads {
+        let fd = try Listener.open(actual)
+        perLoop[k].append(fd)
+        if secure { perLoopTLS[k].insert(fd) }
+      }
     }
 
     let pool = WorkerPool(
@@ -80,6 +90,8 @@ public final class Server: Sendable {
       let mailbox = try LoopMailbox()
       mailboxes.append(mailbox)
       let listeners = perLoop[k]
+      let secureListeners = perLoopTLS[k]
+      let tls = configuration.tls
       let limits = configuration.limits
       let context = ConnectionContext(router: router, log: AccessLog(enabled: configuration.accessLog))
       running.count.add(1, ordering: .relaxed)
@@ -87,8 +99,8 @@ public final class Server: Sendable {
         defer { running.count.subtract(1, ordering: .releasing) }
         do {
           let loop = try EventLoop(
-            listeners: listeners, mailbox: mailbox, pool: pool, background: background, limits: limits,
-            context: context)
+            listeners: listeners, tlsListeners: secureListeners, tls: tls, mailbox: mailbox, pool: pool,
+            background: background, limits: limits, context: context)
           loop.run()
         } catch {
           Log.event("error", "loop_failed", [("error", "\(error)")])

@@ -26,6 +26,9 @@ enum ServeCommand {
 
     Listening and threads:
       --listen ADDR           numeric host:port, repeatable (default 127.0.0.1:8080; port 0 picks one)
+      --tls-listen ADDR       a TLS (HTTPS) listener, repeatable; needs --cert and --key
+      --cert FILE             PEM certificate chain; it must cover the configured origin's host
+      --key FILE              PEM private key; refused when readable by other users
       --threads N             event loops, one per core by default (now \(ServerConfiguration.cores))
       --pool-threads N        worker threads for blocking routes (default \(ServerConfiguration().poolThreads))
       --pool-queue N          blocking requests that may wait before new ones get 503 (default 256)
@@ -87,6 +90,9 @@ enum ServeCommand {
     var arguments = arguments
     var configuration = ServerConfiguration()
     var listen: [SocketAddress] = []
+    var tlsListen: [SocketAddress] = []
+    var certificate: String? = nil
+    var keyFile: String? = nil
     var testRoutes = false
     var shellDirectory = ShellCommand.defaultDestination
     var configFlag: String? = nil
@@ -117,6 +123,14 @@ enum ServeCommand {
             "--listen takes a numeric host:port such as 127.0.0.1:8080 or [::1]:8080, not '\(text)'")
         }
         listen.append(address)
+      case "--tls-listen":
+        let text = try value()
+        guard let address = SocketAddress(text) else {
+          throw UsageError("--tls-listen takes a numeric host:port such as 0.0.0.0:443, not '\(text)'")
+        }
+        tlsListen.append(address)
+      case "--cert": certificate = try value()
+      case "--key": keyFile = try value()
       case "--threads": configuration.threads = try Arguments.integer(value(), flag, min: 1, max: 256)
       case "--pool-threads":
         configuration.poolThreads = try Arguments.integer(value(), flag, min: 1, max: 1024)
@@ -212,6 +226,24 @@ enum ServeCommand {
     {
       fail("development listens on loopback only (127.0.0.0/8 or ::1), not \(open)")
       return 1
+    }
+    if !tlsListen.isEmpty || certificate != nil || keyFile != nil {
+      guard let certificate, let keyFile, !tlsListen.isEmpty else {
+        fail("TLS needs all three of --tls-listen, --cert and --key")
+        return 1
+      }
+      switch tlsContext(certificate: certificate, key: keyFile, origin: deployment.origin) {
+      case .failure(let problem):
+        fail(problem.description)
+        return 1
+      case .success(let context):
+        configuration.tls = context
+        configuration.tlsListen = tlsListen
+      }
+      if deployment.environment == .development, let open = tlsListen.first(where: { !$0.isLoopback }) {
+        fail("development listens on loopback only (127.0.0.0/8 or ::1), not \(open)")
+        return 1
+      }
     }
     if testRoutes && deployment.environment != .development {
       fail("--test-routes is for development only, not \(deployment.environment.rawValue)")
@@ -317,6 +349,37 @@ enum ServeCommand {
         + SessionAPI(client).routes + WebPages(client).routes + NativeSignIn(client).routes
         + OpenAPIDocument.routes
         + (testRoutes ? EdgeRoutes.testing() : []))
+  }
+
+  /// The TLS context for `certificate` and `key`, refused when the key file is readable by other
+  /// users or the certificate does not cover the origin's host.
+  static func tlsContext(certificate: String, key: String, origin: String) -> Result<TLSContext, TLSError> {
+    var info = stat()
+    guard stat(key, &info) == 0 else { return .failure(TLSError(message: "cannot read the key file \(key)")) }
+    if info.st_mode & S_IROTH != 0 || info.st_mode & S_IWOTH != 0 {
+      let mode = String(info.st_mode & 0o777, radix: 8)
+      return .failure(
+        TLSError(message: "the key file \(key) is readable by every user (mode \(mode)); chmod 600 it"))
+    }
+    let context: TLSContext
+    do { context = try TLSContext(certificate: certificate, key: key) } catch { return .failure(error) }
+    let host = originHost(origin)
+    guard context.covers(host: host) else {
+      return .failure(
+        TLSError(
+          message: "the certificate \(certificate) does not cover \(host), the configured origin's host"))
+    }
+    return .success(context)
+  }
+
+  /// `app.example.org` from `https://app.example.org:8443`; `::1` from `http://[::1]:8080`.
+  static func originHost(_ origin: String) -> String {
+    var rest = Substring(origin)
+    if let scheme = rest.firstRange(of: "://") { rest = rest[scheme.upperBound...] }
+    if rest.hasPrefix("["), let close = rest.firstIndex(of: "]") {
+      return String(rest[rest.index(after: rest.startIndex)..<close])
+    }
+    return String(rest.prefix { $0 != ":" && $0 != "/" })
   }
 
   private static func apply(limit key: String, value: Double, to configuration: inout ServerConfiguration) {

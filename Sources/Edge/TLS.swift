@@ -1,0 +1,167 @@
+import COpenSSL
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Why TLS could not be set up; one sentence for the operator.
+public struct TLSError: Error, CustomStringConvertible, Sendable {
+  public let description: String
+
+  /// A problem found outside OpenSSL.
+  public init(message: String) { description = message }
+
+  init(_ description: String) {
+    var detail = ""
+    let code = ERR_get_error()
+    if code != 0 {
+      var buffer = [CChar](repeating: 0, count: 256)
+      ERR_error_string_n(code, &buffer, buffer.count)
+      detail =
+        " (" + String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) + ")"
+    }
+    ERR_clear_error()
+    self.description = description + detail
+  }
+}
+
+/// A server TLS configuration: one certificate and key, TLS 1.2 and 1.3 only, Mozilla's
+/// "intermediate" ciphers and groups (no server cipher preference), session tickets, ALPN
+/// `http/1.1`. Built once per snapshot; connections made from it keep it alive.
+// Safe to share unchecked: the SSL_CTX is fully configured in init and never changed afterwards;
+// OpenSSL documents SSL_new on a configured SSL_CTX as safe from several threads at once, and the
+// context is freed only in deinit, when no connection (each holds a reference) can use it.
+public final class TLSContext: @unchecked Sendable {
+  let context: OpaquePointer
+
+  /// Mozilla intermediate (TLS 1.2 part; TLS 1.3 suites are OpenSSL's defaults, all acceptable).
+  static let ciphers =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
+    + "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:"
+    + "DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384:DHE-RSA-CHACHA20-POLY1305"
+  static let groups = "X25519:prime256v1:secp384r1"
+
+  /// A context serving the PEM certificate chain at `certificate` with the key at `key`.
+  public init(certificate: String, key: String) throws(TLSError) {
+    guard let context = SSL_CTX_new(TLS_server_method()) else {
+      throw TLSError("cannot create a TLS context")
+    }
+    self.context = context
+    guard SSL_CTX_ctrl(context, SSL_CTRL_SET_MIN_PROTO_VERSION, Int(TLS1_2_VERSION), nil) == 1,
+      SSL_CTX_ctrl(context, SSL_CTRL_SET_MAX_PROTO_VERSION, Int(TLS1_3_VERSION), nil) == 1,
+      SSL_CTX_set_cipher_list(context, Self.ciphers) == 1,
+      Self.groups.withCString({
+        SSL_CTX_ctrl(context, SSL_CTRL_SET_GROUPS_LIST, 0, UnsafeMutableRawPointer(mutating: $0))
+      })
+        == 1
+    else { throw TLSError("cannot apply the TLS protocol and cipher settings") }
+    // SSL_OP_NO_RENEGOTIATION is SSL_OP_BIT(30), a macro Swift cannot import.
+    _ = SSL_CTX_set_options(context, UInt64(1) << 30)
+    _ = SSL_CTX_ctrl(
+      context, SSL_CTRL_MODE, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER), nil)
+    guard SSL_CTX_use_certificate_chain_file(context, certificate) == 1 else {
+      throw TLSError("cannot read the certificate chain \(certificate)")
+    }
+    guard SSL_CTX_use_PrivateKey_file(context, key, SSL_FILETYPE_PEM) == 1 else {
+      throw TLSError("cannot read the private key \(key)")
+    }
+    guard SSL_CTX_check_private_key(context) == 1 else {
+      throw TLSError("the private key \(key) does not match the certificate \(certificate)")
+    }
+    SSL_CTX_set_alpn_select_cb(
+      context,
+      { _, out, outLength, offered, offeredLength, _ in
+        // Pick http/1.1 if the client offers it (room for h2 later); otherwise no ALPN at all.
+        guard let offered, let out, let outLength else { return SSL_TLSEXT_ERR_NOACK }
+        var i = 0
+        while i < Int(offeredLength) {
+          let length = Int(offered[i])
+          if length == 8, i + 1 + length <= Int(offeredLength),
+            Array(UnsafeBufferPointer(start: offered + i + 1, count: 8)) == Array("http/1.1".utf8)
+          {
+            out.pointee = offered + i + 1
+            outLength.pointee = 8
+            return SSL_TLSEXT_ERR_OK
+          }
+          i += 1 + length
+        }
+        return SSL_TLSEXT_ERR_NOACK
+      }, nil)
+  }
+
+  deinit { SSL_CTX_free(context) }
+
+  /// Whether the certificate covers `host` (a DNS name or an IP literal; RFC 6125 matching).
+  public func covers(host: String) -> Bool {
+    guard let certificate = SSL_CTX_get0_certificate(context) else { return false }
+    if host.contains(":") || host.allSatisfy({ $0.isNumber || $0 == "." }) {
+      return X509_check_ip_asc(certificate, host, 0) == 1
+    }
+    return X509_check_host(certificate, host, host.utf8.count, 0, nil) == 1
+  }
+
+  /// A server-side TLS session on `fd` (accept state).
+  func session(fd: Int32) -> TLSSession? {
+    guard let ssl = SSL_new(context) else { return nil }
+    SSL_set_fd(ssl, fd)
+    SSL_set_accept_state(ssl)
+    return TLSSession(ssl: ssl, context: self)
+  }
+}
+
+/// One connection's TLS state; owned by its loop's thread like the connection itself.
+final class TLSSession {
+  let ssl: OpaquePointer
+  /// Keeps the context (and its certificate) alive for this connection, across reloads.
+  let context: TLSContext
+  var handshakeDone = false
+
+  init(ssl: OpaquePointer, context: TLSContext) {
+    self.ssl = ssl
+    self.context = context
+  }
+
+  deinit { SSL_free(ssl) }
+
+  /// What a non-blocking TLS call asked for.
+  enum Outcome {
+    case bytes(Int)
+    case wantRead
+    case wantWrite
+    case closed
+    case failed
+  }
+
+  func outcome(_ result: Int32) -> Outcome {
+    if result > 0 { return .bytes(Int(result)) }
+    let error = SSL_get_error(ssl, result)
+    ERR_clear_error()
+    switch error {
+    case SSL_ERROR_WANT_READ: return .wantRead
+    case SSL_ERROR_WANT_WRITE: return .wantWrite
+    case SSL_ERROR_ZERO_RETURN: return .closed
+    case SSL_ERROR_SYSCALL where errno == 0 || errno == EAGAIN: return result == 0 ? .closed : .wantRead
+    default: return .failed
+    }
+  }
+
+  func handshake() -> Outcome {
+    let result = SSL_do_handshake(ssl)
+    if result == 1 {
+      handshakeDone = true
+      return .bytes(0)
+    }
+    return outcome(result)
+  }
+
+  func read(_ buffer: UnsafeMutableRawBufferPointer) -> Outcome {
+    outcome(SSL_read(ssl, buffer.baseAddress, Int32(buffer.count)))
+  }
+
+  func write(_ bytes: UnsafeRawBufferPointer) -> Outcome {
+    outcome(SSL_write(ssl, bytes.baseAddress, Int32(min(bytes.count, Int(Int32.max)))))
+  }
+
+  /// Sends close_notify (best effort, non-blocking).
+  func shutdown() { _ = SSL_shutdown(ssl) }
+}

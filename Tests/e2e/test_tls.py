@@ -1,0 +1,117 @@
+"""TLS termination through the real binary, with a test CA made here by the openssl CLI: curl and
+Python's ssl connect, TLS 1.0/1.1 are refused, ALPN says http/1.1, TLS 1.2 sessions resume, large
+bodies arrive intact, a stalled handshake is cut off, and bad key files or certificates stop
+start-up with one clear line."""
+
+import os
+import socket
+import ssl
+import subprocess
+import time
+
+import pytest
+
+from edge import Server, binary, built_shell
+
+
+def openssl(*args, cwd):
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    """A test CA, a certificate for 127.0.0.1/localhost and one for another host."""
+    d = tmp_path_factory.mktemp("pki")
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "ca.key",
+            "-out", "ca.pem", "-days", "2", "-subj", "/CN=band-edge test CA", cwd=d)
+    for name, san in (("server", "IP:127.0.0.1,DNS:localhost"), ("other", "DNS:other.test")):
+        openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
+                f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={name}", cwd=d)
+        (d / f"{name}.cnf").write_text(f"subjectAltName={san}\nbasicConstraints=CA:FALSE\n"
+                                       "keyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n")
+        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+                "-out", f"{name}.pem", "-days", "2", "-extfile", f"{name}.cnf", cwd=d)
+        os.chmod(d / f"{name}.key", 0o600)
+    return d
+
+
+def tls_server(make_server, pki, *flags):
+    server = make_server("--tls-listen", "127.0.0.1:0", "--cert", str(pki / "server.pem"), "--key",
+                         str(pki / "server.key"), *flags)
+    ports = [int(e["address"].rsplit(":", 1)[1]) for e in server.events() if e.get("event") == "listening"]
+    return server, ports[1]
+
+
+def test_curl_and_python_connect_over_tls_with_alpn_http11(make_server, pki):
+    server, port = tls_server(make_server, pki)
+    out = subprocess.run(["curl", "-s", "--cacert", str(pki / "ca.pem"), "-w", " %{http_code} %{http_version}",
+                          f"https://127.0.0.1:{port}/healthz"], capture_output=True, text=True, timeout=30)
+    assert out.stdout == "ok\n 200 1.1"
+    context = ssl.create_default_context(cafile=str(pki / "ca.pem"))
+    context.set_alpn_protocols(["h2", "http/1.1"])
+    with socket.create_connection(("127.0.0.1", port)) as raw, context.wrap_socket(raw, server_hostname="localhost") as s:
+        assert s.selected_alpn_protocol() == "http/1.1"
+        assert s.version() in ("TLSv1.2", "TLSv1.3")
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: a\r\n\r\nGET /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+        assert data.count(b"HTTP/1.1 200 OK") == 2
+
+
+def test_old_protocols_are_refused(make_server, pki):
+    _, port = tls_server(make_server, pki)
+    for flag in ("-tls1", "-tls1_1"):
+        result = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{port}", flag], input="",
+                                capture_output=True, text=True, timeout=30)
+        assert result.returncode != 0, flag
+        assert "Cipher is (NONE)" in result.stdout or "alert" in result.stderr, flag
+
+
+def test_tls12_sessions_resume(make_server, pki):
+    _, port = tls_server(make_server, pki)
+    result = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{port}", "-tls1_2", "-reconnect",
+                             "-CAfile", str(pki / "ca.pem")], input="", capture_output=True, text=True, timeout=30)
+    lines = [line for line in result.stdout.splitlines() if line.startswith(("New,", "Reused,"))]
+    assert lines[0].startswith("New,") and all(line.startswith("Reused,") for line in lines[1:]) and len(lines) > 1
+
+
+def test_large_bodies_arrive_intact(make_server, pki):
+    server, port = tls_server(make_server, pki)
+    shell = built_shell()
+    largest = max((p for p in shell.iterdir() if p.suffix == ".js"), key=lambda p: p.stat().st_size)
+    out = subprocess.run(["curl", "-s", "--cacert", str(pki / "ca.pem"), "-H", "Accept-Encoding: identity",
+                          f"https://127.0.0.1:{port}/{largest.name}"], capture_output=True, timeout=30)
+    assert out.stdout == largest.read_bytes()
+
+
+def test_a_stalled_handshake_is_cut_off(make_server, pki):
+    _, port = tls_server(make_server, pki, "--head-timeout", "0.5")
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.settimeout(5)
+        started = time.monotonic()
+        assert s.recv(1) == b""  # closed by the server, nothing sent
+        assert time.monotonic() - started < 4
+
+
+def start_failure(pki, cert, key):
+    result = subprocess.run([str(binary()), "serve", "--listen", "127.0.0.1:0", "--tls-listen", "127.0.0.1:0",
+                             "--cert", str(pki / cert), "--key", str(pki / key), "--shell", str(built_shell()),
+                             "--data", str(pki / "data")], capture_output=True, text=True, timeout=30, env={})
+    return result
+
+
+def test_a_world_readable_key_is_refused(pki, tmp_path):
+    key = tmp_path / "open.key"
+    key.write_bytes((pki / "server.key").read_bytes())
+    os.chmod(key, 0o644)
+    result = start_failure(pki, "server.pem", key)
+    assert result.returncode == 1
+    assert result.stderr == f"band-edge: error: the key file {key} is readable by every user (mode 644); chmod 600 it\n"
+
+
+def test_a_certificate_for_another_host_is_refused(pki):
+    result = start_failure(pki, "other.pem", "other.key")
+    assert result.returncode == 1
+    assert "does not cover 127.0.0.1, the configured origin's host" in result.stderr
+    assert result.stderr.count("\n") == 1
