@@ -5,6 +5,9 @@ public struct ConnectionContext: Sendable {
   public var router: Router
   /// The loop's access-log buffer.
   public var log: AccessLog
+  /// Where plain-HTTP requests are sent (`308` to this origin plus the same path and query), when
+  /// set; `/healthz` is still answered in the clear, for load balancers.
+  public var httpsRedirect: String? = nil
   var date = HTTPDate()
 
   /// A context over `router`.
@@ -72,6 +75,8 @@ struct ConnectionMachine<Clock: EdgeClock> {
   let clock: Clock
   let limits: Limits
   let client: String
+  /// Whether this connection arrived over TLS: its responses carry HSTS.
+  let secure: Bool
   private(set) var state = State.awaitingRequest
   private var parser: HTTP1Parser
   private(set) var input: [UInt8] = []
@@ -88,10 +93,11 @@ struct ConnectionMachine<Clock: EdgeClock> {
   /// timeout after accept (a late first byte must not restart the clock: slowloris).
   private var servedOne = false
 
-  init(clock: Clock, limits: Limits, client: String) {
+  init(clock: Clock, limits: Limits, client: String, secure: Bool = false) {
     self.clock = clock
     self.limits = limits
     self.client = client
+    self.secure = secure
     parser = HTTP1Parser(limits: limits)
     // A new connection must send its first head within the head timeout (slowloris).
     readDeadline = clock.now().adding(limits.headTimeout)
@@ -267,6 +273,16 @@ struct ConnectionMachine<Clock: EdgeClock> {
       !keepAlive ? .close : parser.requestVersion == .http10 ? .keepAlive : .none
     if !keepAlive { closeAfterWrite = true }
     let headOnly = method == .head
+    if !secure, let origin = context.httpsRedirect, path != "/healthz" {
+      // HTTPS only: the same path and query on the configured origin, method and body kept (308).
+      let request = parser.takeRequest(window, path: path)
+      let location = origin + request.path + (request.query.map { "?" + $0 } ?? "")
+      emit(
+        Response(status: .permanentRedirect, headers: [("Location", location)]), cacheClass: .private,
+        headOnly: headOnly, connection: connection, method: method, path: path, started: now,
+        context: &context)
+      return nil
+    }
     let match = context.router.match(method, path)
     if case .found(let route, _, let getForHead) = match, case .fixed(let prebuilt) = route.handler {
       parser.skipRequest()
@@ -354,7 +370,8 @@ struct ConnectionMachine<Clock: EdgeClock> {
     }
     let wasEmpty = output.isEmpty
     let bytes = output.append(
-      response, cacheClass: cacheClass, headOnly: headOnly, connection: connection, date: context.date.line)
+      response, cacheClass: cacheClass, headOnly: headOnly, connection: connection, date: context.date.line,
+      hsts: secure)
     // Inline answers take the instant of their request; pooled ones read the clock once.
     let now = inline ? started : clock.now()
     if wasEmpty { writeDeadline = now.adding(limits.writeTimeout) }

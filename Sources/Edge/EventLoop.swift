@@ -200,7 +200,8 @@ final class EventLoop {
       let client = withUnsafePointer(to: &storage) { SocketAddress.describe($0) }
       let connection = Connection(
         fd: fd, generation: nextGeneration,
-        machine: ConnectionMachine(clock: clock, limits: limits, client: client))
+        machine: ConnectionMachine(
+          clock: clock, limits: limits, client: client, secure: tlsListeners.contains(listener)))
       nextGeneration += 1
       if tlsListeners.contains(listener) {
         guard let session = tls?.session(fd: fd) else {

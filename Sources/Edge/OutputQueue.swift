@@ -142,7 +142,8 @@ struct OutputQueue {
   /// Appends `response` as a route of `cacheClass` answers it; returns the bytes it occupies.
   @discardableResult
   mutating func append(
-    _ response: Response, cacheClass: CacheClass, headOnly: Bool, connection: ConnectionHeader, date: [UInt8]
+    _ response: Response, cacheClass: CacheClass, headOnly: Bool, connection: ConnectionHeader, date: [UInt8],
+    hsts: Bool = false
   ) -> Int {
     let before = pending
     if let prebuilt = response.prebuilt {
@@ -156,6 +157,8 @@ struct OutputQueue {
       append(head)
     }
     append(date)
+    // RFC 6797: two years, subdomains too, on every response of a TLS connection.
+    if hsts { append(static: "Strict-Transport-Security: max-age=63072000; includeSubDomains\r\n") }
     switch connection {
     case .none: break
     case .close: append(static: "Connection: close\r\n")

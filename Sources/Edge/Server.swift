@@ -29,6 +29,8 @@ public struct ServerConfiguration: Sendable {
   public var tlsListen: [SocketAddress] = []
   /// The TLS configuration for `tlsListen`.
   public var tls: TLSContext? = nil
+  /// When set, plain-HTTP listeners answer every request but `/healthz` with `308` to this origin.
+  public var httpsRedirect: String? = nil
 
   /// The defaults.
   public init() {}
@@ -93,7 +95,9 @@ public final class Server: Sendable {
       let secureListeners = perLoopTLS[k]
       let tls = configuration.tls
       let limits = configuration.limits
-      let context = ConnectionContext(router: router, log: AccessLog(enabled: configuration.accessLog))
+      var loopContext = ConnectionContext(router: router, log: AccessLog(enabled: configuration.accessLog))
+      loopContext.httpsRedirect = configuration.httpsRedirect
+      let context = loopContext
       running.count.add(1, ordering: .relaxed)
       startThread {
         defer { running.count.subtract(1, ordering: .releasing) }

@@ -239,6 +239,9 @@ enum ServeCommand {
       case .success(let context):
         configuration.tls = context
         configuration.tlsListen = tlsListen
+        // Staging and production serve nothing in clear text but a redirect (and /healthz);
+        // development keeps plain HTTP on loopback.
+        if deployment.environment != .development { configuration.httpsRedirect = deployment.origin }
       }
       if deployment.environment == .development, let open = tlsListen.first(where: { !$0.isLoopback }) {
         fail("development listens on loopback only (127.0.0.0/8 or ::1), not \(open)")

@@ -9,7 +9,7 @@ struct Harness {
   var machine: ConnectionMachine<ManualClock>
   var context: ConnectionContext
 
-  init(limits: Limits = Harness.limits) {
+  init(limits: Limits = Harness.limits, secure: Bool = false) {
     let router = try! Router([
       Route(.get, "/hello", cacheClass: .revalidate, fixed: .text(.ok, "hello\n")),
       Route(.get, "/echo", cacheClass: .private) { r in .text(.ok, "echo \(r.query ?? "")") },
@@ -29,7 +29,7 @@ struct Harness {
         }
       ) { _ in .text(.ok, "never") },
     ])
-    machine = ConnectionMachine(clock: clock, limits: limits, client: "127.0.0.1:5000")
+    machine = ConnectionMachine(clock: clock, limits: limits, client: "127.0.0.1:5000", secure: secure)
     context = ConnectionContext(router: router, log: AccessLog(enabled: true))
     context.date.update(epochSeconds: 0)
   }
@@ -139,6 +139,24 @@ struct ConnectionMachineTests {
     #expect(h.machine.output.isEmpty && h.machine.state == .handling)
     _ = h.timeout(after: .seconds(1))
     #expect(h.drainOutput().text.hasPrefix("HTTP/1.1 503 Service Unavailable\r\n"))
+  }
+
+  @Test("TLS connections carry HSTS; plain ones are redirected to the HTTPS origin, but for /healthz")
+  func httpsOnly() {
+    var plain = Harness()
+    plain.context.httpsRedirect = "https://app.example.test"
+    plain.send("GET /echo?a=1 HTTP/1.1\r\nHost: a\r\n\r\nGET /healthz HTTP/1.1\r\nHost: a\r\n\r\n")
+    let out = plain.drainOutput().text
+    #expect(out.hasPrefix("HTTP/1.1 308 Permanent Redirect\r\n"))
+    #expect(out.contains("Location: https://app.example.test/echo?a=1\r\n"))
+    #expect(!out.contains("Strict-Transport-Security"))
+    #expect(out.contains("HTTP/1.1 404 Not Found\r\n"), "/healthz is routed (this router has none)")
+    var secure = Harness(secure: true)
+    secure.context.httpsRedirect = "https://app.example.test"
+    secure.send("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n")
+    let tls = secure.drainOutput().text
+    #expect(tls.hasPrefix("HTTP/1.1 200 OK\r\n"))
+    #expect(tls.contains("Strict-Transport-Security: max-age=63072000; includeSubDomains\r\n"))
   }
 
   @Test("HEAD is answered by GET without content but with its Content-Length")

@@ -24,7 +24,8 @@ def pki(tmp_path_factory):
     d = tmp_path_factory.mktemp("pki")
     openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "ca.key",
             "-out", "ca.pem", "-days", "2", "-subj", "/CN=band-edge test CA", cwd=d)
-    for name, san in (("server", "IP:127.0.0.1,DNS:localhost"), ("other", "DNS:other.test")):
+    for name, san in (("server", "IP:127.0.0.1,DNS:localhost"), ("other", "DNS:other.test"),
+                      ("staging", "DNS:staging.bandlicence.test")):
         openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
                 f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={name}", cwd=d)
         (d / f"{name}.cnf").write_text(f"subjectAltName={san}\nbasicConstraints=CA:FALSE\n"
@@ -115,3 +116,32 @@ def test_a_certificate_for_another_host_is_refused(pki):
     assert result.returncode == 1
     assert "does not cover 127.0.0.1, the configured origin's host" in result.stderr
     assert result.stderr.count("\n") == 1
+
+
+def test_staging_serves_plain_http_only_as_a_redirect_and_tls_with_hsts(make_server, pki, tmp_path):
+    from test_links import PATHS, config
+
+    server = make_server("--config", str(config("staging", tmp_path)), "--tls-listen", "127.0.0.1:0", "--cert",
+                         str(pki / "staging.pem"), "--key", str(pki / "staging.key"), test_routes=False,
+                         env={"BAND_LICENCE_ENV": "staging"})
+    port = [int(e["address"].rsplit(":", 1)[1]) for e in server.events() if e.get("event") == "listening"][1]
+    from edge import fetch
+    for path in PATHS + ["/", "/sign-in?x=1", "/api/client/v1/config"]:
+        response = fetch(server, path)
+        assert response.status == 308, path
+        assert response.header("location") == "https://staging.bandlicence.test" + path
+        assert response.header("strict-transport-security") is None
+    post = fetch(server, "/sign-in", method="POST")
+    assert post.status == 308
+    assert fetch(server, "/healthz").status == 200, "load balancers still get /healthz in the clear"
+    context = ssl.create_default_context(cafile=str(pki / "ca.pem"))
+    with socket.create_connection(("127.0.0.1", port)) as raw, \
+            context.wrap_socket(raw, server_hostname="staging.bandlicence.test") as s:
+        s.sendall(b"GET /.well-known/assetlinks.json HTTP/1.1\r\nHost: staging.bandlicence.test\r\n"
+                  b"Connection: close\r\n\r\n")
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    head = data.split(b"\r\n\r\n", 1)[0].decode()
+    assert head.startswith("HTTP/1.1 200 OK")
+    assert "Strict-Transport-Security: max-age=63072000; includeSubDomains" in head.split("\r\n")
