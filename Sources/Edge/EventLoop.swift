@@ -11,8 +11,8 @@ enum LoopMessage: Sendable {
   case completed(fd: Int32, generation: UInt64, response: Response)
   /// Stop accepting, finish what is in flight, then end.
   case drain
-  /// Use this route table from now on.
-  case router(Router)
+  /// Use this route table and TLS context from now on.
+  case snapshot(Snapshot)
 }
 
 /// The thread-safe side of a loop: a mailbox and the eventfd that wakes the loop.
@@ -86,7 +86,7 @@ final class EventLoop {
   private let background: WorkerPool
   /// Listeners whose connections speak TLS, and the context they use.
   private let tlsListeners: Set<Int32>
-  private let tls: TLSContext?
+  private var tls: TLSContext?
   private let limits: Limits
   private let clock = MonotonicClock()
   private var context: ConnectionContext
@@ -432,8 +432,10 @@ final class EventLoop {
           continue
         }
         pump(connection)
-      case .router(let router):
-        context.router = router
+      case .snapshot(let snapshot):
+        context.router = snapshot.router
+        if let next = snapshot.tls { tls = next }
+        if context.httpsRedirect != nil { context.httpsRedirect = snapshot.httpsRedirect }
       case .drain:
         startDraining()
       }

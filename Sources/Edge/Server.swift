@@ -39,6 +39,21 @@ public struct ServerConfiguration: Sendable {
   public static var cores: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
 }
 
+/// What a reload replaces, atomically on each loop: the route table and the TLS context. Existing
+/// TLS connections keep the context they were accepted with; new handshakes use the new one.
+public struct Snapshot: Sendable {
+  public var router: Router
+  public var tls: TLSContext?
+  /// As `ServerConfiguration.httpsRedirect` (the origin may change on reload).
+  public var httpsRedirect: String?
+
+  public init(router: Router, tls: TLSContext? = nil, httpsRedirect: String? = nil) {
+    self.router = router
+    self.tls = tls
+    self.httpsRedirect = httpsRedirect
+  }
+}
+
 /// The engine: loops, listeners, pool and lifecycle. `run` blocks until the server has stopped.
 public final class Server: Sendable {
   private let configuration: ServerConfiguration
@@ -51,10 +66,10 @@ public final class Server: Sendable {
   }
 
   /// Blocks signals, binds, starts the loops and the pool, then serves until SIGTERM or SIGINT has
-  /// drained the server. SIGHUP calls `reload`; a router it returns replaces the current one on every
+  /// drained the server. SIGHUP calls `reload`; a snapshot it returns replaces the current one on every
   /// loop, and nil keeps the old one (the hook logs why). Returns the process exit status.
   public func run(
-    onListening: ([SocketAddress]) -> Void = { _ in }, reload: @escaping @Sendable () -> Router?
+    onListening: ([SocketAddress]) -> Void = { _ in }, reload: @escaping @Sendable () -> Snapshot?
   )
     throws(SystemError) -> Int32
   {
@@ -136,8 +151,8 @@ public final class Server: Sendable {
         drainDeadline = clock.now().adding(configuration.drainTimeout)
         for mailbox in mailboxes { mailbox.post(.drain) }
       case SIGHUP:
-        if let router = reload() {
-          for mailbox in mailboxes { mailbox.post(.router(router)) }
+        if let snapshot = reload() {
+          for mailbox in mailboxes { mailbox.post(.snapshot(snapshot)) }
           Log.event("info", "reloaded")
         }
       default:

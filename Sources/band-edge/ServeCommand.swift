@@ -288,6 +288,7 @@ enum ServeCommand {
     let (shellPath, withTestRoutes, sessionLifetimes, cacheEntries) = (
       shellDirectory, testRoutes, lifetimes, sessionCacheEntries
     )
+    let tlsFiles = configuration.tls == nil ? nil : certificate.flatMap { c in keyFile.map { (c, $0) } }
     let clientLimits = ClientLimits(
       signIn: signInLimit, exchange: exchangeLimit, trustedProxies: trustedProxies, refusalHold: refusalHold)
     do {
@@ -316,10 +317,22 @@ enum ServeCommand {
                 deployment: next, shellDirectory: shellPath, databasePath: databasePath,
                 lifetimes: sessionLifetimes, sessionCacheEntries: cacheEntries,
                 limits: clientLimits, testRoutes: withTestRoutes)
+              // Certificates are read again with the rest; a bad one refuses the whole reload.
+              var tls: TLSContext? = nil
+              if let (certificate, key) = tlsFiles {
+                switch tlsContext(certificate: certificate, key: key, origin: next.origin) {
+                case .failure(let problem):
+                  Log.event("error", "reload_refused", [("problems", problem.description)])
+                  return nil
+                case .success(let context): tls = context
+                }
+              }
               Log.event(
                 "info", "deployment",
                 [("environment", next.environment.rawValue), ("origin", next.origin), ("label", next.label)])
-              return router
+              return Snapshot(
+                router: router, tls: tls,
+                httpsRedirect: tls != nil && next.environment != .development ? next.origin : nil)
             } catch {
               Log.event("error", "reload_refused", [("problems", "\(error)")])
               return nil

@@ -145,3 +145,67 @@ def test_staging_serves_plain_http_only_as_a_redirect_and_tls_with_hsts(make_ser
     head = data.split(b"\r\n\r\n", 1)[0].decode()
     assert head.startswith("HTTP/1.1 200 OK")
     assert "Strict-Transport-Security: max-age=63072000; includeSubDomains" in head.split("\r\n")
+
+
+def test_reload_under_load_switches_certificates_with_no_failed_request(make_server, pki, tmp_path):
+    import shutil
+    import signal
+    import threading
+
+    live_cert, live_key = tmp_path / "live.pem", tmp_path / "live.key"
+
+    def install(name):
+        for source, target in ((pki / f"{name}.pem", live_cert), (pki / f"{name}.key", live_key)):
+            staging = target.with_suffix(".new")
+            shutil.copy(source, staging)
+            os.chmod(staging, 0o600)
+            os.replace(staging, target)  # atomic: a reload never reads half a file
+
+    install("server")
+    server = make_server("--tls-listen", "127.0.0.1:0", "--cert", str(live_cert), "--key", str(live_key))
+    port = [int(e["address"].rsplit(":", 1)[1]) for e in server.events() if e.get("event") == "listening"][1]
+    # A second certificate for the same host, from the same CA: only its serial differs.
+    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "second.key",
+            "-out", "second.csr", "-subj", "/CN=second", cwd=pki)
+    openssl("x509", "-req", "-in", "second.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out",
+            "second.pem", "-days", "2", "-extfile", "server.cnf", cwd=pki)
+    context = ssl.create_default_context(cafile=str(pki / "ca.pem"))
+
+    def serial():
+        with socket.create_connection(("127.0.0.1", port)) as raw, context.wrap_socket(raw, server_hostname="localhost") as s:
+            der = s.getpeercert(binary_form=True)
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+            data = b""
+            while chunk := s.recv(4096):
+                data += chunk
+            assert data.startswith(b"HTTP/1.1 200 OK"), data
+            return der
+
+    first = serial()
+    failures, seen = [], set()
+
+    def load():
+        for _ in range(2000):
+            try:
+                seen.add(serial())
+            except Exception as error:  # noqa: BLE001 - every failure is counted
+                failures.append(repr(error))
+
+    worker = threading.Thread(target=load)
+    worker.start()
+    time.sleep(0.5)
+    install("second")
+    server.signal(signal.SIGHUP)
+    worker.join(timeout=300)
+    assert failures == []
+    assert len(seen) == 2, "both certificates were served during the run"
+    assert serial() != first
+    # A certificate for another host is refused on reload; the current one keeps serving.
+    install("other")
+    server.signal(signal.SIGHUP)
+    deadline = time.monotonic() + 10
+    while not any(e.get("event") == "reload_refused" for e in server.events()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    refused = [e for e in server.events() if e.get("event") == "reload_refused"]
+    assert refused and "does not cover 127.0.0.1" in refused[0]["problems"]
+    assert serial() not in (first,)
