@@ -53,6 +53,8 @@ public struct Deployment: Equatable, Sendable {
   public var listen: [String]
   /// Limit overrides from the file, by flag name without dashes (command-line flags win).
   public var limits: [String: Double]
+  /// TLS listeners, certificate and key from the file (command-line flags win).
+  public var tls = TLSSettings()
 
   /// The default label of each environment.
   public static func defaultLabel(_ environment: Environment) -> String {
@@ -62,4 +64,13 @@ public struct Deployment: Equatable, Sendable {
     case .production: "Production"
     }
   }
+}
+
+/// The file's `tls` object: `{"listen": ["0.0.0.0:443"], "certificate": "...", "key": "..."}`.
+public struct TLSSettings: Sendable, Equatable {
+  public var listen: [String] = []
+  public var certificate: String? = nil
+  public var key: String? = nil
+
+  public init() {}
 }

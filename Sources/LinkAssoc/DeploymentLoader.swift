@@ -11,7 +11,7 @@ public enum DeploymentLoader {
   static let knownKeys: Set<String> = [
     "environment", "origin", "label", "apple", "android", "verifiedLinkPaths", "capabilities",
     "killSwitches", "minimumAppVersion", "handoffLifetimeSeconds", "linkFileMaxAgeSeconds", "knownIdentities",
-    "listen", "limits",
+    "listen", "limits", "tls",
   ]
   /// Limit names a file may set (the `serve` flags without dashes).
   public static let limitKeys: Set<String> = [
@@ -274,6 +274,12 @@ public enum DeploymentLoader {
     if !(60...86400).contains(maxAge) { problems.append("linkFileMaxAgeSeconds must be 60 to 86400") }
 
     let listen = r.strings("listen") ?? []
+    var tls = TLSSettings()
+    if let configured = r.object("tls", known: ["listen", "certificate", "key"]) {
+      tls.listen = r.strings("listen", in: configured, path: "tls.listen") ?? []
+      tls.certificate = r.string("certificate", in: configured, path: "tls.certificate")
+      tls.key = r.string("key", in: configured, path: "tls.key")
+    }
     var limits: [String: Double] = [:]
     if let configured = r.object("limits", known: limitKeys) {
       for (key, value) in configured where limitKeys.contains(key) {
@@ -293,7 +299,7 @@ public enum DeploymentLoader {
       capabilities: Capabilities(values: capabilities), killSwitches: killSwitches, minimumIOSVersion: ios,
       minimumAndroidVersion: androidVersion, handoffLifetimeSeconds: handoff, linkFileMaxAge: maxAge,
       listen: listen,
-      limits: limits)
+      limits: limits, tls: tls)
   }
 
   // MARK: rules

@@ -26,7 +26,8 @@ enum ServeCommand {
 
     Listening and threads:
       --listen ADDR           numeric host:port, repeatable (default 127.0.0.1:8080; port 0 picks one)
-      --tls-listen ADDR       a TLS (HTTPS) listener, repeatable; needs --cert and --key
+      --tls-listen ADDR       a TLS (HTTPS) listener, repeatable; needs --cert and --key (the config
+                              file's "tls": {"listen", "certificate", "key"} sets the same)
       --cert FILE             PEM certificate chain; it must cover the configured origin's host
       --key FILE              PEM private key; refused when readable by other users
       --threads N             event loops, one per core by default (now \(ServerConfiguration.cores))
@@ -227,6 +228,18 @@ enum ServeCommand {
       fail("development listens on loopback only (127.0.0.0/8 or ::1), not \(open)")
       return 1
     }
+    // The file's TLS settings apply where no flag said otherwise.
+    if tlsListen.isEmpty {
+      for text in deployment.tls.listen {
+        guard let address = SocketAddress(text) else {
+          fail("tls.listen address '\(text)' in the configuration is not a numeric host:port")
+          return 1
+        }
+        tlsListen.append(address)
+      }
+    }
+    certificate = certificate ?? deployment.tls.certificate
+    keyFile = keyFile ?? deployment.tls.key
     if !tlsListen.isEmpty || certificate != nil || keyFile != nil {
       guard let certificate, let keyFile, !tlsListen.isEmpty else {
         fail("TLS needs all three of --tls-listen, --cert and --key")

@@ -209,3 +209,23 @@ def test_reload_under_load_switches_certificates_with_no_failed_request(make_ser
     refused = [e for e in server.events() if e.get("event") == "reload_refused"]
     assert refused and "does not cover 127.0.0.1" in refused[0]["problems"]
     assert serial() not in (first,)
+
+
+def test_tls_settings_from_the_configuration_file(make_server, pki, tmp_path):
+    import json
+
+    from edge import ROOT
+    settings = json.loads((ROOT / "config" / "development.json").read_text())
+    settings["tls"] = {"listen": ["127.0.0.1:0"], "certificate": str(pki / "server.pem"), "key": str(pki / "server.key")}
+    path = tmp_path / "tls.json"
+    path.write_text(json.dumps(settings))
+    server = make_server("--config", str(path))
+    port = [int(e["address"].rsplit(":", 1)[1]) for e in server.events() if e.get("event") == "listening"][1]
+    out = subprocess.run(["curl", "-s", "--cacert", str(pki / "ca.pem"), f"https://localhost:{port}/healthz"],
+                         capture_output=True, text=True, timeout=30)
+    assert out.stdout == "ok\n"
+    settings["tls"]["bogus"] = 1
+    path.write_text(json.dumps(settings))
+    result = subprocess.run([str(binary()), "config", "check", "--config", str(path)], capture_output=True, text=True,
+                            env={})
+    assert result.returncode == 1 and "unknown setting 'tls.bogus'" in result.stderr
