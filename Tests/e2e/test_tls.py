@@ -5,13 +5,14 @@ start-up with one clear line."""
 
 import os
 import socket
+import sys
 import ssl
 import subprocess
 import time
 
 import pytest
 
-from edge import Server, binary, built_shell
+from edge import ROOT, Server, binary, built_shell
 
 
 def openssl(*args, cwd):
@@ -20,20 +21,12 @@ def openssl(*args, cwd):
 
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory):
-    """A test CA, a certificate for 127.0.0.1/localhost and one for another host."""
-    d = tmp_path_factory.mktemp("pki")
-    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "ca.key",
-            "-out", "ca.pem", "-days", "2", "-subj", "/CN=band-edge test CA", cwd=d)
-    for name, san in (("server", "IP:127.0.0.1,DNS:localhost"), ("other", "DNS:other.test"),
-                      ("staging", "DNS:staging.bandlicence.test")):
-        openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
-                f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={name}", cwd=d)
-        (d / f"{name}.cnf").write_text(f"subjectAltName={san}\nbasicConstraints=CA:FALSE\n"
-                                       "keyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n")
-        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-                "-out", f"{name}.pem", "-days", "2", "-extfile", f"{name}.cnf", cwd=d)
-        os.chmod(d / f"{name}.key", 0o600)
-    return d
+    """A test CA, a certificate for 127.0.0.1/localhost, one for another host and one for staging."""
+    sys.path.insert(0, str(ROOT / "build" / "lib"))
+    import test_pki
+
+    return test_pki.make(tmp_path_factory.mktemp("pki"), {
+        "server": "IP:127.0.0.1,DNS:localhost", "other": "DNS:other.test", "staging": "DNS:staging.bandlicence.test"})
 
 
 def tls_server(make_server, pki, *flags):
