@@ -97,6 +97,9 @@ final class EventLoop {
   private var draining = false
   private let readBuffer: UnsafeMutableRawBufferPointer
   private static let readBufferSize = 65536
+  /// Where queued pieces are gathered into one TLS record (OpenSSL has no gather write).
+  private let recordBuffer: UnsafeMutableRawBufferPointer
+  private static let recordSize = 16384
   private static let maxEvents: Int32 = 256
 
   init(
@@ -117,6 +120,7 @@ final class EventLoop {
     self.limits = limits
     self.context = context
     readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
+    recordBuffer = .allocate(byteCount: Self.recordSize, alignment: 16)
     for fd in listeners + [mailbox.eventFD] {
       var event = epoll_event(events: epollIn, data: epoll_data_t(fd: fd))
       guard epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event) == 0 else { throw SystemError("epoll_ctl") }
@@ -125,6 +129,7 @@ final class EventLoop {
 
   deinit {
     readBuffer.deallocate()
+    recordBuffer.deallocate()
     close(epoll)
   }
 
@@ -309,11 +314,24 @@ final class EventLoop {
     schedule(connection)
   }
 
-  /// `flush` for TLS: one record per queued piece (OpenSSL has no gather write).
+  /// `flush` for TLS. Pieces are gathered into records of up to 16 KiB (a response head and its
+  /// body go out as one record and one send, not two); a piece of a full record's size or more is
+  /// written from where it lies. After a partial write the same bytes are offered again, as
+  /// OpenSSL requires.
   private func flushTLS(_ connection: Connection, _ tls: TLSSession) -> Bool {
+    let record = recordBuffer
     while !connection.machine.output.isEmpty {
       let outcome = connection.machine.output.withIOVecs { vectors in
-        tls.write(UnsafeRawBufferPointer(start: vectors[0].iov_base, count: vectors[0].iov_len))
+        if vectors[0].iov_len >= Self.recordSize || vectors.count == 1 {
+          return tls.write(UnsafeRawBufferPointer(start: vectors[0].iov_base, count: vectors[0].iov_len))
+        }
+        var filled = 0
+        for vector in vectors where filled < Self.recordSize {
+          let take = min(vector.iov_len, Self.recordSize - filled)
+          record.baseAddress!.advanced(by: filled).copyMemory(from: vector.iov_base!, byteCount: take)
+          filled += take
+        }
+        return tls.write(UnsafeRawBufferPointer(rebasing: record[0..<filled]))
       }
       switch outcome {
       case .bytes(let n):
