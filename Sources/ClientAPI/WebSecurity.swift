@@ -47,12 +47,12 @@ public enum WebSecurity {
 
   /// Whether a state-changing request comes from one of our own pages: its `Origin` (or, without
   /// one, its `Referer`) is the deployment's origin. In development, which listens on loopback
-  /// only, the origin the browser used (`http://` + `Host`) counts too, so that tests on random
-  /// ports work. `Origin: null` and a missing pair are refused.
+  /// only, the origin the browser used (`http://` or `https://` + `Host`) counts too, so that tests
+  /// on random ports work. `Origin: null` and a missing pair are refused.
   public static func sameOrigin(_ request: Request, deployment: Deployment) -> Bool {
     var allowed = [deployment.origin]
     if deployment.environment == .development, let host = request.headers["host"] {
-      allowed.append("http://" + host)
+      allowed += ["http://" + host, "https://" + host]
     }
     if let origin = request.headers["origin"] { return allowed.contains(origin) }
     guard let referer = request.headers["referer"] else { return false }

@@ -232,3 +232,54 @@ def test_server_rendered_pages_are_accessible(browser, path):
         assert serious == [], json.dumps(serious, indent=1)[:3000]
     finally:
         server.stop()
+
+
+def test_the_shell_over_https_with_the_test_ca_trusted(tmp_path):
+    """The shell in Chromium over TLS: the service worker, installability, sign-in through the form
+    and Cache Storage, with the test certificate trusted by its key (Chromium's SPKI allowlist)."""
+    import base64
+    import hashlib
+    import subprocess
+    import sys
+
+    from edge import ROOT
+    from test_web_sign_in import PASSWORD, add_account
+
+    sys.path.insert(0, str(ROOT / "build" / "lib"))
+    import test_pki
+
+    pki = test_pki.make(tmp_path / "pki", {"server": "IP:127.0.0.1,DNS:localhost"})
+    der = subprocess.run(["openssl", "x509", "-pubkey", "-noout", "-in", str(pki / "server.pem")], capture_output=True,
+                         check=True).stdout
+    spki = subprocess.run(["openssl", "pkey", "-pubin", "-outform", "der"], input=der, capture_output=True,
+                          check=True).stdout
+    pin = base64.b64encode(hashlib.sha256(spki).digest()).decode()
+    server = Server("--tls-listen", "127.0.0.1:0", "--cert", str(pki / "server.pem"), "--key", str(pki / "server.key"))
+    port = [int(e["address"].rsplit(":", 1)[1]) for e in server.events() if e.get("event") == "listening"][1]
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                 "--disable-extensions", f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,900",
+                 f"--ignore-certificate-errors-spki-list={pin}"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
+    driver.set_script_timeout(20)
+    try:
+        add_account(server, "ada@example.test", "Ada Example", [("northfield", "teacher")])
+        base = f"https://localhost:{port}"
+        driver.get(base + "/")
+        assert wait_for_worker(driver) == "activated"
+        errors = driver.execute_cdp_cmd("Page.getInstallabilityErrors", {})
+        assert errors.get("installabilityErrors") == [], errors
+        driver.get(base + "/sign-in")
+        driver.find_element(By.ID, "email").send_keys("ada@example.test")
+        driver.find_element(By.ID, "password").send_keys(PASSWORD)
+        driver.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+        WebDriverWait(driver, 10).until(lambda d: d.find_element(By.ID, "signed-in").is_displayed())
+        assert driver.find_element(By.ID, "account-email").text == "ada@example.test"
+        assert driver.get_cookie("__Host-bl_session")["secure"]
+        (paths,) = cached_paths(driver).values()
+        assert sorted(paths) == sorted(precache_list())
+    finally:
+        driver.quit()
+        server.stop()

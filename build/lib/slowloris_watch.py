@@ -1,4 +1,8 @@
-"""Runs slowhttptest -H against a port while probing availability and connection ages."""
+"""Runs slowhttptest -H against a port while probing availability and connection ages.
+
+Usage: slowloris_watch.py PORT HEAD_TIMEOUT SECONDS WORK [CA_FILE]
+With CA_FILE the port speaks TLS: the attack and the probes use https (the probes trust CA_FILE).
+"""
 
 import re
 import subprocess
@@ -8,6 +12,13 @@ import time
 import urllib.request
 
 port, head_timeout, seconds, work = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+ca_file = sys.argv[5] if len(sys.argv) > 5 else None
+scheme = "https" if ca_file else "http"
+host = "localhost" if ca_file else "127.0.0.1"
+tls_context = None
+if ca_file:
+    import ssl
+    tls_context = ssl.create_default_context(cafile=ca_file)
 first_seen: dict[str, float] = {}
 max_age = 0.0
 probes = failures = 0
@@ -37,7 +48,7 @@ def probe() -> None:
     while not stop.is_set():
         probes += 1
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as r:
+            with urllib.request.urlopen(f"{scheme}://{host}:{port}/healthz", timeout=2, context=tls_context) as r:
                 if r.status != 200:
                     failures += 1
         except Exception:
@@ -55,7 +66,7 @@ waves = []
 while (left := seconds - (time.monotonic() - attack_started)) > 1:
     waves.append(subprocess.run(
         ["slowhttptest", "-H", "-c", "1000", "-r", "200", "-i", "1", "-l", str(int(left)), "-s", "8192",
-         "-u", f"http://127.0.0.1:{port}/healthz", "-t", "GET", "-x", "24", "-p", "3"],
+         "-u", f"{scheme}://127.0.0.1:{port}/healthz", "-t", "GET", "-x", "24", "-p", "3"],
         capture_output=True, text=True))
 attack_seconds = time.monotonic() - attack_started
 attack = waves[-1]
@@ -66,7 +77,7 @@ plain = re.sub(r"\x1b\[[0-9;]*m", "", attack.stdout)
 lines = [line.strip() for line in plain.splitlines()]
 summary = "\n".join(dict.fromkeys(line for line in lines if re.search(r"^(test type|number of connections|service available|exit status)", line, re.I)))
 print(summary)
-print(f"slowloris: attack ran {attack_seconds:.0f} s in {len(waves)} waves of 1000 connections")
+print(f"slowloris ({scheme}): attack ran {attack_seconds:.0f} s in {len(waves)} waves of 1000 connections")
 print(f"slowloris: {probes} probes of /healthz during the attack, {failures} failed; "
       f"longest-lived connection {max_age:.1f} s (head timeout {head_timeout:g} s)")
 ok = failures == 0 and max_age <= head_timeout + 1.5 and probes > 0
