@@ -222,3 +222,48 @@ def test_tls_settings_from_the_configuration_file(make_server, pki, tmp_path):
     result = subprocess.run([str(binary()), "config", "check", "--config", str(path)], capture_output=True, text=True,
                             env={})
     assert result.returncode == 1 and "unknown setting 'tls.bogus'" in result.stderr
+
+
+class TLSClient:
+    """The raw-socket client of the HTTP suites, over TLS."""
+
+    def __init__(self, port, ca):
+        from edge import Client
+        context = ssl.create_default_context(cafile=str(ca))
+        self.inner = Client.__new__(Client)
+        raw = socket.create_connection(("127.0.0.1", port), timeout=5)
+        self.inner.sock = context.wrap_socket(raw, server_hostname="localhost")
+        self.inner.buffer = b""
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def test_the_http_corpus_over_tls(make_server, pki):
+    """Every rejection of the HTTP/1.1 corpus, keep-alive and pipelining, through TLS."""
+    from edge import request
+    from test_http1 import REJECTIONS
+
+    _, port = tls_server(make_server, pki)
+    for name, raw, status in REJECTIONS:
+        client = TLSClient(port, pki / "ca.pem")
+        client.send(raw)
+        response = client.read_response()
+        assert response.status == status, name
+        assert response.header("connection") == "close", name
+        assert response.header("strict-transport-security") == "max-age=63072000; includeSubDomains", name
+        try:
+            assert client.closed_by_peer(), name
+        except ssl.SSLError:
+            pass  # a reset after close_notify is also a close
+        client.close()
+    client = TLSClient(port, pki / "ca.pem")
+    client.send(b"".join(request("POST", "/_test/echo", body=word) for word in (b"one", b"two", b"three")))
+    assert [client.read_response().body for _ in range(3)] == [b"one", b"two", b"three"]
+    for _ in range(3):
+        client.send(request("GET", "/healthz"))
+        assert client.read_response().status == 200
+    client.send(request("GET", "/_test/sleep?ms=100") + request("POST", "/_test/echo", body=b"after"))
+    assert client.read_response().body == b"slept 100\n"
+    assert client.read_response().body == b"after"
+    client.close()
