@@ -13,6 +13,8 @@ enum LoopMessage: Sendable {
   case drain
   /// Use this route table and TLS context from now on.
   case snapshot(Snapshot)
+  /// New handshakes use this TLS context (fresh ticket keys).
+  case tls(TLSContext)
 }
 
 /// The thread-safe side of a loop: a mailbox and the eventfd that wakes the loop.
@@ -450,6 +452,8 @@ final class EventLoop {
           continue
         }
         pump(connection)
+      case .tls(let next):
+        if tls != nil { tls = next }
       case .snapshot(let snapshot):
         context.router = snapshot.router
         if let next = snapshot.tls { tls = next }

@@ -31,6 +31,8 @@ public struct ServerConfiguration: Sendable {
   public var tls: TLSContext? = nil
   /// When set, plain-HTTP listeners answer every request but `/healthz` with `308` to this origin.
   public var httpsRedirect: String? = nil
+  /// How often the TLS session-ticket keys are replaced (a new context from the same files).
+  public var ticketKeyRotation: Duration = .seconds(12 * 3600)
 
   /// The defaults.
   public init() {}
@@ -131,6 +133,8 @@ public final class Server: Sendable {
 
     var drainDeadline: Instant? = nil
     let clock = MonotonicClock()
+    var currentTLS = configuration.tls
+    var nextRotation = clock.now().adding(configuration.ticketKeyRotation)
     while true {
       if drainDeadline != nil && running.count.load(ordering: .acquiring) == 0 {
         Log.event("info", "stopped")
@@ -153,10 +157,23 @@ public final class Server: Sendable {
       case SIGHUP:
         if let snapshot = reload() {
           for mailbox in mailboxes { mailbox.post(.snapshot(snapshot)) }
+          if let tls = snapshot.tls { currentTLS = tls }
           Log.event("info", "reloaded")
         }
       default:
-        continue
+        break
+      }
+      if let tls = currentTLS, drainDeadline == nil, clock.now() >= nextRotation {
+        nextRotation = clock.now().adding(configuration.ticketKeyRotation)
+        if let fresh = tls.withFreshTicketKeys() {
+          currentTLS = fresh
+          for mailbox in mailboxes { mailbox.post(.tls(fresh)) }
+          Log.event("info", "tls_ticket_keys_rotated")
+        } else {
+          Log.event(
+            "warning", "tls_ticket_keys_not_rotated",
+            [("reason", "the certificate files changed or no longer load; send SIGHUP")])
+        }
       }
     }
   }

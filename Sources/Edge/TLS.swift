@@ -34,6 +34,8 @@ public struct TLSError: Error, CustomStringConvertible, Sendable {
 // context is freed only in deinit, when no connection (each holds a reference) can use it.
 public final class TLSContext: @unchecked Sendable {
   let context: OpaquePointer
+  let certificatePath: String
+  let keyPath: String
 
   /// Mozilla intermediate (TLS 1.2 part; TLS 1.3 suites are OpenSSL's defaults, all acceptable).
   static let ciphers =
@@ -44,6 +46,8 @@ public final class TLSContext: @unchecked Sendable {
 
   /// A context serving the PEM certificate chain at `certificate` with the key at `key`.
   public init(certificate: String, key: String) throws(TLSError) {
+    certificatePath = certificate
+    keyPath = key
     guard let context = SSL_CTX_new(TLS_server_method()) else {
       throw TLSError("cannot create a TLS context")
     }
@@ -131,6 +135,17 @@ public final class TLSContext: @unchecked Sendable {
     }
     return method
   }()
+
+  /// The same configuration with fresh session-ticket keys (OpenSSL makes them per context): tickets
+  /// issued before no longer resume, which bounds how long a stolen ticket key is useful. Nil when the
+  /// files no longer load or now hold another certificate (that takes a SIGHUP, which validates it).
+  public func withFreshTicketKeys() -> TLSContext? {
+    guard let fresh = try? TLSContext(certificate: certificatePath, key: keyPath),
+      let old = SSL_CTX_get0_certificate(context), let new = SSL_CTX_get0_certificate(fresh.context),
+      X509_cmp(old, new) == 0
+    else { return nil }
+    return fresh
+  }
 
   /// Whether the certificate covers `host` (a DNS name or an IP literal; RFC 6125 matching).
   public func covers(host: String) -> Bool {

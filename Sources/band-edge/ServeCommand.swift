@@ -30,6 +30,7 @@ enum ServeCommand {
                               file's "tls": {"listen", "certificate", "key"} sets the same)
       --cert FILE             PEM certificate chain; it must cover the configured origin's host
       --key FILE              PEM private key; refused when readable by other users
+      --ticket-rotation S     replace the TLS session-ticket keys this often (default 43200, 12 hours)
       --threads N             event loops, one per core by default (now \(ServerConfiguration.cores))
       --pool-threads N        worker threads for blocking routes (default \(ServerConfiguration().poolThreads))
       --pool-queue N          blocking requests that may wait before new ones get 503 (default 256)
@@ -131,6 +132,7 @@ enum ServeCommand {
         }
         tlsListen.append(address)
       case "--cert": certificate = try value()
+      case "--ticket-rotation": configuration.ticketKeyRotation = try Arguments.seconds(value(), flag)
       case "--key": keyFile = try value()
       case "--threads": configuration.threads = try Arguments.integer(value(), flag, min: 1, max: 256)
       case "--pool-threads":

@@ -267,3 +267,22 @@ def test_the_http_corpus_over_tls(make_server, pki):
     assert client.read_response().body == b"slept 100\n"
     assert client.read_response().body == b"after"
     client.close()
+
+
+def test_session_ticket_keys_rotate(make_server, pki, tmp_path):
+    """A ticket resumes within the rotation period and not after it (new keys, same certificate)."""
+    server, port = tls_server(make_server, pki, "--ticket-rotation", "2")
+
+    def connect(*args):
+        return subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{port}", "-tls1_2", "-CAfile",
+                               str(pki / "ca.pem"), *args], input="", capture_output=True, text=True, timeout=30).stdout
+
+    session = tmp_path / "session.pem"
+    assert "New," in connect("-sess_out", str(session))
+    assert "Reused," in connect("-sess_in", str(session)), "resumed within the period"
+    deadline = time.monotonic() + 10
+    while not any(e.get("event") == "tls_ticket_keys_rotated" for e in server.events()):
+        assert time.monotonic() < deadline, "the keys were not rotated"
+        time.sleep(0.1)
+    time.sleep(0.2)  # the loops take the new context from their mailboxes
+    assert "New," in connect("-sess_in", str(session)), "not resumed after the rotation"
