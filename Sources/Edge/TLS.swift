@@ -36,6 +36,8 @@ public final class TLSContext: @unchecked Sendable {
   let context: OpaquePointer
   let certificatePath: String
   let keyPath: String
+  /// Contexts for further certificates, chosen by the client's SNI name (RFC 6066 §3).
+  private(set) var alternatives: [TLSContext] = []
 
   /// Mozilla intermediate (TLS 1.2 part; TLS 1.3 suites are OpenSSL's defaults, all acceptable).
   static let ciphers =
@@ -136,14 +138,52 @@ public final class TLSContext: @unchecked Sendable {
     return method
   }()
 
+  /// A context for several certificate/key pairs: the first is the default; a client naming a host
+  /// (SNI) that another certificate covers gets that one.
+  public convenience init(pairs: [(certificate: String, key: String)]) throws(TLSError) {
+    guard let first = pairs.first else { throw TLSError(message: "TLS needs a certificate and a key") }
+    try self.init(certificate: first.certificate, key: first.key)
+    for pair in pairs.dropFirst() {
+      alternatives.append(try TLSContext(certificate: pair.certificate, key: pair.key))
+    }
+    guard !alternatives.isEmpty else { return }
+    _ = SSL_CTX_ctrl(
+      context, SSL_CTRL_SET_TLSEXT_SERVERNAME_ARG, 0, Unmanaged.passUnretained(self).toOpaque())
+    let pick:
+      @convention(c) (OpaquePointer?, UnsafeMutablePointer<Int32>?, UnsafeMutableRawPointer?) -> Int32 = {
+        ssl, _, arg in
+        // The arg is this context, kept alive by every connection made from it.
+        guard let ssl, let arg, let name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name) else {
+          return SSL_TLSEXT_ERR_OK
+        }
+        let primary = Unmanaged<TLSContext>.fromOpaque(arg).takeUnretainedValue()
+        let host = String(cString: name)
+        if primary.covers(host: host) { return SSL_TLSEXT_ERR_OK }
+        if let match = primary.alternatives.first(where: { $0.covers(host: host) }) {
+          _ = SSL_set_SSL_CTX(ssl, match.context)
+        }
+        return SSL_TLSEXT_ERR_OK
+      }
+    _ = SSL_CTX_callback_ctrl(
+      context, SSL_CTRL_SET_TLSEXT_SERVERNAME_CB, unsafeBitCast(pick, to: (@convention(c) () -> Void).self))
+  }
+
+  /// Whether this context or one of its alternatives covers `host`.
+  public func coversAny(host: String) -> Bool {
+    covers(host: host) || alternatives.contains { $0.covers(host: host) }
+  }
+
   /// The same configuration with fresh session-ticket keys (OpenSSL makes them per context): tickets
   /// issued before no longer resume, which bounds how long a stolen ticket key is useful. Nil when the
   /// files no longer load or now hold another certificate (that takes a SIGHUP, which validates it).
   public func withFreshTicketKeys() -> TLSContext? {
-    guard let fresh = try? TLSContext(certificate: certificatePath, key: keyPath),
-      let old = SSL_CTX_get0_certificate(context), let new = SSL_CTX_get0_certificate(fresh.context),
-      X509_cmp(old, new) == 0
-    else { return nil }
+    let pairs = [(certificatePath, keyPath)] + alternatives.map { ($0.certificatePath, $0.keyPath) }
+    guard let fresh = try? TLSContext(pairs: pairs.map { (certificate: $0.0, key: $0.1) }) else { return nil }
+    for (a, b) in zip([self] + alternatives, [fresh] + fresh.alternatives) {
+      guard let old = SSL_CTX_get0_certificate(a.context), let new = SSL_CTX_get0_certificate(b.context),
+        X509_cmp(old, new) == 0
+      else { return nil }
+    }
     return fresh
   }
 

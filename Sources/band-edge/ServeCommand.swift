@@ -28,7 +28,9 @@ enum ServeCommand {
       --listen ADDR           numeric host:port, repeatable (default 127.0.0.1:8080; port 0 picks one)
       --tls-listen ADDR       a TLS (HTTPS) listener, repeatable; needs --cert and --key (the config
                               file's "tls": {"listen", "certificate", "key"} sets the same)
-      --cert FILE             PEM certificate chain; it must cover the configured origin's host
+      --cert FILE             PEM certificate chain; with several --cert/--key pairs the first is the
+                              default and the others are chosen by the name the client asks for (SNI);
+                              one of them must cover the configured origin's host
       --key FILE              PEM private key; refused when readable by other users
       --ticket-rotation S     replace the TLS session-ticket keys this often (default 43200, 12 hours)
       --threads N             event loops, one per core by default (now \(ServerConfiguration.cores))
@@ -93,8 +95,8 @@ enum ServeCommand {
     var configuration = ServerConfiguration()
     var listen: [SocketAddress] = []
     var tlsListen: [SocketAddress] = []
-    var certificate: String? = nil
-    var keyFile: String? = nil
+    var certificates: [String] = []
+    var keyFiles: [String] = []
     var testRoutes = false
     var shellDirectory = ShellCommand.defaultDestination
     var configFlag: String? = nil
@@ -131,9 +133,9 @@ enum ServeCommand {
           throw UsageError("--tls-listen takes a numeric host:port such as 0.0.0.0:443, not '\(text)'")
         }
         tlsListen.append(address)
-      case "--cert": certificate = try value()
+      case "--cert": certificates.append(try value())
       case "--ticket-rotation": configuration.ticketKeyRotation = try Arguments.seconds(value(), flag)
-      case "--key": keyFile = try value()
+      case "--key": keyFiles.append(try value())
       case "--threads": configuration.threads = try Arguments.integer(value(), flag, min: 1, max: 256)
       case "--pool-threads":
         configuration.poolThreads = try Arguments.integer(value(), flag, min: 1, max: 1024)
@@ -240,14 +242,15 @@ enum ServeCommand {
         tlsListen.append(address)
       }
     }
-    certificate = certificate ?? deployment.tls.certificate
-    keyFile = keyFile ?? deployment.tls.key
-    if !tlsListen.isEmpty || certificate != nil || keyFile != nil {
-      guard let certificate, let keyFile, !tlsListen.isEmpty else {
-        fail("TLS needs all three of --tls-listen, --cert and --key")
+    if certificates.isEmpty, let file = deployment.tls.certificate { certificates = [file] }
+    if keyFiles.isEmpty, let file = deployment.tls.key { keyFiles = [file] }
+    let tlsPairs = zip(certificates, keyFiles).map { (certificate: $0, key: $1) }
+    if !tlsListen.isEmpty || !certificates.isEmpty || !keyFiles.isEmpty {
+      guard !certificates.isEmpty, certificates.count == keyFiles.count, !tlsListen.isEmpty else {
+        fail("TLS needs --tls-listen and as many --cert as --key (at least one of each)")
         return 1
       }
-      switch tlsContext(certificate: certificate, key: keyFile, origin: deployment.origin) {
+      switch tlsContext(pairs: tlsPairs, origin: deployment.origin) {
       case .failure(let problem):
         fail(problem.description)
         return 1
@@ -303,7 +306,7 @@ enum ServeCommand {
     let (shellPath, withTestRoutes, sessionLifetimes, cacheEntries) = (
       shellDirectory, testRoutes, lifetimes, sessionCacheEntries
     )
-    let tlsFiles = configuration.tls == nil ? nil : certificate.flatMap { c in keyFile.map { (c, $0) } }
+    let tlsFiles = configuration.tls == nil ? nil : tlsPairs
     let clientLimits = ClientLimits(
       signIn: signInLimit, exchange: exchangeLimit, trustedProxies: trustedProxies, refusalHold: refusalHold)
     do {
@@ -334,8 +337,8 @@ enum ServeCommand {
                 limits: clientLimits, testRoutes: withTestRoutes)
               // Certificates are read again with the rest; a bad one refuses the whole reload.
               var tls: TLSContext? = nil
-              if let (certificate, key) = tlsFiles {
-                switch tlsContext(certificate: certificate, key: key, origin: next.origin) {
+              if let pairs = tlsFiles {
+                switch tlsContext(pairs: pairs, origin: next.origin) {
                 case .failure(let problem):
                   Log.event("error", "reload_refused", [("problems", problem.description)])
                   return nil
@@ -382,23 +385,30 @@ enum ServeCommand {
         + (testRoutes ? EdgeRoutes.testing() : []))
   }
 
-  /// The TLS context for `certificate` and `key`, refused when the key file is readable by other
-  /// users or the certificate does not cover the origin's host.
-  static func tlsContext(certificate: String, key: String, origin: String) -> Result<TLSContext, TLSError> {
-    var info = stat()
-    guard stat(key, &info) == 0 else { return .failure(TLSError(message: "cannot read the key file \(key)")) }
-    if info.st_mode & S_IROTH != 0 || info.st_mode & S_IWOTH != 0 {
-      let mode = String(info.st_mode & 0o777, radix: 8)
-      return .failure(
-        TLSError(message: "the key file \(key) is readable by every user (mode \(mode)); chmod 600 it"))
+  /// The TLS context for the certificate/key pairs (the first is the default; others are chosen
+  /// by SNI), refused when a key file is readable by other users or no certificate covers the
+  /// origin's host.
+  static func tlsContext(pairs: [(certificate: String, key: String)], origin: String) -> Result<
+    TLSContext, TLSError
+  > {
+    for (_, key) in pairs {
+      var info = stat()
+      guard stat(key, &info) == 0 else {
+        return .failure(TLSError(message: "cannot read the key file \(key)"))
+      }
+      if info.st_mode & S_IROTH != 0 || info.st_mode & S_IWOTH != 0 {
+        let mode = String(info.st_mode & 0o777, radix: 8)
+        return .failure(
+          TLSError(message: "the key file \(key) is readable by every user (mode \(mode)); chmod 600 it"))
+      }
     }
     let context: TLSContext
-    do { context = try TLSContext(certificate: certificate, key: key) } catch { return .failure(error) }
+    do { context = try TLSContext(pairs: pairs) } catch { return .failure(error) }
     let host = originHost(origin)
-    guard context.covers(host: host) else {
+    guard context.coversAny(host: host) else {
+      let names = pairs.map(\.certificate).joined(separator: ", ")
       return .failure(
-        TLSError(
-          message: "the certificate \(certificate) does not cover \(host), the configured origin's host"))
+        TLSError(message: "the certificate \(names) does not cover \(host), the configured origin's host"))
     }
     return .success(context)
   }

@@ -286,3 +286,25 @@ def test_session_ticket_keys_rotate(make_server, pki, tmp_path):
         time.sleep(0.1)
     time.sleep(0.2)  # the loops take the new context from their mailboxes
     assert "New," in connect("-sess_in", str(session)), "not resumed after the rotation"
+
+
+def test_sni_chooses_the_certificate_for_the_requested_host(make_server, pki):
+    """Two certificates: the default (127.0.0.1/localhost) and one for other.test, chosen by SNI."""
+    server = make_server("--tls-listen", "127.0.0.1:0", "--cert", str(pki / "server.pem"), "--key",
+                         str(pki / "server.key"), "--cert", str(pki / "other.pem"), "--key", str(pki / "other.key"))
+    port = [int(e["address"].rsplit(":", 1)[1]) for e in server.events() if e.get("event") == "listening"][1]
+    context = ssl.create_default_context(cafile=str(pki / "ca.pem"))
+    for name, expected in (("localhost", "server"), ("other.test", "other")):
+        with socket.create_connection(("127.0.0.1", port)) as raw, context.wrap_socket(raw, server_hostname=name) as s:
+            subject = dict(pair[0] for pair in s.getpeercert()["subject"])
+            assert subject["commonName"] == expected, name
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+            assert s.recv(64).startswith(b"HTTP/1.1 200 OK")
+    # An unknown name gets the default certificate (and so fails verification for that name).
+    unverified = ssl.create_default_context()
+    unverified.check_hostname = False
+    unverified.verify_mode = ssl.CERT_NONE
+    with socket.create_connection(("127.0.0.1", port)) as raw, \
+            unverified.wrap_socket(raw, server_hostname="unknown.test") as s:
+        der = s.getpeercert(binary_form=True)
+        assert der == ssl.PEM_cert_to_DER_cert((pki / "server.pem").read_text())
