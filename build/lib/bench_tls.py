@@ -62,25 +62,24 @@ for r in range(rounds):
     for name, port, pid in servers:
         results[name]["hs"].append(handshakes(port, pid, seconds / 2))
 
-print(f"\n== GET {js_path} over HTTPS/1.1 (TLS 1.3), h2load --h1 -c64, {rounds} rounds x {seconds:.0f} s")
-for r in range(rounds):
-    for name, _, _ in servers:
-        x = results[name]["ka"][r]
-        print(f"{r + 1:<7}{NAMES[name]:<11}{x['rps']:>11.0f} req/s  mean {x['mean']:>8}  "
-              f"{x['cpu_us']:>7.2f} us CPU/req  failed {x['failed']}")
-med = {name: statistics.median(x["rps"] for x in results[name]["ka"]) for name, _, _ in servers}
-cpu = {name: statistics.median(x["cpu_us"] for x in results[name]["ka"]) for name, _, _ in servers}
-print(f"ratio      band-edge/nginx: requests/s {med['edge'] / med['nginx']:.3f} (paired rounds "
-      + ", ".join(f"{a['rps'] / b['rps']:.3f}" for a, b in zip(results["edge"]["ka"], results["nginx"]["ka"]))
-      + f"), CPU per request {cpu['edge'] / cpu['nginx']:.3f} (target >= 1.1 requests/s)")
+def report(title, key, metric, unit, row, target):
+    """Per-round rows, then band-edge/nginx ratios of the medians (and of each round's pair)."""
+    print(f"\n== {title}")
+    for r in range(rounds):
+        for name, _, _ in servers:
+            print(f"{r + 1:<7}{NAMES[name]:<11}" + row(results[name][key][r]))
+    med = {name: statistics.median(x[metric] for x in results[name][key]) for name, _, _ in servers}
+    cpu = {name: statistics.median(x["cpu_us"] for x in results[name][key]) for name, _, _ in servers}
+    pairs = ", ".join(f"{a[metric] / b[metric]:.3f}" for a, b in zip(results["edge"][key], results["nginx"][key]))
+    print(f"ratio      band-edge/nginx: {unit} {med['edge'] / med['nginx']:.3f} (paired rounds {pairs}), "
+          f"CPU per {unit.split('/')[0].rstrip('s')} {cpu['edge'] / cpu['nginx']:.3f} (target {target})")
 
-print(f"\n== New TLS 1.3 handshakes, one request each (h2load --h1 -c100 -n100, repeated), {rounds} rounds")
-for r in range(rounds):
-    for name, _, _ in servers:
-        x = results[name]["hs"][r]
-        print(f"{r + 1:<7}{NAMES[name]:<11}{x['rate']:>9.0f} handshakes/s  {x['cpu_us']:>8.1f} us CPU/handshake  "
-              f"failed {x['failed']}")
-rate = {name: statistics.median(x["rate"] for x in results[name]["hs"]) for name, _, _ in servers}
-hcpu = {name: statistics.median(x["cpu_us"] for x in results[name]["hs"]) for name, _, _ in servers}
-print(f"ratio      band-edge/nginx: handshakes/s {rate['edge'] / rate['nginx']:.3f}, CPU per handshake "
-      f"{hcpu['edge'] / hcpu['nginx']:.3f} (target >= 1 handshakes/s)")
+
+report(f"GET {js_path} over HTTPS/1.1 (TLS 1.3), h2load --h1 -c64, {rounds} rounds x {seconds:.0f} s",
+       "ka", "rps", "requests/s",
+       lambda x: f"{x['rps']:>11.0f} req/s  mean {x['mean']:>8}  {x['cpu_us']:>7.2f} us CPU/req  failed {x['failed']}",
+       ">= 1.1 requests/s")
+report(f"New TLS 1.3 handshakes, one request each (h2load --h1 -c100 -n100, repeated), {rounds} rounds",
+       "hs", "rate", "handshakes/s",
+       lambda x: f"{x['rate']:>9.0f} handshakes/s  {x['cpu_us']:>8.1f} us CPU/handshake  failed {x['failed']}",
+       ">= 1 handshakes/s")
