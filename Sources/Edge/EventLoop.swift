@@ -102,6 +102,10 @@ final class EventLoop {
   /// Where queued pieces are gathered into one TLS record (OpenSSL has no gather write).
   private let recordBuffer: UnsafeMutableRawBufferPointer
   private static let recordSize = 16384
+  /// Where a connection's records are collected for one send: four full records of any suite
+  /// (16 KiB of plaintext plus at most 29 bytes of header, nonce, type and tag each).
+  private let batchBuffer: UnsafeMutableRawBufferPointer
+  private static let batchSize = 4 * (16384 + 64)
   private static let maxEvents: Int32 = 256
 
   init(
@@ -122,7 +126,8 @@ final class EventLoop {
     self.limits = limits
     self.context = context
     readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
-    recordBuffer = .allocate(byteCount: Self.recordSize, alignment: 16)
+    recordBuffer = .allocate(byteCount: tlsListeners.isEmpty ? 0 : Self.recordSize, alignment: 16)
+    batchBuffer = .allocate(byteCount: tlsListeners.isEmpty ? 0 : Self.batchSize, alignment: 16)
     for fd in listeners + [mailbox.eventFD] {
       var event = epoll_event(events: epollIn, data: epoll_data_t(fd: fd))
       guard epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event) == 0 else { throw SystemError("epoll_ctl") }
@@ -132,6 +137,7 @@ final class EventLoop {
   deinit {
     readBuffer.deallocate()
     recordBuffer.deallocate()
+    batchBuffer.deallocate()
     close(epoll)
   }
 
@@ -282,9 +288,28 @@ final class EventLoop {
   /// epoll delivers both directions, so a TLS call that wants the other direction simply waits for
   /// the next event; decrypted bytes OpenSSL still holds are read before the socket is.
   private func pumpTLS(_ connection: Connection, _ tls: TLSSession) {
-    if !tls.handshakeDone {
-      switch tls.handshake() {
+    let wire = tls.wire
+    while !tls.handshakeDone {
+      guard let flushed = wire.pointee.sendPending() else {
+        closeConnection(connection)
+        return
+      }
+      guard flushed else {
+        schedule(connection)
+        return
+      }
+      // The server's flight (hello, certificate, finished; then the session ticket) as one send.
+      wire.pointee.beginBatch(batchBuffer)
+      let outcome = tls.handshake()
+      let batched = wire.pointee.batched > 0
+      guard wire.pointee.endBatch() else {
+        closeConnection(connection)
+        return
+      }
+      switch outcome {
       case .bytes: break
+      case .wantWrite where batched && !wire.pointee.hasPending:
+        continue  // the batch was full and is sent: OpenSSL writes the rest now
       case .wantRead, .wantWrite:
         schedule(connection)
         return
@@ -296,8 +321,12 @@ final class EventLoop {
     while true {
       guard flushTLS(connection, tls) else { return }
       guard connection.machine.wantsInput else { break }
+      // As for plain connections, a short read drained the socket: a read now would only say
+      // EAGAIN (one syscall per request saved), unless OpenSSL still holds input or the peer hung up.
+      guard connection.readable || connection.peerHungUp || tls.hasBufferedInput else { break }
       switch tls.read(UnsafeMutableRawBufferPointer(readBuffer)) {
       case .bytes(let n):
+        if wire.pointee.drained { connection.readable = false }
         let step = connection.machine.received(
           UnsafeRawBufferPointer(rebasing: readBuffer[0..<n]), context: &context)
         guard apply(step, connection) else { return }
@@ -317,35 +346,72 @@ final class EventLoop {
   }
 
   /// `flush` for TLS. Pieces are gathered into records of up to 16 KiB (a response head and its
-  /// body go out as one record and one send, not two); a piece of a full record's size or more is
-  /// written from where it lies. After a partial write the same bytes are offered again, as
-  /// OpenSSL requires.
+  /// body go out as one record, not two); a piece of a full record's size or more is encrypted from
+  /// where it lies. Records are batched (`TLSWire`) and sent four at a time; the machine hears
+  /// that bytes are written only once the socket has taken their records, so its write deadline
+  /// and its closing wait for the ciphertext. After a refused write OpenSSL is offered the same
+  /// bytes again, as it requires.
   private func flushTLS(_ connection: Connection, _ tls: TLSSession) -> Bool {
-    let record = recordBuffer
-    while !connection.machine.output.isEmpty {
-      let outcome = connection.machine.output.withIOVecs { vectors in
-        if vectors[0].iov_len >= Self.recordSize || vectors.count == 1 {
-          return tls.write(UnsafeRawBufferPointer(start: vectors[0].iov_base, count: vectors[0].iov_len))
-        }
-        var filled = 0
-        for vector in vectors where filled < Self.recordSize {
-          let take = min(vector.iov_len, Self.recordSize - filled)
-          record.baseAddress!.advanced(by: filled).copyMemory(from: vector.iov_base!, byteCount: take)
-          filled += take
-        }
-        return tls.write(UnsafeRawBufferPointer(rebasing: record[0..<filled]))
+    let wire = tls.wire
+    switch wire.pointee.sendPending() {
+    case nil:
+      closeConnection(connection)
+      return false
+    case false?:
+      return true
+    case true?:
+      if tls.unreported > 0 {
+        let written = tls.unreported
+        tls.unreported = 0
+        guard apply(connection.machine.wrote(written), connection) else { return false }
       }
-      switch outcome {
-      case .bytes(let n):
-        guard apply(connection.machine.wrote(n), connection) else { return false }
-      case .wantRead, .wantWrite:
-        return true
-      case .closed, .failed:
+    }
+    let record = recordBuffer
+    while true {
+      var taken = 0
+      var blocked = false
+      wire.pointee.beginBatch(batchBuffer)
+      collect: while taken < connection.machine.output.pending {
+        let outcome = connection.machine.output.withIOVecs(skipping: taken) { vectors in
+          if vectors[0].iov_len >= Self.recordSize || vectors.count == 1 {
+            return tls.write(UnsafeRawBufferPointer(start: vectors[0].iov_base, count: vectors[0].iov_len))
+          }
+          var filled = 0
+          for vector in vectors where filled < Self.recordSize {
+            let take = min(vector.iov_len, Self.recordSize - filled)
+            record.baseAddress!.advanced(by: filled).copyMemory(from: vector.iov_base!, byteCount: take)
+            filled += take
+          }
+          return tls.write(UnsafeRawBufferPointer(rebasing: record[0..<filled]))
+        }
+        switch outcome {
+        case .bytes(let n):
+          taken += n
+        case .wantWrite:
+          break collect  // the batch is full (or the socket is)
+        case .wantRead:
+          blocked = true
+          break collect
+        case .closed, .failed:
+          _ = wire.pointee.endBatch()
+          closeConnection(connection)
+          return false
+        }
+      }
+      let sentSomething = wire.pointee.batched > 0
+      guard wire.pointee.endBatch() else {
         closeConnection(connection)
         return false
       }
+      if wire.pointee.hasPending {
+        tls.unreported = taken
+        return true
+      }
+      if taken > 0 {
+        guard apply(connection.machine.wrote(taken), connection) else { return false }
+      }
+      if blocked || !sentSomething || connection.machine.output.isEmpty { return true }
     }
-    return true
   }
 
   /// Writes what the machine has queued; false when the connection was closed.

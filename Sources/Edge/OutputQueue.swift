@@ -20,6 +20,12 @@ struct OutputQueue {
   enum Segment {
     case inline(start: Int, end: Int)
     case shared(SharedBytes, start: Int, end: Int)
+
+    var length: Int {
+      switch self {
+      case .inline(let s, let e), .shared(_, let s, let e): e - s
+      }
+    }
   }
 
   /// Shared bodies up to this size are copied instead of referenced (one iovec instead of two).
@@ -106,18 +112,30 @@ struct OutputQueue {
     }
   }
 
-  /// Calls `body` with up to `maxSegmentsPerWrite` iovecs covering the pending bytes in order.
-  func withIOVecs<R>(_ body: (UnsafeBufferPointer<iovec>) -> R) -> R {
-    let n = min(segments.count - first, Self.maxSegmentsPerWrite)
+  /// Calls `body` with up to `maxSegmentsPerWrite` iovecs covering the pending bytes in order,
+  /// leaving out the first `skipping` of them (bytes already handed on but not yet consumed).
+  func withIOVecs<R>(skipping: Int = 0, _ body: (UnsafeBufferPointer<iovec>) -> R) -> R {
+    var index = first
+    var skip = skipping
+    while skip > 0 && index < segments.count {
+      let length = segments[index].length
+      guard length <= skip else { break }
+      skip -= length
+      index += 1
+    }
+    let n = min(segments.count - index, Self.maxSegmentsPerWrite)
     return bytes.withUnsafeBytes { inline in
       withUnsafeTemporaryAllocation(of: iovec.self, capacity: max(n, 1)) { vectors in
         for k in 0..<n {
-          switch segments[first + k] {
+          let offset = k == 0 ? skip : 0
+          switch segments[index + k] {
           case .inline(let s, let e):
             vectors[k] = iovec(
-              iov_base: UnsafeMutableRawPointer(mutating: inline.baseAddress! + s), iov_len: e - s)
+              iov_base: UnsafeMutableRawPointer(mutating: inline.baseAddress! + s + offset),
+              iov_len: e - s - offset)
           case .shared(let shared, let s, let e):
-            vectors[k] = iovec(iov_base: UnsafeMutableRawPointer(mutating: shared.base + s), iov_len: e - s)
+            vectors[k] = iovec(
+              iov_base: UnsafeMutableRawPointer(mutating: shared.base + s + offset), iov_len: e - s - offset)
           }
         }
         return body(UnsafeBufferPointer(rebasing: vectors[0..<n]))

@@ -27,7 +27,8 @@ public struct TLSError: Error, CustomStringConvertible, Sendable {
 }
 
 /// A server TLS configuration: one certificate and key, TLS 1.2 and 1.3 only, Mozilla's
-/// "intermediate" ciphers and groups (no server cipher preference), session tickets, ALPN
+/// "intermediate" ciphers and groups (the server's cipher order for TLS 1.2, the client's for 1.3),
+/// session tickets, ALPN
 /// `http/1.1`. Built once per snapshot; connections made from it keep it alive.
 // Safe to share unchecked: the SSL_CTX is fully configured in init and never changed afterwards;
 // OpenSSL documents SSL_new on a configured SSL_CTX as safe from several threads at once, and the
@@ -62,11 +63,17 @@ public final class TLSContext: @unchecked Sendable {
       })
         == 1
     else { throw TLSError("cannot apply the TLS protocol and cipher settings") }
-    // SSL_OP_NO_RENEGOTIATION is SSL_OP_BIT(30) and SSL_OP_CIPHER_SERVER_PREFERENCE SSL_OP_BIT(22),
-    // macros Swift cannot import. The server's order applies to TLS 1.2 (testssl.sh counts a
-    // client-chosen order as a weakness); every TLS 1.3 suite is strong, and OpenSSL keeps the
-    // client's preference for ChaCha20 there (SSL_OP_PRIORITIZE_CHACHA, bit 21).
-    _ = SSL_CTX_set_options(context, UInt64(1) << 30 | UInt64(1) << 22 | UInt64(1) << 21)
+    // SSL_OP_NO_RENEGOTIATION is SSL_OP_BIT(30), macros Swift cannot import. The server's cipher
+    // order applies to TLS 1.2 (testssl.sh counts a client-chosen order there as a weakness, and
+    // OpenSSL keeps a client's preference for ChaCha20: SSL_OP_PRIORITIZE_CHACHA); every TLS 1.3
+    // suite is strong, so there the client chooses, as Mozilla's configurations do.
+    _ = SSL_CTX_set_options(context, UInt64(1) << 30 | Self.serverPreference | UInt64(1) << 21)
+    SSL_CTX_set_client_hello_cb(
+      context,
+      { ssl, _, _ in
+        if let ssl, TLSContext.offersTLS13(ssl) { _ = SSL_clear_options(ssl, TLSContext.serverPreference) }
+        return SSL_CLIENT_HELLO_SUCCESS
+      }, nil)
     _ = SSL_CTX_ctrl(
       context, SSL_CTRL_MODE, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER), nil)
     // Read ahead: one read syscall takes every record that has arrived, instead of one for each
@@ -107,32 +114,49 @@ public final class TLSContext: @unchecked Sendable {
 
   deinit { SSL_CTX_free(context) }
 
-  /// recv/send on the descriptor kept in the BIO's data pointer (fd + 1, so that 0 is never null).
+  /// SSL_OP_CIPHER_SERVER_PREFERENCE (SSL_OP_BIT(22)).
+  static let serverPreference = UInt64(1) << 22
+
+  /// Whether the ClientHello lists TLS 1.3 in supported_versions (RFC 8446 §4.2.1), which this
+  /// server then negotiates.
+  static func offersTLS13(_ ssl: OpaquePointer) -> Bool {
+    var data: UnsafePointer<UInt8>?
+    var length = 0
+    guard SSL_client_hello_get0_ext(ssl, 43, &data, &length) == 1, let data, length >= 1 else { return false }
+    let versions = UnsafeBufferPointer(start: data + 1, count: min(Int(data[0]), length - 1))
+    return stride(from: 0, to: versions.count - 1, by: 2).contains {
+      versions[$0] == 3 && versions[$0 + 1] == 4
+    }
+  }
+
+  /// recv/send on the connection's socket, through its `TLSWire` (the BIO's data pointer).
   // Created once; BIO_METHOD is read-only after these calls.
   nonisolated(unsafe) static let socketMethod: OpaquePointer? = {
     guard let method = BIO_meth_new(BIO_TYPE_SOURCE_SINK | BIO_get_new_index(), "band-edge socket") else {
       return nil
     }
     BIO_meth_set_read(method) { bio, buffer, length in
-      let fd = Int32(Int(bitPattern: BIO_get_data(bio)) - 1)
+      let wire = BIO_get_data(bio).assumingMemoryBound(to: TLSWire.self)
       BIO_clear_flags(bio, BIO_FLAGS_READ | BIO_FLAGS_SHOULD_RETRY)
-      let n = recv(fd, buffer, Int(length), 0)
+      let n = recv(wire.pointee.fd, buffer, Int(length), 0)
+      wire.pointee.drained = n > 0 && n < Int(length)
       if n < 0 && (errno == EAGAIN || errno == EINTR) {
         BIO_set_flags(bio, BIO_FLAGS_READ | BIO_FLAGS_SHOULD_RETRY)
       }
       return Int32(n)
     }
     BIO_meth_set_write(method) { bio, buffer, length in
-      let fd = Int32(Int(bitPattern: BIO_get_data(bio)) - 1)
+      let wire = BIO_get_data(bio).assumingMemoryBound(to: TLSWire.self)
       BIO_clear_flags(bio, BIO_FLAGS_WRITE | BIO_FLAGS_SHOULD_RETRY)
-      let n = send(fd, buffer, Int(length), Int32(MSG_NOSIGNAL))
+      guard let buffer, length > 0 else { return 0 }
+      let n = wire.pointee.write(UnsafeRawBufferPointer(start: buffer, count: Int(length)))
       if n < 0 && (errno == EAGAIN || errno == EINTR) {
         BIO_set_flags(bio, BIO_FLAGS_WRITE | BIO_FLAGS_SHOULD_RETRY)
       }
       return Int32(n)
     }
     BIO_meth_set_ctrl(method) { _, command, _, _ in
-      // FLUSH (nothing is buffered here) and DUP succeed; everything else is unsupported.
+      // FLUSH (the loop sends batches itself) and DUP succeed; everything else is unsupported.
       command == BIO_CTRL_FLUSH || command == BIO_CTRL_DUP ? 1 : 0
     }
     return method
@@ -198,13 +222,120 @@ public final class TLSContext: @unchecked Sendable {
 
   /// A server-side TLS session on `fd` (accept state).
   func session(fd: Int32) -> TLSSession? {
-    guard let ssl = SSL_new(context), let bio = BIO_new(Self.socketMethod) else { return nil }
-    // A socket BIO that uses recv/send: sockets skip the VFS read/write path.
-    BIO_set_data(bio, UnsafeMutableRawPointer(bitPattern: Int(fd) + 1))
+    guard let ssl = SSL_new(context) else { return nil }
+    guard let bio = BIO_new(Self.socketMethod) else {
+      SSL_free(ssl)
+      return nil
+    }
+    let session = TLSSession(ssl: ssl, context: self, fd: fd)
+    BIO_set_data(bio, UnsafeMutableRawPointer(session.wire))
     BIO_set_init(bio, 1)
     SSL_set_bio(ssl, bio, bio)
     SSL_set_accept_state(ssl)
-    return TLSSession(ssl: ssl, context: self)
+    return session
+  }
+}
+
+/// Where one connection's TLS records go. Outside a batch, straight to the socket (recv/send skip
+/// the VFS path that read/write take). Inside one, into the loop's batch buffer, which the loop then
+/// sends with one call: a 60 KB response is four records, and four sends would be four trips
+/// through the TCP stack and four wake-ups of the client. Ciphertext the socket did not take waits
+/// in `pending` and goes before anything else; while it waits, every write is refused (retry), so
+/// records never change order.
+struct TLSWire {
+  let fd: Int32
+  /// The last read was short: the socket held less than OpenSSL asked for, so it is empty now
+  /// and the next arrival raises a new edge.
+  var drained = false
+  private var batch: UnsafeMutableRawBufferPointer?
+  private(set) var batched = 0
+  private var pending: UnsafeMutableRawBufferPointer?
+  private var pendingSent = 0
+
+  init(fd: Int32) { self.fd = fd }
+
+  var hasPending: Bool { pending != nil }
+
+  /// Records written from now on are collected in `buffer` (the loop's; not kept past `endBatch`).
+  mutating func beginBatch(_ buffer: UnsafeMutableRawBufferPointer) {
+    batch = buffer
+    batched = 0
+  }
+
+  /// What OpenSSL writes: taken whole into the batch if it fits, refused (EAGAIN) if not, so that
+  /// the loop sends the batch and OpenSSL offers the record again; sent directly outside a batch.
+  mutating func write(_ record: UnsafeRawBufferPointer) -> Int {
+    guard pending == nil else {
+      errno = EAGAIN
+      return -1
+    }
+    if let batch {
+      if batched + record.count <= batch.count {
+        UnsafeMutableRawBufferPointer(rebasing: batch[batched...]).copyMemory(from: record)
+        batched += record.count
+        return record.count
+      }
+      if batched > 0 {
+        errno = EAGAIN
+        return -1
+      }
+    }
+    return Glibc.send(fd, record.baseAddress, record.count, Int32(MSG_NOSIGNAL))
+  }
+
+  /// Ends the batch and sends it; what the socket does not take becomes `pending`. False on a
+  /// socket error.
+  mutating func endBatch() -> Bool {
+    guard let batch else { return true }
+    self.batch = nil
+    var sent = 0
+    while sent < batched {
+      let n = Glibc.send(fd, batch.baseAddress! + sent, batched - sent, Int32(MSG_NOSIGNAL))
+      if n > 0 {
+        sent += n
+      } else if n < 0 && errno == EINTR {
+        continue
+      } else if n < 0 && errno == EAGAIN {
+        break
+      } else {
+        return false
+      }
+    }
+    if sent < batched {
+      let rest = UnsafeMutableRawBufferPointer.allocate(byteCount: batched - sent, alignment: 1)
+      rest.copyMemory(from: UnsafeRawBufferPointer(rebasing: batch[sent..<batched]))
+      pending = rest
+      pendingSent = 0
+    }
+    return true
+  }
+
+  /// Sends what an earlier batch left: true when nothing is left, false when the socket is full,
+  /// nil on a socket error.
+  mutating func sendPending() -> Bool? {
+    guard let pending else { return true }
+    while pendingSent < pending.count {
+      let n = Glibc.send(
+        fd, pending.baseAddress! + pendingSent, pending.count - pendingSent, Int32(MSG_NOSIGNAL))
+      if n > 0 {
+        pendingSent += n
+      } else if n < 0 && errno == EINTR {
+        continue
+      } else if n < 0 && errno == EAGAIN {
+        return false
+      } else {
+        return nil
+      }
+    }
+    pending.deallocate()
+    self.pending = nil
+    return true
+  }
+
+  /// Frees what is left unsent (the connection is closing).
+  mutating func discard() {
+    pending?.deallocate()
+    pending = nil
   }
 }
 
@@ -213,14 +344,26 @@ final class TLSSession {
   let ssl: OpaquePointer
   /// Keeps the context (and its certificate) alive for this connection, across reloads.
   let context: TLSContext
+  /// The BIO's data: stays at this address for the session's life.
+  let wire: UnsafeMutablePointer<TLSWire>
   var handshakeDone = false
+  /// Plaintext bytes whose records sit in `wire`'s pending ciphertext: the connection learns they
+  /// are written only when the socket has taken them.
+  var unreported = 0
 
-  init(ssl: OpaquePointer, context: TLSContext) {
+  init(ssl: OpaquePointer, context: TLSContext, fd: Int32) {
     self.ssl = ssl
     self.context = context
+    wire = .allocate(capacity: 1)
+    wire.initialize(to: TLSWire(fd: fd))
   }
 
-  deinit { SSL_free(ssl) }
+  deinit {
+    SSL_free(ssl)
+    wire.pointee.discard()
+    wire.deinitialize(count: 1)
+    wire.deallocate()
+  }
 
   /// What a non-blocking TLS call asked for.
   enum Outcome {
@@ -252,6 +395,9 @@ final class TLSSession {
     }
     return outcome(result)
   }
+
+  /// Whether OpenSSL holds bytes already read from the socket (a record, or part of one).
+  var hasBufferedInput: Bool { SSL_has_pending(ssl) == 1 }
 
   func read(_ buffer: UnsafeMutableRawBufferPointer) -> Outcome {
     outcome(SSL_read(ssl, buffer.baseAddress, Int32(buffer.count)))

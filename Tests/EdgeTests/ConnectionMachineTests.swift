@@ -453,6 +453,23 @@ struct OutputQueueTests {
     #expect(written == expected)
   }
 
+  @Test(
+    "iovecs after skipping bytes handed on start exactly there, across inline and shared segments",
+    arguments: [0, 1, 3, 4, 5, 100, 4999, 5003, 5004, 5005, 5007])
+  func skipping(skip: Int) {
+    var q = OutputQueue()
+    let big = SharedBytes(Array(repeating: UInt8(ascii: "b"), count: 5000))
+    q.append("head".utf8)
+    q.append(big)
+    q.append("tail".utf8)
+    q.consume(1)  // the queue's own start moves too
+    let expected = Array(("head".utf8).dropFirst()) + big.array + Array("tail".utf8)
+    let gathered = q.withIOVecs(skipping: skip) { vectors in
+      vectors.flatMap { Array(UnsafeRawBufferPointer(start: $0.iov_base, count: $0.iov_len)) }
+    }
+    #expect(gathered == Array(expected.dropFirst(skip)))
+  }
+
   @Test("the Date line is IMF-fixdate")
   func date() {
     #expect(HTTPDate.format(784_111_777) == "Sun, 06 Nov 1994 08:49:37 GMT")

@@ -62,6 +62,25 @@ def test_old_protocols_are_refused(make_server, pki):
         assert "Cipher is (NONE)" in result.stdout or "alert" in result.stderr, flag
 
 
+def negotiated_cipher(port, pki, *flags):
+    result = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{port}", "-CAfile", str(pki / "ca.pem"),
+                             *flags], input="", capture_output=True, text=True, timeout=30)
+    return next(line.split("Cipher is ", 1)[1] for line in result.stdout.splitlines() if "Cipher is " in line)
+
+
+def test_the_client_chooses_the_tls13_suite_and_the_server_the_tls12_cipher(make_server, pki):
+    """Mozilla intermediate: in TLS 1.3 every suite is strong and the client's order wins; in TLS 1.2
+    the server's order (AES-128-GCM first) wins over a client that lists AES-256 first."""
+    _, port = tls_server(make_server, pki)
+    assert negotiated_cipher(port, pki, "-ciphersuites", "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384") \
+        == "TLS_AES_128_GCM_SHA256"
+    assert negotiated_cipher(port, pki, "-ciphersuites", "TLS_AES_256_GCM_SHA384:TLS_AES_128_GCM_SHA256") \
+        == "TLS_AES_256_GCM_SHA384"
+    assert negotiated_cipher(port, pki, "-tls1_2", "-cipher",
+                             "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-ECDSA-AES128-GCM-SHA256") \
+        == "ECDHE-ECDSA-AES128-GCM-SHA256"
+
+
 def test_tls12_sessions_resume(make_server, pki):
     _, port = tls_server(make_server, pki)
     result = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{port}", "-tls1_2", "-reconnect",
@@ -77,6 +96,71 @@ def test_large_bodies_arrive_intact(make_server, pki):
     out = subprocess.run(["curl", "-s", "--cacert", str(pki / "ca.pem"), "-H", "Accept-Encoding: identity",
                           f"https://127.0.0.1:{port}/{largest.name}"], capture_output=True, timeout=30)
     assert out.stdout == largest.read_bytes()
+
+
+def read_responses(s, count):
+    """Reads `count` HTTP/1.1 responses with Content-Length bodies from `s`; returns their bodies."""
+    data, bodies = b"", []
+    while len(bodies) < count:
+        while b"\r\n\r\n" not in data:
+            chunk = s.recv(4096)
+            assert chunk, "the connection ended early"
+            data += chunk
+        head, data = data.split(b"\r\n\r\n", 1)
+        length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                      if line.lower().startswith(b"content-length:"))
+        while len(data) < length:
+            chunk = s.recv(4096)
+            assert chunk, "the connection ended inside a body"
+            data += chunk
+        bodies.append(data[:length])
+        data = data[length:]
+    return bodies
+
+
+def large_pipeline():
+    """16 pipelined requests, about 16 MB of responses in all (more than the socket buffers hold):
+    the shell's largest script between bodies of distinct lengths, so that order shows."""
+    shell = built_shell()
+    script = max((p for p in shell.iterdir() if p.suffix == ".js"), key=lambda p: p.stat().st_size)
+    requests, expected = b"", []
+    for i in range(8):
+        n = (1 << 20) + 1000 * i
+        requests += f"GET /_test/bytes?n={n} HTTP/1.1\r\nHost: a\r\n\r\n".encode()
+        requests += f"GET /{script.name} HTTP/1.1\r\nHost: a\r\nAccept-Encoding: identity\r\n\r\n".encode()
+        expected += [b"x" * n, script.read_bytes()]
+    return requests, expected
+
+
+def small_buffer_tls_client(pki, port):
+    context = ssl.create_default_context(cafile=str(pki / "ca.pem"))
+    raw = socket.socket()
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    raw.connect(("127.0.0.1", port))
+    return context.wrap_socket(raw, server_hostname="localhost")
+
+
+def test_a_slow_reader_gets_every_pipelined_response_whole_and_in_order(make_server, pki):
+    """Records are batched, and what the socket does not take waits for it: a client that reads
+    nothing for a while still gets every byte, in order, once it reads."""
+    _, port = tls_server(make_server, pki)
+    requests, expected = large_pipeline()
+    with small_buffer_tls_client(pki, port) as s:
+        s.sendall(requests)
+        time.sleep(0.3)  # the server fills the socket and keeps the rest
+        assert read_responses(s, len(expected)) == expected
+
+
+def test_a_reader_that_stops_is_cut_off_at_the_write_deadline(make_server, pki):
+    """Ciphertext waiting for the socket counts as unwritten: the write deadline still applies."""
+    _, port = tls_server(make_server, pki, "--write-timeout", "0.5")
+    requests, expected = large_pipeline()
+    with small_buffer_tls_client(pki, port) as s:
+        s.sendall(requests)
+        time.sleep(2)  # four write deadlines
+        s.settimeout(10)
+        with pytest.raises((ConnectionError, AssertionError, ssl.SSLError)):
+            read_responses(s, len(expected))
 
 
 def test_a_stalled_handshake_is_cut_off(make_server, pki):
