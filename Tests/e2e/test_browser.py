@@ -1,12 +1,15 @@
 """The shell in a real browser: headless Chromium (Debian) driven by selenium, against the real
-binary. Service worker, installability, offline navigation, Cache Storage, accessibility."""
+binary. Service worker, installability, offline navigation, Cache Storage, accessibility. The suite
+runs twice: over plain HTTP, and over HTTPS with a test CA's certificate trusted by its key
+(Chromium's SPKI allowlist)."""
 
 import json
 import os
 import shutil
 
 import pytest
-from edge import Server, built_shell
+import edge
+from edge import ROOT, built_shell
 
 os.environ.setdefault("SE_OFFLINE", "true")  # never let selenium fetch a driver: use Debian's
 
@@ -20,18 +23,62 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 
 
+# The certificate and key the HTTPS pass serves, while it runs (None in the plain pass).
+TLS_PKI = None
+
+
+@pytest.fixture(scope="module")
+def tls_pki(tmp_path_factory):
+    """A test CA and a certificate for 127.0.0.1, and the base64 SHA-256 of its key (SPKI)."""
+    import base64
+    import hashlib
+    import subprocess
+    import sys
+
+    sys.path.insert(0, str(ROOT / "build" / "lib"))
+    import test_pki
+
+    pki = test_pki.make(tmp_path_factory.mktemp("pki"), {"server": "IP:127.0.0.1,DNS:localhost"})
+    public = subprocess.run(["openssl", "x509", "-pubkey", "-noout", "-in", str(pki / "server.pem")],
+                            capture_output=True, check=True).stdout
+    spki = subprocess.run(["openssl", "pkey", "-pubin", "-outform", "der"], input=public, capture_output=True,
+                          check=True).stdout
+    return pki, base64.b64encode(hashlib.sha256(spki).digest()).decode()
+
+
+@pytest.fixture(params=["http", "https"])
+def scheme(request):
+    return request.param
+
+
 @pytest.fixture
-def browser(tmp_path):
+def browser(tmp_path, scheme, request):
+    global TLS_PKI
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                  "--no-first-run", "--disable-extensions", f"--user-data-dir={tmp_path / 'profile'}",
                  "--window-size=1280,900"):
         options.add_argument(flag)
+    if scheme == "https":
+        TLS_PKI, pin = request.getfixturevalue("tls_pki")
+        options.add_argument(f"--ignore-certificate-errors-spki-list={pin}")
     driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
     driver.set_script_timeout(20)
     yield driver
     driver.quit()
+    TLS_PKI = None
+
+
+def Server(*args, **kwargs):
+    """The binary under test; in the HTTPS pass with a TLS listener too, and `url` naming it."""
+    if TLS_PKI is None:
+        return edge.Server(*args, **kwargs)
+    server = edge.Server(*args, "--tls-listen", "127.0.0.1:0", "--cert", str(TLS_PKI / "server.pem"), "--key",
+                         str(TLS_PKI / "server.key"), **kwargs)
+    port = [int(e["address"].rsplit(":", 1)[1]) for e in server.events() if e.get("event") == "listening"][1]
+    server.url = lambda path: f"https://127.0.0.1:{port}{path}"
+    return server
 
 
 def wait_for_worker(driver):
@@ -70,11 +117,12 @@ def precache_list():
     return json.loads((built_shell() / "shell-manifest.json").read_text())["precache"]
 
 
-def test_service_worker_activates_and_precaches_exactly_the_list(browser):
+def test_service_worker_activates_and_precaches_exactly_the_list(browser, scheme):
     server = Server()
     try:
         browser.get(server.url("/"))
         assert wait_for_worker(browser) == "activated"
+        assert browser.execute_script("return location.protocol") == scheme + ":"
         caches = cached_paths(browser)
         assert len(caches) == 1, caches
         (paths,) = caches.values()
@@ -142,6 +190,9 @@ def test_text_at_200_percent_still_fits(browser):
         server.stop()
 
 
+# Plain HTTP only: staging and production with TLS serve the configured origin's host, which a
+# loopback browser cannot reach by name; the label does not depend on the transport.
+@pytest.mark.parametrize("scheme", ["http"])
 @pytest.mark.parametrize("environment,label,visible", [("staging", "Staging", True), ("production", "Production", False)])
 def test_staging_is_visibly_different_from_production(browser, tmp_path, environment, label, visible):
     from test_links import config
@@ -231,55 +282,4 @@ def test_server_rendered_pages_are_accessible(browser, path):
         serious = [v for v in axe.run()["violations"] if v.get("impact") in ("serious", "critical")]
         assert serious == [], json.dumps(serious, indent=1)[:3000]
     finally:
-        server.stop()
-
-
-def test_the_shell_over_https_with_the_test_ca_trusted(tmp_path):
-    """The shell in Chromium over TLS: the service worker, installability, sign-in through the form
-    and Cache Storage, with the test certificate trusted by its key (Chromium's SPKI allowlist)."""
-    import base64
-    import hashlib
-    import subprocess
-    import sys
-
-    from edge import ROOT
-    from test_web_sign_in import PASSWORD, add_account
-
-    sys.path.insert(0, str(ROOT / "build" / "lib"))
-    import test_pki
-
-    pki = test_pki.make(tmp_path / "pki", {"server": "IP:127.0.0.1,DNS:localhost"})
-    der = subprocess.run(["openssl", "x509", "-pubkey", "-noout", "-in", str(pki / "server.pem")], capture_output=True,
-                         check=True).stdout
-    spki = subprocess.run(["openssl", "pkey", "-pubin", "-outform", "der"], input=der, capture_output=True,
-                          check=True).stdout
-    pin = base64.b64encode(hashlib.sha256(spki).digest()).decode()
-    server = Server("--tls-listen", "127.0.0.1:0", "--cert", str(pki / "server.pem"), "--key", str(pki / "server.key"))
-    port = [int(e["address"].rsplit(":", 1)[1]) for e in server.events() if e.get("event") == "listening"][1]
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                 "--disable-extensions", f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,900",
-                 f"--ignore-certificate-errors-spki-list={pin}"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
-    driver.set_script_timeout(20)
-    try:
-        add_account(server, "ada@example.test", "Ada Example", [("northfield", "teacher")])
-        base = f"https://localhost:{port}"
-        driver.get(base + "/")
-        assert wait_for_worker(driver) == "activated"
-        errors = driver.execute_cdp_cmd("Page.getInstallabilityErrors", {})
-        assert errors.get("installabilityErrors") == [], errors
-        driver.get(base + "/sign-in")
-        driver.find_element(By.ID, "email").send_keys("ada@example.test")
-        driver.find_element(By.ID, "password").send_keys(PASSWORD)
-        driver.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
-        WebDriverWait(driver, 10).until(lambda d: d.find_element(By.ID, "signed-in").is_displayed())
-        assert driver.find_element(By.ID, "account-email").text == "ada@example.test"
-        assert driver.get_cookie("__Host-bl_session")["secure"]
-        (paths,) = cached_paths(driver).values()
-        assert sorted(paths) == sorted(precache_list())
-    finally:
-        driver.quit()
         server.stop()
