@@ -11,6 +11,7 @@ Usage: bench_tls.py WORK JS_PATH ROUNDS SECONDS name:port:pid...
 
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -21,6 +22,7 @@ servers = [(name, int(port), int(pid)) for name, port, pid in (arg.split(":") fo
 NAMES = {"edge": "band-edge", "nginx": "nginx"}
 HZ = os.sysconf("SC_CLK_TCK")
 WARM_UP = 0.25
+CLIENT_CPU = 0.0
 
 
 def ticks(pid):
@@ -29,8 +31,13 @@ def ticks(pid):
 
 
 def h2load(*args):
+    """Runs h2load on CPU 1; also adds the CPU seconds it used to CLIENT_CPU."""
+    global CLIENT_CPU
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(["taskset", "-c", "1", "h2load", "--h1", "-t", "1", *args], capture_output=True,
                          text=True).stdout
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CLIENT_CPU += after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     done = re.search(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed", out)
     finished = re.search(r"finished in ([\d.]+)(ms|s), ([\d.]+) req/s", out)
     elapsed = float(finished.group(1)) / (1000 if finished.group(2) == "ms" else 1)
@@ -38,46 +45,52 @@ def h2load(*args):
 
 
 def keep_alive(port, pid, duration):
-    before = ticks(pid)
+    before, client, started = ticks(pid), CLIENT_CPU, time.monotonic()
     ok, failed, elapsed, rps, out = h2load("-c", "64", "-D", str(duration), "--warm-up-time", f"{int(WARM_UP * 1000)}ms",
                                            "-H", "Accept-Encoding: br, gzip", f"https://127.0.0.1:{port}{js_path}")
     # h2load counts the requests after the warm-up; the server's CPU time covers the warm-up too.
     cpu = (ticks(pid) - before) / HZ * duration / (duration + WARM_UP)
-    return {"ok": ok, "failed": failed, "elapsed": elapsed, "cpu": cpu}
+    return {"ok": ok, "failed": failed, "elapsed": elapsed, "cpu": cpu, "client": CLIENT_CPU - client,
+            "wall": time.monotonic() - started}
 
 
 def handshakes(port, pid):
-    before, started = ticks(pid), time.monotonic()
+    before, client, started = ticks(pid), CLIENT_CPU, time.monotonic()
     ok, failed, *_ = h2load("-c", "400", "-n", "400", f"https://127.0.0.1:{port}/healthz")
-    return {"ok": ok, "failed": failed, "elapsed": time.monotonic() - started, "cpu": (ticks(pid) - before) / HZ}
+    wall = time.monotonic() - started
+    return {"ok": ok, "failed": failed, "elapsed": wall, "cpu": (ticks(pid) - before) / HZ,
+            "client": CLIENT_CPU - client, "wall": wall}
 
 
 def summed(turns):
     ok, elapsed, cpu = sum(t["ok"] for t in turns), sum(t["elapsed"] for t in turns), sum(t["cpu"] for t in turns)
+    client = sum(t["client"] for t in turns) / sum(t["wall"] for t in turns)
     return {"rate": ok / elapsed, "failed": sum(t["failed"] for t in turns), "cpu_us": cpu / max(ok, 1) * 1e6,
-            "turns": len(turns)}
+            "turns": len(turns), "client": client}
 
 
-results = {name: {"ka": [], "hs": []} for name, _, _ in servers}
-for name, port, pid in servers:  # warm-up
-    keep_alive(port, pid, 2)
-for r in range(rounds):
-    turns = {name: [] for name, _, _ in servers}
-    for _ in range(max(1, int(seconds / 2))):
-        for name, port, pid in servers:
-            turns[name].append(keep_alive(port, pid, 2))
-    for name, _, _ in servers:
-        results[name]["ka"].append(summed(turns[name]))
-    turns = {name: [] for name, _, _ in servers}
-    started = time.monotonic()
-    while time.monotonic() - started < seconds * len(servers):
-        for name, port, pid in servers:
-            turns[name].append(handshakes(port, pid))
-    for name, _, _ in servers:
-        results[name]["hs"].append(summed(turns[name]))
+def measure():
+    results = {name: {"ka": [], "hs": []} for name, _, _ in servers}
+    for name, port, pid in servers:  # warm-up
+        keep_alive(port, pid, 2)
+    for r in range(rounds):
+        turns = {name: [] for name, _, _ in servers}
+        for _ in range(max(1, int(seconds / 2))):
+            for name, port, pid in servers:
+                turns[name].append(keep_alive(port, pid, 2))
+        for name, _, _ in servers:
+            results[name]["ka"].append(summed(turns[name]))
+        turns = {name: [] for name, _, _ in servers}
+        started = time.monotonic()
+        while time.monotonic() - started < seconds * len(servers):
+            for name, port, pid in servers:
+                turns[name].append(handshakes(port, pid))
+        for name, _, _ in servers:
+            results[name]["hs"].append(summed(turns[name]))
+    return results
 
 
-def report(title, key, metric, unit, row, target):
+def report(results, title, key, metric, unit, row, target):
     """Per-round rows, then band-edge/nginx ratios of the medians (and of each round's pair)."""
     print(f"\n== {title}")
     for r in range(rounds):
@@ -90,12 +103,60 @@ def report(title, key, metric, unit, row, target):
           f"CPU per {unit.split('/')[0].rstrip('s')} {cpu['edge'] / cpu['nginx']:.3f} (target {target})")
 
 
-report(f"GET {js_path} over HTTPS/1.1 (TLS 1.3), h2load --h1 -c64, {rounds} rounds x {seconds:.0f} s in 2 s turns",
-       "ka", "rate", "requests/s",
-       lambda x: f"{x['rate']:>11.0f} req/s  {x['cpu_us']:>7.2f} us CPU/req  turns {x['turns']}  failed {x['failed']}",
-       ">= 1.1 requests/s")
-report(f"New TLS 1.3 handshakes, one request each (h2load --h1 -c400 -n400 per turn), {rounds} rounds",
-       "hs", "rate", "handshakes/s",
-       lambda x: f"{x['rate']:>9.0f} handshakes/s  {x['cpu_us']:>8.1f} us CPU/handshake  turns {x['turns']}  "
-                 f"failed {x['failed']}",
-       ">= 1 handshakes/s")
+def report_all(results, setting):
+    report(results, f"GET {js_path} over HTTPS/1.1 (TLS 1.3), h2load --h1 -c64, {setting}, {rounds} rounds x "
+           f"{seconds:.0f} s in 2 s turns", "ka", "rate", "requests/s",
+           lambda x: f"{x['rate']:>11.0f} req/s  {x['cpu_us']:>7.2f} us CPU/req  h2load busy {x['client']:>4.0%}  "
+                     f"turns {x['turns']}  failed {x['failed']}",
+           ">= 1.1 requests/s")
+    report(results, f"New TLS 1.3 handshakes, one request each (h2load --h1 -c400 -n400 per turn), {setting}, "
+           f"{rounds} rounds", "hs", "rate", "handshakes/s",
+           lambda x: f"{x['rate']:>9.0f} handshakes/s  {x['cpu_us']:>8.1f} us CPU/handshake  "
+                     f"h2load busy {x['client']:>4.0%}  turns {x['turns']}  failed {x['failed']}",
+           ">= 1 handshakes/s")
+
+
+def cpu_group():
+    """A fresh cgroup (v2, else v1) in which a process gets half of one CPU, or None if this machine
+    allows none."""
+    for root, limit, marker in (("/sys/fs/cgroup", "cpu.max", "cgroup.subtree_control"),
+                                ("/sys/fs/cgroup/cpu", "cpu.cfs_quota_us", "cpu.cfs_quota_us")):
+        if not os.path.exists(f"{root}/{marker}") or (limit == "cpu.max" and
+                                                      "cpu" not in open(f"{root}/{marker}").read().split()):
+            continue
+        group = f"{root}/band-edge-bench-{os.getpid()}"
+        try:
+            os.mkdir(group)
+        except OSError:
+            continue
+        try:
+            if limit == "cpu.max":
+                open(f"{group}/cpu.max", "w").write("5000 10000")
+            else:
+                open(f"{group}/cpu.cfs_period_us", "w").write("10000")
+                open(f"{group}/cpu.cfs_quota_us", "w").write("5000")
+            return root, group
+        except OSError:
+            os.rmdir(group)
+    return None
+
+
+report_all(measure(), "servers on CPU 0 (all of it), h2load on CPU 1")
+
+# On two cores h2load needs about as much CPU per request as either server, so above it is busy
+# 95-99% and the rates say more about the client than the servers. Here each server gets the same
+# half of CPU 0 (a CPU quota of 5 ms per 10 ms), the client keeps all of CPU 1, and the rates compare
+# the servers.
+found = cpu_group()
+if found is None:
+    print("\n(no writable cgroup with a CPU controller here: the half-CPU comparison is skipped)")
+else:
+    root, group = found
+    try:
+        for _, _, pid in servers:
+            open(f"{group}/cgroup.procs", "w").write(str(pid))
+        report_all(measure(), "each server limited to half of CPU 0, h2load on CPU 1")
+    finally:
+        for _, _, pid in servers:
+            open(f"{root}/cgroup.procs", "w").write(str(pid))
+        os.rmdir(group)
