@@ -288,19 +288,7 @@ struct TLSWire {
   mutating func endBatch() -> Bool {
     guard let batch else { return true }
     self.batch = nil
-    var sent = 0
-    while sent < batched {
-      let n = Glibc.send(fd, batch.baseAddress! + sent, batched - sent, Int32(MSG_NOSIGNAL))
-      if n > 0 {
-        sent += n
-      } else if n < 0 && errno == EINTR {
-        continue
-      } else if n < 0 && errno == EAGAIN {
-        break
-      } else {
-        return false
-      }
-    }
+    guard let sent = Self.send(fd, UnsafeRawBufferPointer(rebasing: batch[0..<batched])) else { return false }
     if sent < batched {
       let rest = UnsafeMutableRawBufferPointer.allocate(byteCount: batched - sent, alignment: 1)
       rest.copyMemory(from: UnsafeRawBufferPointer(rebasing: batch[sent..<batched]))
@@ -314,22 +302,32 @@ struct TLSWire {
   /// nil on a socket error.
   mutating func sendPending() -> Bool? {
     guard let pending else { return true }
-    while pendingSent < pending.count {
-      let n = Glibc.send(
-        fd, pending.baseAddress! + pendingSent, pending.count - pendingSent, Int32(MSG_NOSIGNAL))
+    guard let sent = Self.send(fd, UnsafeRawBufferPointer(rebasing: pending[pendingSent...])) else {
+      return nil
+    }
+    pendingSent += sent
+    guard pendingSent == pending.count else { return false }
+    pending.deallocate()
+    self.pending = nil
+    return true
+  }
+
+  /// Sends `bytes` until all are sent or the socket is full: how many went, nil on a socket error.
+  private static func send(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int? {
+    var sent = 0
+    while sent < bytes.count {
+      let n = Glibc.send(fd, bytes.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL))
       if n > 0 {
-        pendingSent += n
+        sent += n
       } else if n < 0 && errno == EINTR {
         continue
       } else if n < 0 && errno == EAGAIN {
-        return false
+        break
       } else {
         return nil
       }
     }
-    pending.deallocate()
-    self.pending = nil
-    return true
+    return sent
   }
 
   /// Frees what is left unsent (the connection is closing).
