@@ -29,11 +29,14 @@ def watch_ages() -> None:
     global max_age
     while not stop.is_set():
         now = time.monotonic()
-        out = subprocess.run(["ss", "-tnH", "state", "established", f"( sport = :{port} )"],
+        # -e adds the socket's cookie (sk:...), unique per socket: a later wave's connection that
+        # happens to reuse an earlier one's client port is not taken for the same connection.
+        out = subprocess.run(["ss", "-tnHe", "state", "established", f"( sport = :{port} )"],
                              capture_output=True, text=True).stdout
         alive = set()
         for line in out.splitlines():
-            peer = line.split()[-1]
+            fields = line.split()
+            peer = fields[3] + " " + next((f for f in fields if f.startswith("sk:")), "")
             alive.add(peer)
             first_seen.setdefault(peer, now)
             max_age = max(max_age, now - first_seen[peer])
