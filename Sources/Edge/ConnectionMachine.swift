@@ -331,30 +331,52 @@ struct ConnectionMachine<Clock: EdgeClock> {
     case .methodNotAllowed(let allow):
       emit(
         Self.refusal(
-          .methodNotAllowed, path: request.path, code: "method_not_allowed",
-          "This method is not allowed here.",
-          headers: [("Allow", allow)]),
+          .methodNotAllowed, request, code: "method_not_allowed", "This method is not allowed here.",
+          headers: [("Allow", allow)], page: context.router.errorPage),
         cacheClass: .private, headOnly: headOnly, connection: connection, method: request.method,
         path: request.path, started: now, context: &context)
     case .notFound:
       emit(
-        Self.refusal(.notFound, path: request.path, code: "not_found", "Not found."), cacheClass: .private,
+        Self.refusal(.notFound, request, code: "not_found", "Not found.", page: context.router.errorPage),
+        cacheClass: .private,
         headOnly: headOnly, connection: connection,
         method: request.method, path: request.path, started: now, context: &context)
     }
     return nil
   }
 
-  /// The router's own refusals: under `/api/` in the API's error shape (every API answer is JSON),
-  /// elsewhere plain text.
+  /// The router's own refusals: under `/api/` in the API's error shape (every API answer is JSON);
+  /// an HTML page for a browser (`Accept` names `text/html`) outside `/.well-known/`, when the
+  /// composition gave one; else plain text.
   static func refusal(
-    _ status: Status, path: String, code: String, _ message: String,
-    headers: [(name: String, value: String)] = []
+    _ status: Status, _ request: Request, code: String, _ message: String,
+    headers: [(name: String, value: String)] = [], page: ErrorPage? = nil
   ) -> Response {
-    guard path.hasPrefix("/api/") else { return .text(status, message + "\n", headers: headers) }
+    let path = request.path
+    guard path.hasPrefix("/api/") else {
+      if let page, !path.hasPrefix("/.well-known/"), acceptsHTML(request.headers.combined("accept")) {
+        var response = page(status, message)
+        for (name, value) in headers { response.add(name, value) }
+        return response
+      }
+      return .text(status, message + "\n", headers: headers)
+    }
     return Response(
       status: status, headers: [("Content-Type", "application/json; charset=utf-8")] + headers,
       body: .bytes(Array("{\"error\":\"\(code)\",\"message\":\"\(message)\"}".utf8)))
+  }
+
+  /// Whether an `Accept` field asks for HTML: a `text/html` range whose weight is not zero
+  /// (RFC 9110 §12.5.1).
+  static func acceptsHTML(_ accept: String?) -> Bool {
+    guard let accept else { return false }
+    for range in accept.split(separator: ",") {
+      let parts = range.split(separator: ";").map { $0.filter { $0 != " " && $0 != "\t" }.lowercased() }
+      guard parts.first == "text/html" else { continue }
+      let weight = parts.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
+      if weight > 0 { return true }
+    }
+    return false
   }
 
   private mutating func emit(

@@ -78,6 +78,11 @@ public enum RouteMatch: Sendable {
   case notFound
 }
 
+/// Renders the HTML page for an error the engine answers a browser with (404, 405, ...): the
+/// status and the plain-language message in, a whole response out. Set by the composition, so
+/// the engine stays ignorant of what the pages look like.
+public typealias ErrorPage = @Sendable (_ status: Status, _ message: String) -> Response
+
 /// The route table: exact paths by dictionary, patterns in declaration order.
 public struct Router: Sendable {
   private struct PathEntry: Sendable {
@@ -95,10 +100,13 @@ public struct Router: Sendable {
   private var patterns: [PatternEntry] = []
   /// Every route, in declaration order (for listing and for tests that walk the table).
   public let routes: [Route]
+  /// The page for errors answered to a browser outside `/api/` and `/.well-known/` (nil: plain text).
+  public let errorPage: ErrorPage?
 
   /// A router over `routes`; refuses `/api/` routes that are not `private`, duplicates and bad patterns.
-  public init(_ routes: [Route]) throws(RouterError) {
+  public init(_ routes: [Route], errorPage: ErrorPage? = nil) throws(RouterError) {
     self.routes = routes
+    self.errorPage = errorPage
     for route in routes {
       let p = route.pattern
       guard p.hasPrefix("/"), !p.dropLast().contains("*") else { throw .invalidPattern(p) }

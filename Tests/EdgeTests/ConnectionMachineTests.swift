@@ -179,6 +179,29 @@ struct ConnectionMachineTests {
     #expect(out.contains("Allow: GET, HEAD, POST\r\n"))
   }
 
+  @Test(
+    "a browser's 404 and 405 use the composition's page; /api/, /.well-known/ and other clients do not",
+    arguments: [
+      ("GET /nope HTTP/1.1\r\nHost: a\r\nAccept: text/html,*/*;q=0.8\r\n\r\n", "page 404"),
+      ("DELETE /echo HTTP/1.1\r\nHost: a\r\nAccept: text/html\r\n\r\n", "page 405"),
+      ("GET /nope HTTP/1.1\r\nHost: a\r\nAccept: TEXT/HTML ; q=0.5\r\n\r\n", "page 404"),
+      ("GET /nope HTTP/1.1\r\nHost: a\r\nAccept: text/html;q=0\r\n\r\n", "Not found."),
+      ("GET /nope HTTP/1.1\r\nHost: a\r\nAccept: */*\r\n\r\n", "Not found."),
+      ("GET /nope HTTP/1.1\r\nHost: a\r\n\r\n", "Not found."),
+      ("GET /.well-known/nope HTTP/1.1\r\nHost: a\r\nAccept: text/html\r\n\r\n", "Not found."),
+      ("GET /api/nope HTTP/1.1\r\nHost: a\r\nAccept: text/html\r\n\r\n", "\"error\":\"not_found\""),
+    ])
+  func errorPages(request: String, expected: String) throws {
+    var h = Harness()
+    h.context.router = try Router(
+      h.context.router.routes, errorPage: { status, _ in .text(status, "page \(status.code)") })
+    h.send(request)
+    let out = h.drainOutput().text
+    #expect(out.contains("Cache-Control: no-store\r\n"))
+    #expect(out.contains(expected), "\(out)")
+    #expect(!expected.hasPrefix("page 405") || out.contains("Allow: GET, HEAD, POST\r\n"))
+  }
+
   @Test("Connection: close answers with close, shuts the write side, then closes on EOF")
   func connectionClose() {
     var h = Harness()
