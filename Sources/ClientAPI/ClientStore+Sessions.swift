@@ -11,7 +11,9 @@ public struct SessionLifetimes: Sendable, Equatable {
 
 /// Which sessions an operator means.
 public enum SessionFilter: Sendable, Equatable {
-  case account(email: String)
+  case account(email: EmailAddress)
+  /// Every session of the account with this ID.
+  case accountID(String)
   case all
   /// Native sessions of a platform, optionally only those with an app version below `version`.
   case platform(String, below: String?)
@@ -155,7 +157,8 @@ extension ClientStore {
   {
     switch filter {
     case .all: ("1 = 1", [])
-    case .account(let email): ("a.email = ?", [.text(normalise(email))])
+    case .account(let email): ("a.email = ?", [.text(email.normalised)])
+    case .accountID(let id): ("a.id = ?", [.text(id)])
     case .platform(let platform, _): ("s.kind = 'native' AND s.platform = ?", [.text(platform)])
     }
   }

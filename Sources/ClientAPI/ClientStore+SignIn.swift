@@ -1,4 +1,7 @@
-/// The lockout schedule.
+/// The lockout schedule (client-api-v1.md, "Credentials, lockout, rate limits"): the 5th failure
+/// in a row locks the email for 1 minute; a failure while it is locked changes nothing; each
+/// failure after a lock has run out locks it again for twice as long, up to 15 minutes. So a lock
+/// always ends at most 15 minutes after the failure that set it, whatever is tried meanwhile.
 public enum Lockout {
   /// Failures in a row before the first lock.
   public static let threshold = 5
@@ -6,7 +9,8 @@ public enum Lockout {
   public static let first = 60
   public static let longest = 15 * 60
 
-  /// When an email with `failures` in a row is locked until (0: not locked).
+  /// When an email with `failures` in a row (counting the one just made, outside a lock) is locked
+  /// until (0: not locked).
   public static func lockedUntil(failures: Int, now: Int) -> Int {
     guard failures >= threshold else { return 0 }
     let doublings = min(failures - threshold, 10)
@@ -15,42 +19,55 @@ public enum Lockout {
 }
 
 extension ClientStore {
-  /// Records a failed sign-in. The subject is the account when one exists; the typed email is not
-  /// kept (people type passwords into the email field), only its digest counts failures: after
-  /// `Lockout.threshold` in a row the email is locked for 1 minute, doubling with each further
-  /// failure up to 15 minutes (client-api-v1.md, "Credentials, lockout, rate limits").
-  public func recordSignInFailure(accountID: String?, email: String) throws(StoreError) {
-    let digest = Secrets.digest(Self.normalise(email))
-    try db.transaction { () throws(StoreError) in
-      let rows = try db.query("SELECT failures FROM sign_in_failures WHERE email_digest = ?", [.blob(digest)])
-      let failures: Int =
-        (rows.first.flatMap { if case .integer(let n) = $0[0] { Int(n) } else { nil } } ?? 0) + 1
-      let lockedUntil = Lockout.lockedUntil(failures: failures, now: clock())
+  /// Records a failed sign-in for `email`; returns whether the email is locked afterwards. The
+  /// subject is the account when one exists. The typed email is not kept (people type passwords
+  /// into the email field): failures are counted under its HMAC with the server's identifier key.
+  /// A failure while locked neither counts nor extends the lock (see `Lockout`).
+  @discardableResult
+  public func recordSignInFailure(accountID: String?, email: EmailAddress) throws(StoreError) -> Bool {
+    let key = identifierDigest(email)
+    return try db.transaction { () throws(StoreError) -> Bool in
+      let now = clock()
+      let row = try db.query(
+        "SELECT failures, locked_until FROM sign_in_failures WHERE email_key = ?", [.blob(key)]
+      ).first
+      func integer(_ index: Int) -> Int {
+        guard let row, case .integer(let n) = row[index] else { return 0 }
+        return Int(n)
+      }
+      if integer(1) > now {
+        try db.query(
+          "UPDATE sign_in_failures SET last_failure_at = ? WHERE email_key = ?",
+          [.integer(Int64(now)), .blob(key)])
+        try audit(actor: nil, action: "sign_in.failed", subject: accountID, detail: "while_locked")
+        return true
+      }
+      let failures = integer(0) + 1
+      let lockedUntil = Lockout.lockedUntil(failures: failures, now: now)
       try db.query(
         """
-        INSERT INTO sign_in_failures (email_digest, failures, locked_until, last_failure_at) VALUES (?, ?, ?, ?)
-        ON CONFLICT (email_digest) DO UPDATE SET failures = excluded.failures, locked_until = excluded.locked_until,
+        INSERT INTO sign_in_failures (email_key, failures, locked_until, last_failure_at) VALUES (?, ?, ?, ?)
+        ON CONFLICT (email_key) DO UPDATE SET failures = excluded.failures, locked_until = excluded.locked_until,
           last_failure_at = excluded.last_failure_at
         """,
-        [.blob(digest), .integer(Int64(failures)), .integer(Int64(lockedUntil)), .integer(Int64(clock()))])
+        [.blob(key), .integer(Int64(failures)), .integer(Int64(lockedUntil)), .integer(Int64(now))])
       try audit(
         actor: nil, action: "sign_in.failed", subject: accountID, detail: lockedUntil > 0 ? "locked" : nil)
+      return lockedUntil > 0
     }
   }
 
   /// Whether sign-in for `email` is locked now.
-  public func isLocked(email: String) throws(StoreError) -> Bool {
+  public func isLocked(email: EmailAddress) throws(StoreError) -> Bool {
     let rows = try db.query(
-      "SELECT locked_until FROM sign_in_failures WHERE email_digest = ?",
-      [.blob(Secrets.digest(Self.normalise(email)))])
+      "SELECT locked_until FROM sign_in_failures WHERE email_key = ?", [.blob(identifierDigest(email))])
     guard case .integer(let until)? = rows.first?.first else { return false }
     return Int(until) > clock()
   }
 
   /// A successful sign-in resets the count.
-  public func clearSignInFailures(email: String) throws(StoreError) {
-    try db.query(
-      "DELETE FROM sign_in_failures WHERE email_digest = ?", [.blob(Secrets.digest(Self.normalise(email)))])
+  public func clearSignInFailures(email: EmailAddress) throws(StoreError) {
+    try db.query("DELETE FROM sign_in_failures WHERE email_key = ?", [.blob(identifierDigest(email))])
   }
 
   /// A successful web sign-in, in one transaction: the session the browser held before (if any)

@@ -50,33 +50,56 @@ public struct AuditEvent: Equatable, Sendable {
 }
 
 /// The data the API core owns, on SQLite. Every change writes its audit event in the same
-/// transaction. Emails are compared case-insensitively and stored trimmed and lower-cased.
+/// transaction. Emails arrive as `EmailAddress`, already in their one normalised form.
 public final class ClientStore {
   let db: SQLiteDatabase
   let clock: @Sendable () -> Int
+  /// The server's key for identifiers people type (emails), made at first start and kept in the
+  /// database so that every process (and later every instance) keys alike. Never logged.
+  private let identifierKey: [UInt8]
 
   /// Opens the database at `path`, applying migrations.
   public init(path: String, clock: @escaping @Sendable () -> Int) throws(StoreError) {
     db = try SQLiteDatabase(path: path)
     self.clock = clock
     try Migrations.apply(to: db)
+    identifierKey = try Self.serverKey("identifier", db: db, clock: clock)
   }
 
-  /// The normalised form of an email address.
-  public static func normalise(_ email: String) -> String {
-    String(email.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed()).lowercased()
+  /// The key named `name`, made now (256 random bits) if the database has none; concurrent first
+  /// starts agree on one, since the insert and the read share a write transaction.
+  private static func serverKey(_ name: String, db: SQLiteDatabase, clock: () -> Int) throws(StoreError)
+    -> [UInt8]
+  {
+    let select = "SELECT key FROM server_keys WHERE name = ?"
+    if case .blob(let key)? = try db.query(select, [.text(name)]).first?.first, key.count == 32 { return key }
+    return try db.transaction { () throws(StoreError) -> [UInt8] in
+      try db.query(
+        "INSERT INTO server_keys (name, key, created_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING",
+        [.text(name), .blob(Secrets.randomBytes(32)), .integer(Int64(clock()))])
+      guard case .blob(let key)? = try db.query(select, [.text(name)]).first?.first, key.count == 32 else {
+        throw StoreError("the server key '\(name)' is damaged")
+      }
+      return key
+    }
+  }
+
+  /// HMAC-SHA-256 of a normalised identifier under the server's identifier key: what the store
+  /// keeps where it must recognise an identifier again without keeping it (failure counts).
+  func identifierDigest(_ email: EmailAddress) -> [UInt8] {
+    Secrets.hmac(key: identifierKey, Array(email.normalised.utf8))
   }
 
   // MARK: accounts
 
   /// Creates an account; refuses a second account with the same email.
-  public func createAccount(email: String, displayName: String, passwordHash: String, actor: String)
+  public func createAccount(
+    email address: EmailAddress, displayName: String, passwordHash: String, actor: String
+  )
     throws(StoreError) -> Account
   {
-    let email = Self.normalise(email)
-    guard email.contains("@"), !displayName.isEmpty else {
-      throw StoreError("an account needs an email and a name")
-    }
+    let email = address.normalised
+    guard !displayName.isEmpty else { throw StoreError("an account needs a name") }
     return try db.transaction { () throws(StoreError) -> Account in
       guard try db.query("SELECT 1 FROM accounts WHERE email = ?", [.text(email)]).isEmpty else {
         throw StoreError("an account with that email already exists")
@@ -92,10 +115,10 @@ public final class ClientStore {
   }
 
   /// The account with `email` and its password hash.
-  public func account(email: String) throws(StoreError) -> (Account, passwordHash: String)? {
+  public func account(email: EmailAddress) throws(StoreError) -> (Account, passwordHash: String)? {
     let rows = try db.query(
       "SELECT id, email, display_name, disabled, password_hash FROM accounts WHERE email = ?",
-      [.text(Self.normalise(email))])
+      [.text(email.normalised)])
     guard let row = rows.first, case .text(let hash) = row[4] else { return nil }
     return (Self.account(row), hash)
   }
@@ -108,7 +131,8 @@ public final class ClientStore {
   }
 
   /// Disables or enables an account; disabling revokes every session at once.
-  public func setDisabled(email: String, _ disabled: Bool, actor: String) throws(StoreError) -> Account {
+  public func setDisabled(email: EmailAddress, _ disabled: Bool, actor: String) throws(StoreError) -> Account
+  {
     guard let (account, _) = try self.account(email: email) else {
       throw StoreError("no account with that email")
     }
@@ -152,7 +176,8 @@ public final class ClientStore {
   }
 
   /// Gives the account a role in the school (replacing an earlier or revoked one).
-  public func addMember(email: String, schoolSlug: String, role: Role, actor: String) throws(StoreError) {
+  public func addMember(email: EmailAddress, schoolSlug: String, role: Role, actor: String) throws(StoreError)
+  {
     let (account, school) = try accountAndSchool(email, schoolSlug)
     try db.transaction { () throws(StoreError) in
       try db.query(
@@ -167,7 +192,7 @@ public final class ClientStore {
   }
 
   /// Revokes the account's membership of the school; it disappears from the next answer.
-  public func revokeMember(email: String, schoolSlug: String, actor: String) throws(StoreError) {
+  public func revokeMember(email: EmailAddress, schoolSlug: String, actor: String) throws(StoreError) {
     let (account, school) = try accountAndSchool(email, schoolSlug)
     try db.transaction { () throws(StoreError) in
       try db.query(
@@ -223,7 +248,8 @@ public final class ClientStore {
 
   // MARK: helpers
 
-  private func accountAndSchool(_ email: String, _ slug: String) throws(StoreError) -> (Account, School) {
+  private func accountAndSchool(_ email: EmailAddress, _ slug: String) throws(StoreError) -> (Account, School)
+  {
     guard let (account, _) = try account(email: email) else { throw StoreError("no account with that email") }
     guard let row = try db.query("SELECT id, name, slug FROM schools WHERE slug = ?", [.text(slug)]).first,
       case .text(let id) = row[0], case .text(let name) = row[1]

@@ -86,6 +86,18 @@ public enum Migrations {
     """
     ALTER TABLE sign_in_failures ADD COLUMN last_failure_at INTEGER NOT NULL DEFAULT 0;
     """,
+    // 6: keys the server makes for itself (the identifier key HMACs typed emails before they are
+    // stored). Failure counts were unsalted SHA-256 of what was typed, sometimes a password: they
+    // cannot be re-keyed without that text, so they are dropped (a lock in progress ends early, once).
+    """
+    CREATE TABLE server_keys (
+      name TEXT PRIMARY KEY,
+      key BLOB NOT NULL,
+      created_at INTEGER NOT NULL
+    );
+    DELETE FROM sign_in_failures;
+    ALTER TABLE sign_in_failures RENAME COLUMN email_digest TO email_key;
+    """,
   ]
 
   /// The schema version this build writes.

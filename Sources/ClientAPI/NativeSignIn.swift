@@ -151,13 +151,15 @@ public struct NativeSignIn: Sendable {
           request, parameters, signedIn: nil, status: .badRequest,
           message: "Enter your email address and your password.")
       }
-      guard
-        let (found, upgradedHash) = try pages.checkPassword(email: email, password: password, store: store)
-      else {
+      switch try pages.checkPassword(email: email, password: password, store: store) {
+      case .passed(let found, let upgradedHash):
+        if let upgradedHash { try store.upgradeHash(accountID: found.id, to: upgradedHash) }
+        account = found
+      case .refused:
         return form(request, parameters, signedIn: nil, status: .badRequest, message: WebPages.failureMessage)
+      case .locked:
+        return form(request, parameters, signedIn: nil, status: .badRequest, message: WebPages.lockedMessage)
       }
-      if let upgradedHash { try store.upgradeHash(accountID: found.id, to: upgradedHash) }
-      account = found
     }
     let code = try store.createHandoff(
       accountID: account.id, challenge: parameters.challenge, state: parameters.state,

@@ -80,7 +80,13 @@ public final class SQLiteDatabase {
         switch value {
         case .null: sqlite3_bind_null(statement, index)
         case .integer(let n): sqlite3_bind_int64(statement, index, n)
-        case .text(let s): sqlite3_bind_text(statement, index, s, -1, Self.transient)
+        // With its byte length, so that text holding a NUL is bound whole, not cut at the NUL.
+        case .text(var s):
+          s.withUTF8 {
+            sqlite3_bind_text(
+              statement, index, UnsafeRawPointer($0.baseAddress)?.assumingMemoryBound(to: CChar.self),
+              Int32($0.count), Self.transient)
+          }
         case .blob(let b):
           b.withUnsafeBytes {
             sqlite3_bind_blob(statement, index, $0.baseAddress, Int32(b.count), Self.transient)
@@ -97,7 +103,11 @@ public final class SQLiteDatabase {
       for column in 0..<sqlite3_column_count(statement) {
         switch sqlite3_column_type(statement, column) {
         case SQLITE_INTEGER: row.append(.integer(sqlite3_column_int64(statement, column)))
-        case SQLITE_TEXT: row.append(.text(String(cString: sqlite3_column_text(statement, column))))
+        case SQLITE_TEXT:
+          // Read with its byte length too: a NUL inside stays inside.
+          let count = Int(sqlite3_column_bytes(statement, column))
+          let text = UnsafeRawBufferPointer(start: sqlite3_column_text(statement, column), count: count)
+          row.append(.text(String(decoding: text, as: UTF8.self)))
         case SQLITE_BLOB:
           let count = Int(sqlite3_column_bytes(statement, column))
           let bytes = sqlite3_column_blob(statement, column)

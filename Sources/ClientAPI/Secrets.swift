@@ -60,6 +60,18 @@ public enum Secrets {
     return out
   }
 
+  /// HMAC-SHA-256 of `message` under `key` (RFC 2104).
+  public static func hmac(key: [UInt8], _ message: [UInt8]) -> [UInt8] {
+    var out = [UInt8](repeating: 0, count: 32)
+    var length: UInt32 = 32
+    key.withUnsafeBytes { k in
+      message.withUnsafeBytes { m in
+        _ = HMAC(EVP_sha256(), k.baseAddress, Int32(key.count), m.baseAddress, m.count, &out, &length)
+      }
+    }
+    return out
+  }
+
   /// Constant-time equality (CRYPTO_memcmp) for secrets compared in memory, such as CSRF tokens.
   public static func equal(_ a: [UInt8], _ b: [UInt8]) -> Bool {
     guard a.count == b.count else { return false }

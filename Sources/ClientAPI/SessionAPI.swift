@@ -40,7 +40,7 @@ public struct SessionAPI: Sendable {
       },
       Route(.get, "/api/client/v1/sessions", cacheClass: .private, execution: .pooled) { request in
         authenticated(request, mutating: false) { signed, store, _ in
-          let sessions = try store.sessions(.account(email: signed.account.email))
+          let sessions = try store.sessions(.accountID(signed.account.id))
           return JSONBody.response(
             .ok,
             .object([

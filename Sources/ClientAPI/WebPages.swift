@@ -84,9 +84,12 @@ public struct WebPages: Sendable {
       return signInForm(request, status: .badRequest, message: "Enter your email address and your password.")
     }
     let store = try context.store()
-    guard let (account, upgradedHash) = try checkPassword(email: email, password: password, store: store)
-    else {
-      return signInForm(request, status: .badRequest, message: Self.failureMessage)
+    let account: Account
+    let upgradedHash: String?
+    switch try checkPassword(email: email, password: password, store: store) {
+    case .passed(let found, let hash): (account, upgradedHash) = (found, hash)
+    case .refused: return signInForm(request, status: .badRequest, message: Self.failureMessage)
+    case .locked: return signInForm(request, status: .badRequest, message: Self.lockedMessage)
     }
     let token = Secrets.token()
     _ = try store.signIn(
@@ -118,24 +121,8 @@ public struct WebPages: Sendable {
   static let failureMessage =
     "That email address and password do not match an account that can sign in. Check them and try again."
 
-  /// The account whose password this is, and a new hash when the stored one's parameters are
-  /// old; nil (audited, counted towards the email's lockout) otherwise — also while it is locked,
-  /// even for the right password. Exactly one Argon2id verification whether or not the account
-  /// exists (an unknown email is checked against the decoy), so failures cost the same.
-  func checkPassword(email: String, password: String, store: ClientStore) throws(StoreError) -> (
-    Account, upgradedHash: String?
-  )? {
-    let locked = try store.isLocked(email: email)
-    let found = try store.account(email: email)
-    // Locked or not, known or not: one verification, one failure write, one page.
-    let matches = context.hasher.verify(password, against: found?.passwordHash ?? decoyHash)
-    guard !locked, let (account, hash) = found, matches, !account.disabled else {
-      try store.recordSignInFailure(accountID: found?.0.id, email: email)
-      return nil
-    }
-    try store.clearSignInFailures(email: email)
-    return (account, context.hasher.needsRehash(hash) ? context.hasher.hash(password) : nil)
-  }
+  /// What every email shows while it is locked after repeated failures (nothing is enumerated).
+  static let lockedMessage = "Too many attempts: wait a few minutes and try again."
 
   // MARK: sign out, account, revoke
 
@@ -182,7 +169,7 @@ public struct WebPages: Sendable {
     page.html(
       "<th scope=\"col\">Signed in</th><th scope=\"col\">Last seen</th><th scope=\"col\">Action</th></tr></thead>\n<tbody>\n"
     )
-    for session in try store.sessions(.account(email: account.email)) {
+    for session in try store.sessions(.accountID(account.id)) {
       page.html("<tr><td>")
       page.text(Self.deviceName(session))
       page.html(
@@ -259,7 +246,7 @@ public struct WebPages: Sendable {
     if let refusal = refusal(request, binding: signed.token) { return refusal }
     let password = WebSecurity.form(request)?["password"] ?? ""
     guard !password.isEmpty, password.utf8.count <= Self.maxPasswordBytes,
-      try checkPassword(email: signed.account.email, password: password, store: store) != nil
+      case .passed = try checkPassword(email: signed.account.email, password: password, store: store)
     else {
       return try deletionPage(request, status: .badRequest, message: "That password is not right. Try again.")
     }

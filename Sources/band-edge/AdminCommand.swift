@@ -43,7 +43,7 @@ enum AdminCommand {
       let store = try open(data)
       switch (noun, options.verb) {
       case ("account", "create"):
-        let email = try options.required("--email")
+        let email = try options.email("--email")
         let name = try options.required("--name")
         let password = readPassword()
         guard password.count >= 10 else { throw StoreError("the password must have at least 10 characters") }
@@ -52,7 +52,7 @@ enum AdminCommand {
         print("created account \(account.id) \(account.email)")
       case ("account", "disable"), ("account", "enable"):
         let disable = options.verb == "disable"
-        let account = try store.setDisabled(email: try options.required("--email"), disable, actor: "cli")
+        let account = try store.setDisabled(email: try options.email("--email"), disable, actor: "cli")
         print("\(disable ? "disabled" : "enabled") account \(account.id) \(account.email)")
       case ("school", "create"):
         let school = try store.createSchool(
@@ -62,13 +62,13 @@ enum AdminCommand {
         guard let role = Role(rawValue: try options.required("--role")) else {
           throw UsageError("--role takes administrator, teacher or read_only")
         }
-        let (email, slug) = (try options.required("--email"), try options.required("--school"))
+        let (email, slug) = (try options.email("--email"), try options.required("--school"))
         try store.addMember(email: email, schoolSlug: slug, role: role, actor: "cli")
-        print("granted \(role.rawValue) in \(slug) to \(ClientStore.normalise(email))")
+        print("granted \(role.rawValue) in \(slug) to \(email)")
       case ("member", "revoke"):
-        let (email, slug) = (try options.required("--email"), try options.required("--school"))
+        let (email, slug) = (try options.email("--email"), try options.required("--school"))
         try store.revokeMember(email: email, schoolSlug: slug, actor: "cli")
-        print("revoked the membership of \(ClientStore.normalise(email)) in \(slug)")
+        print("revoked the membership of \(email) in \(slug)")
       case ("sessions", "list"):
         for s in try store.sessions(try options.sessionFilter()) {
           print(
@@ -128,7 +128,17 @@ enum AdminCommand {
     guard environment.isEmpty || environment == "development" else {
       throw StoreError("demo data is for development only, not \(environment)")
     }
-    if try store.account(email: "ada.administrator@example.test") != nil {
+    let people: [(EmailAddress?, String, [(String, Role)])] = [
+      (
+        EmailAddress("ada.administrator@example.test"), "Ada Example",
+        [("northfield", .administrator), ("riverside", .teacher)]
+      ),
+      (EmailAddress("tom.teacher@example.test"), "Tom Example", [("northfield", .teacher)]),
+      (EmailAddress("rhea.readonly@example.test"), "Rhea Example", [("riverside", .readOnly)]),
+    ]
+    let emails = people.compactMap(\.0)
+    guard emails.count == people.count else { throw StoreError("a demo address is not an email address") }
+    if try store.account(email: emails[0]) != nil {
       print("demo data is already there")
       return
     }
@@ -140,21 +150,13 @@ enum AdminCommand {
     let hash = PasswordHasher().hash(password)
     _ = try store.createSchool(name: "Northfield Primary", slug: "northfield", actor: "seed")
     _ = try store.createSchool(name: "Riverside Music Academy", slug: "riverside", actor: "seed")
-    let people: [(String, String, [(String, Role)])] = [
-      (
-        "ada.administrator@example.test", "Ada Example",
-        [("northfield", .administrator), ("riverside", .teacher)]
-      ),
-      ("tom.teacher@example.test", "Tom Example", [("northfield", .teacher)]),
-      ("rhea.readonly@example.test", "Rhea Example", [("riverside", .readOnly)]),
-    ]
-    for (email, name, roles) in people {
+    for (email, (_, name, roles)) in zip(emails, people) {
       _ = try store.createAccount(email: email, displayName: name, passwordHash: hash, actor: "seed")
       for (slug, role) in roles {
         try store.addMember(email: email, schoolSlug: slug, role: role, actor: "seed")
       }
     }
-    print("seeded 2 schools and 3 accounts: \(people.map(\.0).joined(separator: ", "))")
+    print("seeded 2 schools and 3 accounts: \(emails.map(\.normalised).joined(separator: ", "))")
     print("demo password (shown once, the same for all three): \(password)")
   }
 
@@ -203,6 +205,15 @@ enum AdminCommand {
     }
 
     func value(_ name: String) -> String? { values[name] }
+
+    /// The email address option `name`, normalised (`EmailAddress`), or a usage error.
+    func email(_ name: String) throws(UsageError) -> EmailAddress {
+      let text = try required(name)
+      guard let email = EmailAddress(text) else {
+        throw UsageError("\(name) takes an email address such as ada@example.test")
+      }
+      return email
+    }
     func flag(_ name: String) -> Bool { flags.contains(name) }
 
     func required(_ name: String) throws(UsageError) -> String {
@@ -211,7 +222,7 @@ enum AdminCommand {
     }
 
     func sessionFilter() throws(UsageError) -> SessionFilter {
-      if let email = values["--account"] { return .account(email: email) }
+      if values["--account"] != nil { return .account(email: try email("--account")) }
       if flags.contains("--all") { return .all }
       if let platform = values["--platform"], platform == "ios" || platform == "android" {
         return .platform(platform, below: values["--below-version"])

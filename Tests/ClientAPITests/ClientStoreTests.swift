@@ -37,6 +37,44 @@ struct ClientStoreTests {
     #expect(try store.auditEvents().map(\.action) == ["account.created", "account.disabled"])
   }
 
+  @Test("failure counts are keyed with the server's own key, never a plain digest of what was typed")
+  func keyedFailures() throws {
+    let (store, _, path) = try makeStore()
+    try store.recordSignInFailure(accountID: nil, email: "ada@example.test")
+    let db = try SQLiteDatabase(path: path)
+    let stored = try db.query("SELECT email_key FROM sign_in_failures").map { $0[0] }
+    guard
+      case .blob(let key)? = try db.query("SELECT key FROM server_keys WHERE name = 'identifier'").first?[0]
+    else {
+      Issue.record("no identifier key")
+      return
+    }
+    #expect(key.count == 32)
+    #expect(stored == [.blob(Secrets.hmac(key: key, Array("ada@example.test".utf8)))])
+    #expect(stored != [.blob(Secrets.digest("ada@example.test"))])
+    // The key is made once per database: a second connection keys alike; another database differs.
+    let again = try ClientStore(path: path, clock: { 0 })
+    #expect(try again.isLocked(email: "ada@example.test") == false)
+    #expect(again.identifierDigest("ada@example.test") == store.identifierDigest("ada@example.test"))
+    let (other, _, _) = try makeStore()
+    #expect(other.identifierDigest("ada@example.test") != store.identifierDigest("ada@example.test"))
+  }
+
+  @Test("text is bound and read with its byte length: a NUL inside is neither cut nor matched early")
+  func nulInText() throws {
+    let (db, _) = try temporaryDatabase()
+    try db.execute("CREATE TABLE t (v TEXT)")
+    try db.query("INSERT INTO t (v) VALUES (?)", [.text("tom@example.test")])
+    #expect(
+      try db.query("SELECT count(*) FROM t WHERE v = ?", [.text("tom@example.test\u{0}x")]) == [[.integer(0)]]
+    )
+    try db.query("INSERT INTO t (v) VALUES (?)", [.text("a\u{0}b")])
+    #expect(
+      try db.query("SELECT v, length(CAST(v AS BLOB)) FROM t WHERE v <> 'tom@example.test'") == [
+        [.text("a\u{0}b"), .integer(3)]
+      ])
+  }
+
   @Test("memberships are live: a revoked role disappears, and accounts never see each other's schools")
   func memberships() throws {
     let (store, _, _) = try makeStore()
@@ -46,19 +84,25 @@ struct ClientStoreTests {
       email: "b@example.test", displayName: "B", passwordHash: hash, actor: "cli")
     _ = try store.createSchool(name: "Northfield Primary", slug: "northfield", actor: "cli")
     _ = try store.createSchool(name: "Southgate Academy", slug: "southgate", actor: "cli")
-    try store.addMember(email: a.email, schoolSlug: "northfield", role: .teacher, actor: "cli")
-    try store.addMember(email: b.email, schoolSlug: "southgate", role: .administrator, actor: "cli")
+    try store.addMember(
+      email: EmailAddress(stringLiteral: a.email), schoolSlug: "northfield", role: .teacher, actor: "cli")
+    try store.addMember(
+      email: EmailAddress(stringLiteral: b.email), schoolSlug: "southgate", role: .administrator, actor: "cli"
+    )
     #expect(
       try store.memberships(accountID: a.id).map { [$0.school.slug, $0.role.rawValue] } == [
         ["northfield", "teacher"]
       ])
     #expect(try store.memberships(accountID: b.id).map(\.school.slug) == ["southgate"])
-    try store.revokeMember(email: a.email, schoolSlug: "northfield", actor: "cli")
+    try store.revokeMember(
+      email: EmailAddress(stringLiteral: a.email), schoolSlug: "northfield", actor: "cli")
     #expect(try store.memberships(accountID: a.id).isEmpty)
     #expect(throws: StoreError.self) {
-      try store.revokeMember(email: a.email, schoolSlug: "northfield", actor: "cli")
+      try store.revokeMember(
+        email: EmailAddress(stringLiteral: a.email), schoolSlug: "northfield", actor: "cli")
     }
-    try store.addMember(email: a.email, schoolSlug: "northfield", role: .readOnly, actor: "cli")
+    try store.addMember(
+      email: EmailAddress(stringLiteral: a.email), schoolSlug: "northfield", role: .readOnly, actor: "cli")
     #expect(try store.memberships(accountID: a.id).map(\.role) == [.readOnly])
     #expect(throws: StoreError.self) {
       try store.createSchool(name: "Again", slug: "northfield", actor: "cli")
@@ -119,7 +163,7 @@ struct ClientStoreTests {
     let (record, _) = try #require(try store.session(token: tokens[1], lifetimes: lifetimes))
     try store.revokeSession(id: record.id, reason: "signed_out", actor: a.id)
     #expect(try store.session(token: tokens[1], lifetimes: lifetimes) == nil)
-    _ = try store.setDisabled(email: a.email, true, actor: "cli")
+    _ = try store.setDisabled(email: EmailAddress(stringLiteral: a.email), true, actor: "cli")
     #expect(
       try store.session(token: tokens[2], lifetimes: lifetimes) == nil,
       "a disabled account's sessions end at once")

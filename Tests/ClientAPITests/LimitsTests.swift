@@ -19,28 +19,84 @@ struct LimitsTests {
     let f = try SessionFixture()
     let hash = f.pages.context.hasher.hash("the right password")
     for email in ["ada@example.test", "bo@example.test"] {
-      _ = try f.store.createAccount(email: email, displayName: email, passwordHash: hash, actor: "test")
+      _ = try f.store.createAccount(
+        email: EmailAddress(stringLiteral: email), displayName: email, passwordHash: hash, actor: "test")
     }
     let existing = try f.signedIn("cy@example.test")
     let store = try f.pages.context.store()
-    func attempt(_ email: String, _ password: String) throws -> Bool {
-      try f.pages.checkPassword(email: email, password: password, store: store) != nil
+    func attempt(_ email: String, _ password: String) throws -> SignInCheck {
+      try f.pages.checkPassword(email: email, password: password, store: store)
     }
-    for _ in 0..<4 { #expect(try !attempt("ADA@example.test", "wrong")) }
-    #expect(try attempt("ada@example.test", "the right password"), "4 failures do not lock; success resets")
-    for _ in 0..<5 { #expect(try !attempt("ada@example.test", "wrong")) }
-    #expect(try !attempt("ada@example.test", "the right password"), "locked")
-    #expect(try attempt("bo@example.test", "the right password"), "another account is not locked")
+    for _ in 0..<4 { #expect(try attempt("ADA@example.test", "wrong") == .refused) }
+    #expect(
+      try attempt("ada@example.test", "the right password").passed, "4 failures do not lock; success resets")
+    for _ in 0..<4 { #expect(try attempt("ada@example.test", "wrong") == .refused) }
+    #expect(try attempt("ada@example.test", "wrong") == .locked, "the 5th failure locks, and says so")
+    #expect(try attempt("ada@example.test", "the right password") == .locked, "locked")
+    #expect(try attempt("bo@example.test", "the right password").passed, "another account is not locked")
     #expect(f.call(.get, token: existing).status == .ok, "existing sessions go on")
     // Unknown emails lock the same way (so locking says nothing about existence).
-    for _ in 0..<5 { #expect(try !attempt("nobody@example.test", "wrong")) }
+    for _ in 0..<4 { #expect(try attempt("nobody@example.test", "wrong") == .refused) }
+    #expect(try attempt("nobody@example.test", "wrong") == .locked)
     #expect(try store.isLocked(email: "nobody@example.test"))
-    // The locked attempt above was a sixth failure: 2 minutes now.
-    f.clock.advance(119)
-    #expect(try !attempt("ada@example.test", "the right password"), "still locked, and now for 4 minutes")
-    f.clock.advance(240)
-    #expect(try attempt("ada@example.test", "the right password"))
+    // Attempts while locked did not extend the 1-minute lock.
+    f.clock.advance(60)
+    #expect(try attempt("ada@example.test", "the right password").passed)
     #expect(try !store.isLocked(email: "ada@example.test"))
+  }
+
+  @Test(
+    "a failure while locked does not extend the lock; after it the doubling resumes, capped at 15 minutes",
+    arguments: [0, 1, 30])
+  func lockoutsEnd(attemptsWhileLocked: Int) throws {
+    let f = try SessionFixture()
+    let store = try f.pages.context.store()
+    let email: EmailAddress = "tom@example.test"
+    for _ in 0..<4 { #expect(try !store.recordSignInFailure(accountID: nil, email: email)) }
+    var lock = 60
+    for round in 0..<8 {
+      #expect(try store.recordSignInFailure(accountID: nil, email: email), "round \(round) locks")
+      // Someone keeps trying through the whole lock: it still ends on time.
+      for i in 0..<attemptsWhileLocked {
+        f.clock.advance(i == 0 ? 1 : 0)
+        #expect(try store.recordSignInFailure(accountID: nil, email: email))
+      }
+      f.clock.advance(lock - 1 - (attemptsWhileLocked > 0 ? 1 : 0))
+      #expect(try store.isLocked(email: email), "round \(round): still locked a second before the end")
+      f.clock.advance(1)
+      #expect(try !store.isLocked(email: email), "round \(round): the \(lock) s lock has ended")
+      lock = min(lock * 2, Lockout.longest)
+    }
+    #expect(lock == Lockout.longest)
+  }
+
+  @Test(
+    "an attacker's spellings of a locked email never reach the account",
+    arguments: [
+      "tom@example.test\u{0}x", "\u{0}tom@example.test", "tom@example.test\u{0}", "tom\u{0}@example.test",
+      "tom@exаmple.test", "tоm@example.test", "tom@example.test\u{200B}", "\u{FEFF}tom@example.test",
+      "ｔｏｍ@example.test", "tom@example.test.", "tom @example.test", "tom@example.test\r\n",
+      "tom@example.test\u{7F}", "tom@@example.test", "\"tom\"@example.test", "tom@example.test%00x",
+    ])
+  func lockedSpellings(spelling: String) throws {
+    let f = try SessionFixture()
+    let hash = f.pages.context.hasher.hash("the right password")
+    _ = try f.store.createAccount(
+      email: "tom@example.test", displayName: "Tom", passwordHash: hash, actor: "test")
+    let store = try f.pages.context.store()
+    for _ in 0..<5 { _ = try f.pages.checkPassword(email: "tom@example.test", password: "x", store: store) }
+    #expect(try store.isLocked(email: "tom@example.test"))
+    #expect(try !f.pages.checkPassword(email: spelling, password: "the right password", store: store).passed)
+  }
+
+  @Test(
+    "the same address however it is typed counts as one: case and white space at the ends",
+    arguments: ["TOM@EXAMPLE.TEST", " tom@example.test", "tom@example.test\t", "\u{00A0}Tom@Example.Test"])
+  func sameAddress(spelling: String) throws {
+    let f = try SessionFixture()
+    let store = try f.pages.context.store()
+    for _ in 0..<5 { _ = try f.pages.checkPassword(email: spelling, password: "x", store: store) }
+    #expect(try store.isLocked(email: "tom@example.test"))
   }
 
   @Test("token buckets: a burst, then a wait in whole seconds, refilled over time, per address")
@@ -134,4 +190,8 @@ struct PruneTests {
     #expect(try store.db.query("SELECT COUNT(*) FROM sign_in_failures").first?.first == .integer(1))
     #expect(try store.pruneExpired() == 0)
   }
+}
+
+extension SignInCheck {
+  var passed: Bool { if case .passed = self { true } else { false } }
 }

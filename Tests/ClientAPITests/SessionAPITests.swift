@@ -54,9 +54,11 @@ struct SessionFixture {
   }
 
   func signedIn(_ email: String, schools: [(String, Role)] = []) throws -> String {
-    let account = try store.createAccount(email: email, displayName: email, passwordHash: "x", actor: "test")
+    let account = try store.createAccount(
+      email: EmailAddress(stringLiteral: email), displayName: email, passwordHash: "x", actor: "test")
     for (slug, role) in schools {
-      try store.addMember(email: email, schoolSlug: slug, role: role, actor: "test")
+      try store.addMember(
+        email: EmailAddress(stringLiteral: email), schoolSlug: slug, role: role, actor: "test")
     }
     let token = Secrets.token()
     _ = try store.createSession(

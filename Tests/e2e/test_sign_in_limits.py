@@ -3,6 +3,8 @@
 import json
 import re
 
+import pytest
+
 from edge import Server
 from test_web_sign_in import PASSWORD, Browser, add_account
 
@@ -28,12 +30,19 @@ def test_lockout_refuses_the_right_password_and_touches_nothing_else(make_server
     unknown = [attempt(server, "nobody@example.test", "wrong password")[1] for _ in range(6)]
 
     def scrub(response):
-        return re.sub(rb'name="csrf" value="[^"]+"', b"", response.body)
+        body = re.sub(rb'name="csrf" value="[^"]+"', b"", response.body)
+        return re.sub(rb'(id="email"[^>]*?) value="[^"]*"', rb"\1", body)
 
-    # Wrong password, unknown email and locked: the same status, page and cookie names.
-    everything = pages + [locked] + unknown
+    # Wrong password and unknown email: the same status, page and cookie names; once locked (the 5th
+    # failure on), "Too many attempts" for every email alike, known or not, right password or not.
+    refused = pages[:4] + unknown[:4]
+    locked_pages = pages[4:] + [locked] + unknown[4:]
+    everything = refused + locked_pages
     assert {r.status for r in everything} == {400}
-    assert len({scrub(r) for r in everything}) == 1
+    assert len({scrub(r) for r in refused}) == 1
+    assert len({scrub(r) for r in locked_pages}) == 1
+    assert all(b"Too many attempts" in r.body for r in locked_pages)
+    assert not any(b"Too many attempts" in r.body for r in refused)
     assert len({tuple(sorted(v.split("=")[0] for k, v in r.headers if k.lower() == "set-cookie"))
                 for r in everything}) == 1
     assert attempt(server, "bo@example.test", PASSWORD)[1].status == 303, "other accounts are not locked"
@@ -42,6 +51,30 @@ def test_lockout_refuses_the_right_password_and_touches_nothing_else(make_server
     events = [json.loads(line) for line in admin(server, "audit", "--json").splitlines()]
     assert sum(1 for e in events if e["action"] == "sign_in.failed") == 12
     assert "nobody" not in json.dumps(events)
+
+
+@pytest.mark.parametrize("spelling", [
+    "tom@example.test\x00x", "\x00tom@example.test", "tom\x00@example.test", "TOM@EXAMPLE.TEST\x00",
+    "tom@ex\u0430mple.test", "tom@example.test\u200b", "\uff54om@example.test", " tom@example.test\r\n",
+])
+@pytest.mark.parametrize("form", ["web", "native"])
+def test_no_spelling_of_a_locked_email_signs_in(make_server, spelling, form):
+    server = make_server()
+    add_account(server, "tom@example.test", "Tom Example")
+    for _ in range(5):
+        attempt(server, "tom@example.test", "wrong password")
+    assert b"Too many attempts" in attempt(server, "tom@example.test", PASSWORD)[1].body
+    if form == "web":
+        browser, response = attempt(server, spelling, PASSWORD)
+    else:
+        from test_native_handoff import App, sign_in_through_the_browser
+        browser, response = sign_in_through_the_browser(server, App(server), email=spelling)
+    assert response.status == 400, response.status
+    assert "__Host-bl_session" not in browser.cookies
+    assert b"That email address and password do not match" in response.body or b"Too many attempts" in response.body
+    from test_web_sign_in import admin
+    events = [json.loads(line) for line in admin(server, "audit", "--json").splitlines()]
+    assert not any(e["action"] == "sign_in.succeeded" for e in events)
 
 
 def test_too_many_attempts_get_429_with_retry_after_before_any_password_work(make_server):
