@@ -5,15 +5,14 @@ import LinkAssoc
   import Glibc
 #endif
 
-/// What the API and the pages share: one store connection per worker thread, the deployment of
-/// the snapshot, session lifetimes and password parameters.
-public struct ClientContext: Sendable {
+/// What lives as long as the process, whatever configuration is loaded: one store connection per
+/// worker thread, the session cache, the rate limiters' buckets, password parameters and the
+/// settings the flags fix at start. Built once by the composition and handed to every snapshot, so
+/// a reload (SIGHUP) opens no connection and forgets no bucket.
+public final class ClientServices: Sendable {
   let stores: ThreadLocal<ClientStore>
-  let deployment: Deployment
   let lifetimes: SessionLifetimes
   let hasher: PasswordHasher
-  /// The shell's fingerprinted stylesheet, for the server-rendered pages (nil: unstyled).
-  let stylesheet: String?
   /// Epoch seconds (injectable for tests).
   let clock: @Sendable () -> Int
   /// Session answers the loops may send without the pool while the database is unchanged.
@@ -27,7 +26,51 @@ public struct ClientContext: Sendable {
   /// How long a rate-limit refusal is held before it is sent (a tarpit; zero sends it at once).
   let refusalHold: Duration
 
-  /// A context over the database at `path`.
+  /// The services over the database at `databasePath`.
+  public init(
+    databasePath: String, lifetimes: SessionLifetimes, hasher: PasswordHasher = PasswordHasher(),
+    sessionCacheEntries: Int = 4096, signInLimit: RateLimit = RateLimit(burst: 20, perMinute: 30),
+    exchangeLimit: RateLimit = RateLimit(burst: 20, perMinute: 60), trustedProxies: Set<String> = [],
+    refusalHold: Duration = .seconds(1), clock: @escaping @Sendable () -> Int
+  ) {
+    stores = ThreadLocal { try ClientStore(path: databasePath, clock: clock) }
+    self.lifetimes = lifetimes
+    self.hasher = hasher
+    self.clock = clock
+    sessionCache = SessionCache(databasePath: databasePath, capacity: sessionCacheEntries)
+    signInLimiter = RateLimiter(signInLimit)
+    exchangeLimiter = RateLimiter(exchangeLimit)
+    self.trustedProxies = trustedProxies
+    self.refusalHold = refusalHold
+  }
+}
+
+/// What the API and the pages share in one snapshot: the process's services and what the
+/// configuration determines (the deployment, the shell's stylesheet).
+public struct ClientContext: Sendable {
+  let services: ClientServices
+  let deployment: Deployment
+  /// The shell's fingerprinted stylesheet, for the server-rendered pages (nil: unstyled).
+  let stylesheet: String?
+
+  var stores: ThreadLocal<ClientStore> { services.stores }
+  var lifetimes: SessionLifetimes { services.lifetimes }
+  var hasher: PasswordHasher { services.hasher }
+  var clock: @Sendable () -> Int { services.clock }
+  var sessionCache: SessionCache { services.sessionCache }
+  var signInLimiter: RateLimiter { services.signInLimiter }
+  var exchangeLimiter: RateLimiter { services.exchangeLimiter }
+  var trustedProxies: Set<String> { services.trustedProxies }
+  var refusalHold: Duration { services.refusalHold }
+
+  /// A snapshot's context over the process's `services`.
+  public init(services: ClientServices, deployment: Deployment, stylesheet: String? = nil) {
+    self.services = services
+    self.deployment = deployment
+    self.stylesheet = stylesheet
+  }
+
+  /// A context with services of its own (for tests and one-off tools).
   public init(
     databasePath: String, deployment: Deployment, lifetimes: SessionLifetimes,
     hasher: PasswordHasher = PasswordHasher(), stylesheet: String? = nil, sessionCacheEntries: Int = 4096,
@@ -35,17 +78,13 @@ public struct ClientContext: Sendable {
     exchangeLimit: RateLimit = RateLimit(burst: 20, perMinute: 60), trustedProxies: Set<String> = [],
     refusalHold: Duration = .seconds(1), clock: @escaping @Sendable () -> Int
   ) {
-    stores = ThreadLocal { try ClientStore(path: databasePath, clock: clock) }
-    self.deployment = deployment
-    self.lifetimes = lifetimes
-    self.hasher = hasher
-    self.stylesheet = stylesheet
-    self.clock = clock
-    sessionCache = SessionCache(databasePath: databasePath, capacity: sessionCacheEntries)
-    signInLimiter = RateLimiter(signInLimit)
-    exchangeLimiter = RateLimiter(exchangeLimit)
-    self.trustedProxies = trustedProxies
-    self.refusalHold = refusalHold
+    self.init(
+      services: ClientServices(
+        databasePath: databasePath, lifetimes: lifetimes, hasher: hasher,
+        sessionCacheEntries: sessionCacheEntries,
+        signInLimit: signInLimit, exchangeLimit: exchangeLimit, trustedProxies: trustedProxies,
+        refusalHold: refusalHold, clock: clock),
+      deployment: deployment, stylesheet: stylesheet)
   }
 }
 

@@ -8,14 +8,6 @@ import Shell
   import Glibc
 #endif
 
-/// The client API's per-address limits, as the flags set them.
-struct ClientLimits {
-  var signIn: RateLimit
-  var exchange: RateLimit
-  var trustedProxies: Set<String>
-  var refusalHold: Duration
-}
-
 /// `band-edge serve`: parse flags into a server configuration and run it.
 enum ServeCommand {
   static let help = """
@@ -281,15 +273,16 @@ enum ServeCommand {
       DispatchQueue.global().asyncAfter(deadline: .now() + 3600, execute: retain)
     }
     if !printRoutes { retain() }
+    // What lives as long as the process (store connections, the session cache, the rate limiters'
+    // buckets) is built once here; a reload builds only what the configuration determines.
+    let services = ClientServices(
+      databasePath: databasePath, lifetimes: lifetimes, sessionCacheEntries: sessionCacheEntries,
+      signInLimit: signInLimit, exchangeLimit: exchangeLimit, trustedProxies: trustedProxies,
+      refusalHold: refusalHold, clock: { Int(time(nil)) })
     let router: Router
     do {
       router = try snapshot(
-        deployment: deployment, shellDirectory: shellDirectory, databasePath: databasePath,
-        lifetimes: lifetimes, sessionCacheEntries: sessionCacheEntries,
-        limits: ClientLimits(
-          signIn: signInLimit, exchange: exchangeLimit, trustedProxies: trustedProxies,
-          refusalHold: refusalHold),
-        testRoutes: testRoutes)
+        deployment: deployment, shellDirectory: shellDirectory, services: services, testRoutes: testRoutes)
     } catch {
       fail("\(error)")
       return 1
@@ -303,12 +296,8 @@ enum ServeCommand {
     }
     let server = Server(configuration: configuration, router: router)
     // The reload hook reads fixed values.
-    let (shellPath, withTestRoutes, sessionLifetimes, cacheEntries) = (
-      shellDirectory, testRoutes, lifetimes, sessionCacheEntries
-    )
+    let (shellPath, withTestRoutes) = (shellDirectory, testRoutes)
     let tlsFiles = configuration.tls == nil ? nil : tlsPairs
-    let clientLimits = ClientLimits(
-      signIn: signInLimit, exchange: exchangeLimit, trustedProxies: trustedProxies, refusalHold: refusalHold)
     do {
       return try server.run(
         onListening: { _ in
@@ -332,9 +321,7 @@ enum ServeCommand {
           case .success(let next):
             do {
               let router = try snapshot(
-                deployment: next, shellDirectory: shellPath, databasePath: databasePath,
-                lifetimes: sessionLifetimes, sessionCacheEntries: cacheEntries,
-                limits: clientLimits, testRoutes: withTestRoutes)
+                deployment: next, shellDirectory: shellPath, services: services, testRoutes: withTestRoutes)
               // Certificates are read again with the rest; a bad one refuses the whole reload.
               var tls: TLSContext? = nil
               if let pairs = tlsFiles {
@@ -363,10 +350,10 @@ enum ServeCommand {
     }
   }
 
-  /// Everything one configuration serves: health, the shell, the link files and /config.
+  /// Everything one configuration serves: health, the shell, the link files and /config, over the
+  /// process's `services`.
   static func snapshot(
-    deployment: Deployment, shellDirectory: String, databasePath: String, lifetimes: SessionLifetimes,
-    sessionCacheEntries: Int, limits: ClientLimits, testRoutes: Bool
+    deployment: Deployment, shellDirectory: String, services: ClientServices, testRoutes: Bool
   ) throws -> Router {
     let shell = try ShellCatalog.load(directory: shellDirectory, lastModified: Int(time(nil)))
     let files = LinkFiles(deployment)
@@ -374,10 +361,8 @@ enum ServeCommand {
       throw ShellError("a verified-link file is larger than 128 KiB")
     }
     let client = ClientContext(
-      databasePath: databasePath, deployment: deployment, lifetimes: lifetimes,
-      stylesheet: shell.manifest.entries.first { $0.source == "styles.css" }?.path,
-      sessionCacheEntries: sessionCacheEntries, signInLimit: limits.signIn, exchangeLimit: limits.exchange,
-      trustedProxies: limits.trustedProxies, refusalHold: limits.refusalHold, clock: { Int(time(nil)) })
+      services: services, deployment: deployment,
+      stylesheet: shell.manifest.entries.first { $0.source == "styles.css" }?.path)
     return try Router(
       EdgeRoutes.health() + shell.routes + files.routes(maxAge: deployment.linkFileMaxAge)
         + SessionAPI(client).routes + WebPages(client).routes + NativeSignIn(client).routes

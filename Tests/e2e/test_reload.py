@@ -1,0 +1,82 @@
+"""SIGHUP builds a new snapshot of what the configuration determines, and nothing else: store
+connections, rate-limit buckets and the session cache live as long as the process."""
+
+import os
+import signal
+import threading
+import time
+
+from edge import request
+from test_sign_in_limits import attempt
+from test_web_sign_in import PASSWORD, Browser, add_account
+
+
+def descriptors(server) -> int:
+    """Open files (database, WAL, shared memory, ...): what a leaked store connection holds. Sockets
+    and pipes come and go with the traffic and the retention child, so they are not counted."""
+    fds = f"/proc/{server.process.pid}/fd"
+    links = []
+    for fd in os.listdir(fds):
+        try:
+            links.append(os.readlink(f"{fds}/{fd}"))
+        except FileNotFoundError:
+            pass
+    return sum(1 for link in links if link.startswith("/"))
+
+
+def resident_kib(server) -> int:
+    for line in open(f"/proc/{server.process.pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def reload_and_wait(server, count):
+    """Sends SIGHUP and waits until the server has logged `count` reloads in all."""
+    server.signal(signal.SIGHUP)
+    deadline = time.monotonic() + 10
+    while sum(1 for e in server.events() if e["event"] == "reloaded") < count:
+        assert time.monotonic() < deadline, "the reload was not logged"
+        time.sleep(0.01)
+
+
+def test_fifty_reloads_under_traffic_keep_descriptors_buckets_and_sessions(make_server):
+    server = make_server("--pool-threads", "2", "--background-threads", "1", "--sign-in-burst", "3",
+                         "--sign-in-per-minute", "1", "--rate-limited-hold", "0")
+    add_account(server, "ada@example.test", "Ada Example")
+    browser, signed = attempt(server, "ada@example.test", PASSWORD)
+    assert signed.status == 303
+    for _ in range(2):
+        assert attempt(server, "nobody@example.test", "wrong")[1].status == 400
+    assert attempt(server, "nobody@example.test", "wrong")[1].status == 429, "the bucket is empty"
+
+    def traffic(stop):
+        while not stop.is_set():
+            assert browser.send("GET", "/api/client/v1/session").status == 200
+            client = server.connect()
+            client.send(request("GET", "/", headers={"Connection": "close"}))
+            assert client.read_response().status == 200
+            client.close()
+
+    # Warm every worker's connection before counting.
+    for _ in range(20):
+        assert browser.send("GET", "/api/client/v1/session").status == 200
+    before = descriptors(server)
+    rss_before = resident_kib(server)
+    stop = threading.Event()
+    workers = [threading.Thread(target=traffic, args=(stop,)) for _ in range(2)]
+    for w in workers:
+        w.start()
+    try:
+        for n in range(1, 51):
+            reload_and_wait(server, n)
+    finally:
+        stop.set()
+        for w in workers:
+            w.join()
+    for _ in range(20):
+        assert browser.send("GET", "/api/client/v1/session").status == 200
+    assert descriptors(server) == before, "a reload opened descriptors it never closed"
+    assert resident_kib(server) < rss_before + 8 * 1024, "50 reloads grew the process by more than 8 MiB"
+    refused = attempt(server, "nobody@example.test", "wrong")[1]
+    assert refused.status == 429, "a reload refilled the rate-limit bucket"
