@@ -66,6 +66,29 @@ public final class ClientStore {
     identifierKey = try Self.serverKey("identifier", db: db, clock: clock)
   }
 
+  /// Checks that this database can serve: its structure is sound (`PRAGMA quick_check`) and a
+  /// write commits (a read-only file, directory or mount, or a full disk, fails here rather than at
+  /// the first sign-in). Writes nothing that changes any answer: the schema version, rewritten.
+  public func checkServable(path: String) throws(StoreError) {
+    let report = try db.query("PRAGMA quick_check").compactMap { row -> String? in
+      if case .text(let line) = row.first { line } else { nil }
+    }
+    guard report == ["ok"] else {
+      throw StoreError(
+        "the database \(path) is damaged (quick_check: \(report.prefix(3).joined(separator: "; ")))")
+    }
+    guard !db.isReadOnly else {
+      throw StoreError("the database \(path) cannot be written (a read-only file, directory or file system)")
+    }
+    do {
+      try db.transaction { () throws(StoreError) in
+        try db.execute("PRAGMA user_version = \(try Migrations.version(of: db))")
+      }
+    } catch {
+      throw StoreError("the database \(path) cannot be written: \(error)")
+    }
+  }
+
   /// The key named `name`, made now (256 random bits) if the database has none; concurrent first
   /// starts agree on one, since the insert and the read share a write transaction.
   private static func serverKey(_ name: String, db: SQLiteDatabase, clock: () -> Int) throws(StoreError)

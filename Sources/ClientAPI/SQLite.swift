@@ -134,6 +134,10 @@ public final class SQLiteDatabase {
     }
   }
 
+  /// Whether SQLite opened the main database read-only (it falls back to that, silently, when the
+  /// file or its directory cannot be written).
+  public var isReadOnly: Bool { sqlite3_db_readonly(handle, "main") == 1 }
+
   /// Rows changed by the last statement.
   public var changes: Int { Int(sqlite3_changes(handle)) }
 

@@ -101,6 +101,8 @@ enum AdminCommand {
         try store.pruneExpired()
         if !options.flag("--quiet") { print("erased \(erased) deleted account\(erased == 1 ? "" : "s")") }
       case ("migrate", _):
+        // Serve runs this at every start: a store that cannot write is a failed start, not a 500 later.
+        try store.checkServable(path: data + "/band-edge.sqlite")
         // --quiet when serve runs it: the server's standard output is the JSON access log.
         if !options.flag("--quiet") { print("schema version \(Migrations.latest)") }
       default:
