@@ -219,11 +219,8 @@ public struct NativeSignIn: Sendable {
 
   func exchange(_ request: Request) -> Response {
     let pragma: [(name: String, value: String)] = [("Pragma", "no-cache")]
-    guard
-      request.headers["content-type"]?.split(separator: ";").first.map({
-        $0.trimmingPrefix(" ").lowercased() == "application/json"
-      }) == true
-    else {
+    // JSON is UTF-8 (RFC 8259 §8.1): a charset parameter may say so, and may say nothing else.
+    guard let type = request.mediaType, type.is("application", "json"), type.isUTF8 else {
       return JSONBody.error(
         .unsupportedMediaType, "unsupported_media_type", "Send the exchange as application/json.",
         headers: pragma)

@@ -60,11 +60,11 @@ public enum WebSecurity {
   }
 
   /// The fields of an `application/x-www-form-urlencoded` body (WHATWG URL §5.1); nil when the
-  /// body is not that, is not UTF-8 or names a field twice.
+  /// body is not that (a `charset` other than UTF-8 included), is not UTF-8 or names a field twice.
   public static func form(_ request: Request) -> [String: String]? {
-    guard let type = request.headers["content-type"],
-      type.split(separator: ";").first.map({ $0.lowercased() == "application/x-www-form-urlencoded" }) == true
-    else { return nil }
+    guard let type = request.mediaType, type.is("application", "x-www-form-urlencoded"), type.isUTF8 else {
+      return nil
+    }
     return fields(request.body)
   }
 

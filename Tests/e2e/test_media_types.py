@@ -1,0 +1,45 @@
+"""Content-Type is parsed per RFC 9110 §8.3.1: white space around ';', any case, quoted values."""
+
+import json
+import re
+
+import pytest
+
+from test_native_handoff import App, post_json
+from test_web_sign_in import PASSWORD, Browser, add_account
+
+
+@pytest.mark.parametrize("content_type", [
+    "application/x-www-form-urlencoded", "application/x-www-form-urlencoded ; charset=UTF-8",
+    "Application/X-WWW-Form-Urlencoded;Charset=\"utf-8\"", "application/x-www-form-urlencoded\t;\tcharset=utf-8",
+])
+def test_sign_in_form_accepts_every_spelling_of_its_media_type(make_server, content_type):
+    server = make_server()
+    add_account(server, "ada@example.test", "Ada Example")
+    browser = Browser(server)
+    page = browser.send("GET", "/sign-in")
+    csrf = re.search(rb'name="csrf" value="([^"]+)"', page.body).group(1).decode()
+    from urllib.parse import urlencode
+    body = urlencode({"csrf": csrf, "email": "ada@example.test", "password": PASSWORD}).encode()
+    client = server.connect()
+    cookies = "; ".join(f"{k}={v}" for k, v in browser.cookies.items())
+    client.send((f"POST /sign-in HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nConnection: close\r\n"
+                 f"Origin: http://127.0.0.1:{server.port}\r\nCookie: {cookies}\r\n"
+                 f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body)
+    assert client.read_response().status == 303
+
+
+@pytest.mark.parametrize("content_type,status", [
+    ("application/json", 400), ("application/json ; charset=utf-8", 400), ("APPLICATION/JSON;charset=\"UTF-8\"", 400),
+    ("application/json; charset=iso-8859-1", 415), ("application/jsonx", 415), ("text/plain", 415),
+    ("application/json; charset", 415),
+])
+def test_exchange_media_types(make_server, content_type, status):
+    server = make_server()
+    app = App(server)
+    body = {"code": "x" * 43, "codeVerifier": app.verifier, "state": app.state, "platform": "ios",
+            "appVersion": "1.4.0"}
+    response = post_json(server, "/api/client/v1/native/exchange", json.dumps(body).encode(),
+                         {"Idempotency-Key": "k"}, content_type=content_type)
+    assert response.status == status, response.body
+    assert response.header("content-type") == "application/json; charset=utf-8"
