@@ -29,11 +29,17 @@ ensure_build_packages() {
 
 # Release builds link the Swift runtime statically: it loads only the pages it uses, which keeps
 # the server's resident memory several MiB smaller than with the shared runtime.
+# A failed build stops the caller: the binary left from an earlier build is never served or tested.
 build_release() {
   ensure_build_packages
   log "swift build -c release --static-swift-stdlib"
-  swift build -c release --static-swift-stdlib -j "$(nproc)" 2>&1 | grep -Ev '^\[[0-9]+/[0-9]+\]' >&2 || true
-  [[ -x $release_binary ]] || { echo "band-edge: error: release build failed" >&2; exit 1; }
+  local status=0
+  swift build -c release --static-swift-stdlib -j "$(nproc)" 2>&1 | { grep -Ev '^\[[0-9]+/[0-9]+\]' >&2 || true; }
+  status=${PIPESTATUS[0]}
+  if ((status != 0)) || [[ ! -x $release_binary ]]; then
+    echo "band-edge: error: the release build failed (swift build exited $status)" >&2
+    exit 1
+  fi
 }
 
 free_port() {
