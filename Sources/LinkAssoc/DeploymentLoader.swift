@@ -3,6 +3,9 @@ import FoundationEssentials
 /// Every problem found in a configuration, one plain line each.
 public struct DeploymentProblems: Error, Sendable, Equatable {
   public let lines: [String]
+
+  /// Problems, one line each.
+  public init(lines: [String]) { self.lines = lines }
 }
 
 /// Loads the deployment from the environment (`BAND_LICENCE_ENV`, `BAND_LICENCE_APP_URL`) over an
@@ -12,11 +15,6 @@ public enum DeploymentLoader {
     "environment", "origin", "label", "apple", "android", "verifiedLinkPaths", "capabilities",
     "killSwitches", "minimumAppVersion", "handoffLifetimeSeconds", "linkFileMaxAgeSeconds", "knownIdentities",
     "listen", "limits", "tls",
-  ]
-  /// Limit names a file may set (the `serve` flags without dashes).
-  public static let limitKeys: Set<String> = [
-    "max-target-bytes", "max-header-bytes", "max-header-count", "max-body-bytes", "max-connections",
-    "head-timeout", "body-timeout", "idle-timeout", "write-timeout", "linger-timeout", "drain-timeout",
   ]
 
   /// Reads `configPath` (if any) and validates it together with `environment` variables.
@@ -280,15 +278,19 @@ public enum DeploymentLoader {
       tls.certificate = r.string("certificate", in: configured, path: "tls.certificate")
       tls.key = r.string("key", in: configured, path: "tls.key")
     }
+    // Which names exist, their units and ranges are the executable's limit table's to say (one
+    // table feeds the flags and the file); here each value must be a number.
     var limits: [String: Double] = [:]
-    if let configured = r.object("limits", known: limitKeys) {
-      for (key, value) in configured where limitKeys.contains(key) {
-        guard case .number(let n) = value, n > 0 else {
-          problems.append("limit '\(key)' must be a positive number")
+    if case .object(let configured)? = r.members["limits"] {
+      for (key, value) in configured.sorted(by: { $0.key < $1.key }) {
+        guard case .number(let n) = value else {
+          problems.append("limits.\(key) must be a number")
           continue
         }
         limits[key] = n
       }
+    } else if let other = r.members["limits"], other != .null {
+      problems.append("'limits' must be an object")
     }
 
     r.problems += problems

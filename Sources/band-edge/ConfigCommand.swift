@@ -8,12 +8,15 @@ import LinkAssoc
 enum ConfigCommand {
   static let help = """
     Usage: band-edge config check [--config FILE]
+           band-edge config limits
            band-edge links print apple|android [--config FILE]
 
     Resolves the deployment from BAND_LICENCE_ENV (development, staging, production; default
     development) and BAND_LICENCE_APP_URL over the JSON file named by --config or
     BAND_LICENCE_CONFIG, and validates it. `config check` prints the deployment and both link files,
-    or every problem, one per line. `links print` prints one file exactly as served.
+    or every problem, one per line. `config limits` prints the table of every limit (flag and file
+    key, unit, range, default) as docs/limits.md carries it. `links print` prints one file exactly
+    as served.
 
     Exit status: 0 valid; 1 problems found (each on its own line on stderr); 2 usage error.
     """
@@ -23,8 +26,14 @@ enum ConfigCommand {
     flag ?? ProcessEnvironment.value("BAND_LICENCE_CONFIG").flatMap { $0.isEmpty ? nil : $0 }
   }
 
+  /// The deployment, with its `"limits"` checked against the limit table (names, units, ranges).
   static func load(_ path: String?) -> Result<Deployment, DeploymentProblems> {
-    DeploymentLoader.load(environment: ProcessEnvironment.all(), configPath: configPath(path))
+    DeploymentLoader.load(environment: ProcessEnvironment.all(), configPath: configPath(path)).flatMap {
+      deployment in
+      var scratch = ServeSettings()
+      let problems = LimitTable.apply(file: deployment.limits, except: [], to: &scratch)
+      return problems.isEmpty ? .success(deployment) : .failure(DeploymentProblems(lines: problems))
+    }
   }
 
   static func check(_ arguments: Arguments) throws(UsageError) -> Int32 {
@@ -32,6 +41,10 @@ enum ConfigCommand {
     guard let verb = arguments.next() else { throw UsageError("config needs a command: config check") }
     if verb == "--help" || verb == "-h" {
       print(help)
+      return 0
+    }
+    if verb == "limits" {
+      print(LimitTable.markdown())
       return 0
     }
     guard verb == "check" else {

@@ -10,13 +10,14 @@ import Shell
 
 /// `band-edge serve`: parse flags into a server configuration and run it.
 enum ServeCommand {
-  static let help = """
+  static var help: String {
+    """
     Usage: band-edge serve [options]
 
     Serves HTTP/1.1 until SIGTERM or SIGINT, then drains: stops accepting, finishes what is in
     flight, closes idle connections and exits within --drain-timeout. SIGHUP reloads.
 
-    Listening and threads:
+    Listening:
       --listen ADDR           numeric host:port, repeatable (default 127.0.0.1:8080; port 0 picks one)
       --tls-listen ADDR       a TLS (HTTPS) listener, repeatable; needs --cert and --key (the config
                               file's "tls": {"listen", "certificate", "key"} sets the same)
@@ -24,27 +25,9 @@ enum ServeCommand {
                               default and the others are chosen by the name the client asks for (SNI);
                               one of them must cover the configured origin's host
       --key FILE              PEM private key; refused when readable by other users
-      --ticket-rotation S     replace the TLS session-ticket keys this often (default 43200, 12 hours)
-      --threads N             event loops, one per core by default (now \(ServerConfiguration.cores))
-      --pool-threads N        worker threads for blocking routes (default \(ServerConfiguration().poolThreads))
-      --pool-queue N          blocking requests that may wait before new ones get 503 (default 256)
-      --background-threads N  low-priority (nice 19) threads for password hashing (default \(ServerConfiguration().backgroundThreads))
-      --background-queue N    password checks that may wait before new ones get 503 (default 64)
-      --busy-hold S           a 503 for a full queue is held this long before it is sent (default 1)
-      --drain-timeout S       seconds allowed for draining on SIGTERM (default 10)
+      --trusted-proxy IP      a proxy whose X-Forwarded-For is believed for the client address
+                              (repeatable; default none)
       --no-access-log         do not write the JSON access log to stdout
-
-    Limits (see docs/limits.md):
-      --max-target-bytes N    longest request-target, else 414 (default 8192)
-      --max-header-bytes N    header section size, else 431 (default 16384)
-      --max-header-count N    header field lines, else 431 (default 100)
-      --max-body-bytes N      request body size, else 413 (default 1048576)
-      --max-connections N     open connections per loop (default 8192)
-      --head-timeout S        to receive a request head, from its first byte (default 10)
-      --body-timeout S        longest pause while receiving a body (default 10)
-      --idle-timeout S        keep-alive wait for the next request (default 60)
-      --write-timeout S       longest pause while a client reads a response (default 30)
-      --linger-timeout S      draining unread input before closing (default 2)
 
     Content and deployment:
       --shell DIR             the built public shell to serve (default shell-build; see band-edge shell build)
@@ -53,24 +36,9 @@ enum ServeCommand {
                               BAND_LICENCE_APP_URL override it; flags override its listen and limits.
                               Any problem stops start-up (see band-edge config check).
 
-    Sessions (client-api-v1.md, "Lifetimes and clocks"):
-      --web-session-idle S        web session ends after this long unused (default 43200, 12 hours)
-      --web-session-lifetime S    web session ends after this long in all (default 604800, 7 days)
-      --native-session-idle S     native session ends after this long unused (default 2592000, 30 days)
-      --native-session-lifetime S native session ends after this long in all (default 15552000, 180 days)
-      --sign-in-burst N           sign-in attempts (web and native forms) one client address may make at
-                                  once before 429 (default 20)
-      --sign-in-per-minute N      ... and regains per minute (default 30)
-      --exchange-burst N          native exchanges one client address may make at once (default 20)
-      --exchange-per-minute N     ... and regains per minute (default 60)
-      --rate-limited-hold S       a 429 is held this long before it is sent, so a flood that does not
-                                  wait gets one answer per connection per hold (default 1; 0 sends at once)
-      --trusted-proxy IP          a proxy whose X-Forwarded-For is believed for the client address
-                                  (repeatable; default none)
-      --retention-days N          deleted accounts' personal fields are erased this many days after
-                                  deletion (default 30; checked at start and hourly)
-      --session-cache-entries N   GET /session answers the loops keep while the database is unchanged
-                                  (default 4096; 0 sends every read to the pool)
+    Limits: each is a flag and the config file's "limits": {"NAME": value} alike (the flag wins);
+    they take effect at start. Seconds accept fractions (0.25). See docs/limits.md.
+    \(LimitTable.helpLines())
 
     Inspecting:
       --print-routes          print the route table (method, path, cache class, execution) and exit
@@ -81,10 +49,11 @@ enum ServeCommand {
     Exit status: 0 stopped after draining; 1 could not start (for example the address is in use);
     2 usage error.
     """
+  }
 
   static func run(_ arguments: Arguments) throws(UsageError) -> Int32 {
     var arguments = arguments
-    var configuration = ServerConfiguration()
+    var settings = ServeSettings()
     var listen: [SocketAddress] = []
     var tlsListen: [SocketAddress] = []
     var certificates: [String] = []
@@ -94,19 +63,18 @@ enum ServeCommand {
     var configFlag: String? = nil
     var dataDirectory = "data"
     var givenLimits: Set<String> = []
-    var lifetimes = SessionLifetimes()
     var printRoutes = false
-    var sessionCacheEntries = 4096
-    var signInLimit = RateLimit(burst: 20, perMinute: 30)
-    var exchangeLimit = RateLimit(burst: 20, perMinute: 60)
     var trustedProxies: Set<String> = []
-    var retentionDays = 30
-    var refusalHold = Duration.seconds(1)
     while let word = arguments.next() {
       let (flag, inline) = split(word)
       func value() throws(UsageError) -> String { try arguments.value(of: flag, inline: inline) }
-      if flag.hasPrefix("--") && DeploymentLoader.limitKeys.contains(String(flag.dropFirst(2))) {
-        givenLimits.insert(String(flag.dropFirst(2)))
+      if flag.hasPrefix("--"), let limit = LimitTable.named(String(flag.dropFirst(2))) {
+        switch limit.parse(try value()) {
+        case .failure(let problem): throw problem
+        case .success(let number): limit.write(&settings, number)
+        }
+        givenLimits.insert(limit.name)
+        continue
       }
       switch flag {
       case "--help", "-h":
@@ -126,63 +94,14 @@ enum ServeCommand {
         }
         tlsListen.append(address)
       case "--cert": certificates.append(try value())
-      case "--ticket-rotation": configuration.ticketKeyRotation = try Arguments.seconds(value(), flag)
       case "--key": keyFiles.append(try value())
-      case "--threads": configuration.threads = try Arguments.integer(value(), flag, min: 1, max: 256)
-      case "--pool-threads":
-        configuration.poolThreads = try Arguments.integer(value(), flag, min: 1, max: 1024)
-      case "--pool-queue":
-        configuration.poolQueue = try Arguments.integer(value(), flag, min: 0, max: 1_000_000)
-      case "--background-threads":
-        configuration.backgroundThreads = try Arguments.integer(value(), flag, min: 1, max: 1024)
-      case "--background-queue":
-        configuration.backgroundQueue = try Arguments.integer(value(), flag, min: 0, max: 1_000_000)
-      case "--busy-hold":
-        configuration.limits.busyHold = try Arguments.seconds(value(), flag, zeroAllowed: true)
-      case "--drain-timeout": configuration.drainTimeout = try Arguments.seconds(value(), flag)
-      case "--no-access-log": configuration.accessLog = false
-      case "--max-target-bytes":
-        configuration.limits.maxTargetBytes = try Arguments.integer(value(), flag, min: 64, max: 1 << 20)
-      case "--max-header-bytes":
-        configuration.limits.maxHeaderBytes = try Arguments.integer(value(), flag, min: 256, max: 1 << 20)
-      case "--max-header-count":
-        configuration.limits.maxHeaderCount = try Arguments.integer(value(), flag, min: 1, max: 10_000)
-      case "--max-body-bytes":
-        configuration.limits.maxBodyBytes = try Arguments.integer(value(), flag, min: 0, max: 1 << 30)
-      case "--max-connections":
-        configuration.limits.maxConnectionsPerLoop = try Arguments.integer(
-          value(), flag, min: 1, max: 1_000_000)
-      case "--head-timeout": configuration.limits.headTimeout = try Arguments.seconds(value(), flag)
-      case "--body-timeout": configuration.limits.bodyTimeout = try Arguments.seconds(value(), flag)
-      case "--idle-timeout": configuration.limits.idleTimeout = try Arguments.seconds(value(), flag)
-      case "--write-timeout": configuration.limits.writeTimeout = try Arguments.seconds(value(), flag)
-      case "--linger-timeout": configuration.limits.lingerTimeout = try Arguments.seconds(value(), flag)
-      case "--web-session-idle":
-        lifetimes.webIdle = try Arguments.integer(value(), flag, min: 1, max: 1 << 31)
-      case "--web-session-lifetime":
-        lifetimes.webAbsolute = try Arguments.integer(value(), flag, min: 1, max: 1 << 31)
-      case "--native-session-idle":
-        lifetimes.nativeIdle = try Arguments.integer(value(), flag, min: 1, max: 1 << 31)
-      case "--native-session-lifetime":
-        lifetimes.nativeAbsolute = try Arguments.integer(value(), flag, min: 1, max: 1 << 31)
-      case "--sign-in-burst":
-        signInLimit.burst = Double(try Arguments.integer(value(), flag, min: 1, max: 1_000_000))
-      case "--sign-in-per-minute":
-        signInLimit.perSecond = Double(try Arguments.integer(value(), flag, min: 1, max: 1_000_000)) / 60
-      case "--exchange-burst":
-        exchangeLimit.burst = Double(try Arguments.integer(value(), flag, min: 1, max: 1_000_000))
-      case "--exchange-per-minute":
-        exchangeLimit.perSecond = Double(try Arguments.integer(value(), flag, min: 1, max: 1_000_000)) / 60
+      case "--no-access-log": settings.server.accessLog = false
       case "--trusted-proxy":
         let text = try value()
         guard SocketAddress(text.contains(":") ? "[\(text)]:1" : "\(text):1") != nil else {
           throw UsageError("--trusted-proxy takes a numeric IP address, not '\(text)'")
         }
         trustedProxies.insert(text)
-      case "--rate-limited-hold": refusalHold = try Arguments.seconds(value(), flag, zeroAllowed: true)
-      case "--retention-days": retentionDays = try Arguments.integer(value(), flag, min: 0, max: 36500)
-      case "--session-cache-entries":
-        sessionCacheEntries = try Arguments.integer(value(), flag, min: 0, max: 1_000_000)
       case "--test-routes": testRoutes = true
       case "--print-routes": printRoutes = true
       case "--shell": shellDirectory = try value()
@@ -214,12 +133,11 @@ enum ServeCommand {
         listen.append(address)
       }
     }
-    if !listen.isEmpty { configuration.listen = listen }
-    for (key, value) in deployment.limits where !givenLimits.contains(key) {
-      apply(limit: key, value: value, to: &configuration)
-    }
+    if !listen.isEmpty { settings.server.listen = listen }
+    // Checked already by ConfigCommand.load: only the applying is left.
+    _ = LimitTable.apply(file: deployment.limits, except: givenLimits, to: &settings)
     if deployment.environment == .development,
-      let open = configuration.listen.first(where: { !$0.isLoopback })
+      let open = settings.server.listen.first(where: { !$0.isLoopback })
     {
       fail("development listens on loopback only (127.0.0.0/8 or ::1), not \(open)")
       return 1
@@ -247,11 +165,11 @@ enum ServeCommand {
         fail(problem.description)
         return 1
       case .success(let context):
-        configuration.tls = context
-        configuration.tlsListen = tlsListen
+        settings.server.tls = context
+        settings.server.tlsListen = tlsListen
         // Staging and production serve nothing in clear text but a redirect (and /healthz);
         // development keeps plain HTTP on loopback.
-        if deployment.environment != .development { configuration.httpsRedirect = deployment.origin }
+        if deployment.environment != .development { settings.server.httpsRedirect = deployment.origin }
       }
       if deployment.environment == .development, let open = tlsListen.first(where: { !$0.isLoopback }) {
         fail("development listens on loopback only (127.0.0.0/8 or ::1), not \(open)")
@@ -267,7 +185,9 @@ enum ServeCommand {
     let databasePath = dataDirectory + "/band-edge.sqlite"
     guard migrateInChild(dataDirectory: dataDirectory) else { return 1 }
     // The retention job: at start, then hourly, each run a short-lived child.
-    let retention = ["--data", dataDirectory, "retention", "--days", String(retentionDays), "--quiet"]
+    let retention = [
+      "--data", dataDirectory, "retention", "--days", String(settings.retentionDays), "--quiet",
+    ]
     @Sendable func retain() {
       if !adminInChild(retention) { Log.event("error", "retention_failed", []) }
       DispatchQueue.global().asyncAfter(deadline: .now() + 3600, execute: retain)
@@ -276,9 +196,11 @@ enum ServeCommand {
     // What lives as long as the process (store connections, the session cache, the rate limiters'
     // buckets) is built once here; a reload builds only what the configuration determines.
     let services = ClientServices(
-      databasePath: databasePath, lifetimes: lifetimes, sessionCacheEntries: sessionCacheEntries,
-      signInLimit: signInLimit, exchangeLimit: exchangeLimit, trustedProxies: trustedProxies,
-      refusalHold: refusalHold, clock: { Int(time(nil)) })
+      databasePath: databasePath, lifetimes: settings.lifetimes,
+      sessionCacheEntries: settings.sessionCacheEntries,
+      signInLimit: settings.signInLimit, exchangeLimit: settings.exchangeLimit,
+      trustedProxies: trustedProxies,
+      refusalHold: settings.refusalHold, clock: { Int(time(nil)) })
     let router: Router
     do {
       router = try snapshot(
@@ -294,10 +216,10 @@ enum ServeCommand {
       }
       return 0
     }
-    let server = Server(configuration: configuration, router: router)
+    let server = Server(configuration: settings.server, router: router)
     // The reload hook reads fixed values.
     let (shellPath, withTestRoutes) = (shellDirectory, testRoutes)
-    let tlsFiles = configuration.tls == nil ? nil : tlsPairs
+    let tlsFiles = settings.server.tls == nil ? nil : tlsPairs
     do {
       return try server.run(
         onListening: { _ in
@@ -314,7 +236,7 @@ enum ServeCommand {
         },
         reload: {
           // SIGHUP: a whole new snapshot, validated off the loops; the old one serves until it is ready.
-          switch DeploymentLoader.load(environment: ProcessEnvironment.all(), configPath: configPath) {
+          switch ConfigCommand.load(configPath) {
           case .failure(let problems):
             Log.event("error", "reload_refused", [("problems", problems.lines.joined(separator: "; "))])
             return nil
@@ -406,25 +328,6 @@ enum ServeCommand {
       return String(rest[rest.index(after: rest.startIndex)..<close])
     }
     return String(rest.prefix { $0 != ":" && $0 != "/" })
-  }
-
-  private static func apply(limit key: String, value: Double, to configuration: inout ServerConfiguration) {
-    let seconds = Duration.milliseconds(Int64(value * 1000))
-    let count = Int(value)
-    switch key {
-    case "max-target-bytes": configuration.limits.maxTargetBytes = count
-    case "max-header-bytes": configuration.limits.maxHeaderBytes = count
-    case "max-header-count": configuration.limits.maxHeaderCount = count
-    case "max-body-bytes": configuration.limits.maxBodyBytes = count
-    case "max-connections": configuration.limits.maxConnectionsPerLoop = count
-    case "head-timeout": configuration.limits.headTimeout = seconds
-    case "body-timeout": configuration.limits.bodyTimeout = seconds
-    case "idle-timeout": configuration.limits.idleTimeout = seconds
-    case "write-timeout": configuration.limits.writeTimeout = seconds
-    case "linger-timeout": configuration.limits.lingerTimeout = seconds
-    case "drain-timeout": configuration.drainTimeout = seconds
-    default: break
-    }
   }
 
   private static func split(_ word: String) -> (String, String?) {

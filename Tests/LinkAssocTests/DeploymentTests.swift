@@ -201,8 +201,10 @@ let invalidCases: [InvalidCase] = [
     name: "unknown top-level key", text: production(["orign": "\"x\""]), problem: "unknown setting 'orign'"),
   .init(name: "wrong type", text: production(["label": "42"]), problem: "'label' must be a string"),
   .init(
-    name: "unknown limit", text: production(["limits": "{\"max-fun\": 1}"]),
-    problem: "unknown setting 'limits.max-fun'"),
+    name: "a limit that is not a number", text: production(["limits": "{\"max-body-bytes\": \"1 MB\"}"]),
+    problem: "limits.max-body-bytes must be a number"),
+  .init(
+    name: "limits not an object", text: production(["limits": "[1]"]), problem: "'limits' must be an object"),
 ]
 
 @Suite("Deployment validation")
