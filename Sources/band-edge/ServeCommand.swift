@@ -373,16 +373,27 @@ enum ServeCommand {
     guard files.apple.count <= LinkFiles.maxBytes, files.android.count <= LinkFiles.maxBytes else {
       throw ShellError("a verified-link file is larger than 128 KiB")
     }
+    let stylesheet = shell.manifest.entries.first { $0.source == "styles.css" }?.path
     let client = ClientContext(
       databasePath: databasePath, deployment: deployment, lifetimes: lifetimes,
-      stylesheet: shell.manifest.entries.first { $0.source == "styles.css" }?.path,
+      stylesheet: stylesheet,
       sessionCacheEntries: sessionCacheEntries, signInLimit: limits.signIn, exchangeLimit: limits.exchange,
       trustedProxies: limits.trustedProxies, refusalHold: limits.refusalHold, clock: { Int(time(nil)) })
+    // `/favicon.ico` under its stable name (browsers ask for it unprompted): the shell's
+    // fingerprinted icon, revalidated.
+    let faviconPath = shell.manifest.entries.first { $0.source == "favicon.ico" }?.path
+    let favicon = shell.routes.first { $0.pattern == faviconPath }.map { icon in
+      [Route(.get, "/favicon.ico", cacheClass: .revalidate) { request in icon.respond(to: request) }]
+    }
+    let routes =
+      EdgeRoutes.health() + shell.routes + (favicon ?? []) + files.routes(maxAge: deployment.linkFileMaxAge)
+      + SessionAPI(client).routes + WebPages(client).routes + NativeSignIn(client).routes
+      + OpenAPIDocument.routes
+      + (testRoutes ? EdgeRoutes.testing() : [])
+    // Every approved app-link path nothing else answers gets its web page (the app is not installed).
     return try Router(
-      EdgeRoutes.health() + shell.routes + files.routes(maxAge: deployment.linkFileMaxAge)
-        + SessionAPI(client).routes + WebPages(client).routes + NativeSignIn(client).routes
-        + OpenAPIDocument.routes
-        + (testRoutes ? EdgeRoutes.testing() : []))
+      routes + LinkFallback.routes(deployment: deployment, stylesheet: stylesheet, existing: routes),
+      errorPage: ErrorPages.renderer(deployment: deployment, stylesheet: stylesheet))
   }
 
   /// The TLS context for the certificate/key pairs (the first is the default; others are chosen
