@@ -379,14 +379,13 @@ enum ServeCommand {
       stylesheet: stylesheet,
       sessionCacheEntries: sessionCacheEntries, signInLimit: limits.signIn, exchangeLimit: limits.exchange,
       trustedProxies: limits.trustedProxies, refusalHold: limits.refusalHold, clock: { Int(time(nil)) })
-    // `/favicon.ico` under its stable name (browsers ask for it unprompted): the shell's
-    // fingerprinted icon, revalidated.
-    let faviconPath = shell.manifest.entries.first { $0.source == "favicon.ico" }?.path
-    let favicon = shell.routes.first { $0.pattern == faviconPath }.map { icon in
-      [Route(.get, "/favicon.ico", cacheClass: .revalidate) { request in icon.respond(to: request) }]
+    // `/favicon.ico` under its stable name (browsers ask for it unprompted), revalidated.
+    let favicon = shell.manifest.entries.first { $0.source == "favicon.ico" }.flatMap {
+      Favicon.route(file: shellDirectory + "/" + $0.file)
     }
     let routes =
-      EdgeRoutes.health() + shell.routes + (favicon ?? []) + files.routes(maxAge: deployment.linkFileMaxAge)
+      EdgeRoutes.health() + shell.routes + (favicon.map { [$0] } ?? [])
+      + files.routes(maxAge: deployment.linkFileMaxAge)
       + SessionAPI(client).routes + WebPages(client).routes + NativeSignIn(client).routes
       + OpenAPIDocument.routes
       + (testRoutes ? EdgeRoutes.testing() : [])
