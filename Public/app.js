@@ -7,10 +7,12 @@ function announce(text) {
   statusLine.textContent = text;
 }
 
+// Both views start hidden (index.html): nothing is shown until the session is known.
 function show(id) {
   for (const section of ["signed-out", "signed-in"]) {
     document.getElementById(section).hidden = section !== id;
   }
+  document.getElementById("main").removeAttribute("aria-busy");
 }
 
 // The session decides the view. A 401 is the ordinary signed-out answer, never an error.
@@ -69,13 +71,23 @@ function showSession(session) {
   showRole();
 }
 
+// Times in the browser's own time zone, with the zone named (server pages use the deployment's).
+const timeFormat = new Intl.DateTimeFormat(document.documentElement.lang || undefined, {
+  day: "numeric",
+  month: "short",
+  year: "numeric",
+  hour: "2-digit",
+  minute: "2-digit",
+  timeZoneName: "short",
+});
+
 function deviceName(session) {
-  if (session.kind !== "native") return "Web browser";
+  if (session.kind !== "native") return session.platform || "Web browser";
   const platform = { ios: "iPhone or iPad app", android: "Android app" }[session.platform] || "App";
   return session.appVersion ? `${platform} ${session.appVersion}` : platform;
 }
 
-// Active sessions, each with a revoke button (DELETE from this page: same-origin, cookie).
+// Active sessions, each with a "Sign out" button (DELETE from this page: same-origin, cookie).
 async function loadDevices() {
   const list = document.getElementById("devices");
   let sessions;
@@ -89,14 +101,17 @@ async function loadDevices() {
   list.replaceChildren();
   for (const session of sessions) {
     const item = document.createElement("li");
-    const seen = new Date(session.lastSeenAt).toLocaleString();
+    const name = `${deviceName(session)}${session.current ? " (this browser)" : ""}`;
     const text = document.createElement("span");
-    text.textContent = `${deviceName(session)}${session.current ? " (this browser)" : ""}, last seen ${seen}`;
+    const seen = document.createElement("time");
+    seen.dateTime = session.lastSeenAt;
+    seen.textContent = timeFormat.format(new Date(session.lastSeenAt));
+    text.append(`${name}, last seen `, seen);
     const button = document.createElement("button");
     button.type = "button";
-    button.className = "link";
-    button.textContent = session.current ? "Sign out here" : "Revoke";
-    button.setAttribute("aria-label", `${button.textContent}: ${text.textContent}`);
+    button.className = "button danger small";
+    button.textContent = "Sign out";
+    button.setAttribute("aria-label", `Sign out: ${name}`);
     button.addEventListener("click", () => revoke(session));
     item.append(text, " ", button);
     list.append(item);
@@ -109,7 +124,7 @@ async function revoke(session) {
     credentials: "same-origin",
   }).catch(() => null);
   if (!response || (response.status !== 204 && response.status !== 404)) {
-    announce("That session could not be revoked just now. Please try again.");
+    announce("That device could not be signed out just now. Please try again.");
     return;
   }
   if (session.current) {

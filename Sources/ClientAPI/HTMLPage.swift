@@ -1,8 +1,9 @@
 import Edge
 import LinkAssoc
 
-/// Server-rendered pages (sign-in, account): no script at all, the shell's stylesheet, the
-/// deployment label outside production, and the design's security headers.
+/// Server-rendered pages (sign-in, account, errors, link fallbacks): no script at all, the shell's
+/// stylesheet, header, footer, favicon and manifest, the deployment label outside production, and
+/// the design's security headers.
 struct HTMLPage {
   let title: String
   var body = ""
@@ -18,14 +19,23 @@ struct HTMLPage {
     [
       (
         "Content-Security-Policy",
-        "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; "
-          + "base-uri 'none'"
+        "default-src 'none'; style-src 'self'; img-src 'self'; manifest-src 'self'; form-action 'self'; "
+          + "frame-ancestors 'none'; base-uri 'none'"
       ),
       ("Referrer-Policy", referrerPolicy),
       ("X-Content-Type-Options", "nosniff"),
       ("Permissions-Policy", "camera=(), microphone=(), geolocation=()"),
       ("Cross-Origin-Opener-Policy", "same-origin"),
     ]
+  }
+
+  /// The bar colour of each environment (the shell's `theme-color` and styles.css agree).
+  static func themeColour(_ environment: Environment) -> String {
+    switch environment {
+    case .production: "#1d4ed8"
+    case .staging: "#b45309"
+    case .development: "#047857"
+    }
   }
 
   /// Appends markup written here (never text from a request: use `text`).
@@ -47,7 +57,26 @@ struct HTMLPage {
     _ status: Status, context: ClientContext, headers: [(name: String, value: String)] = [],
     referrerPolicy: String = "same-origin"
   ) -> Response {
-    let deployment = context.deployment
+    response(
+      status, deployment: context.deployment, stylesheet: context.stylesheet, headers: headers,
+      referrerPolicy: referrerPolicy)
+  }
+
+  /// The page as a response, for callers without a client context (the engine's error pages).
+  func response(
+    _ status: Status, deployment: Deployment, stylesheet: String?,
+    headers: [(name: String, value: String)] = [],
+    referrerPolicy: String = "same-origin"
+  ) -> Response {
+    Response(
+      status: status,
+      headers: [("Content-Type", "text/html; charset=utf-8")] + Self.headers(referrerPolicy: referrerPolicy)
+        + headers,
+      body: .bytes(Array(document(deployment: deployment, stylesheet: stylesheet).utf8)))
+  }
+
+  /// The whole document: the shell's head links, skip link, header, `main` and footer around `body`.
+  func document(deployment: Deployment, stylesheet: String?) -> String {
     let production = deployment.environment == .production
     var page =
       "<!doctype html>\n<html lang=\"en-GB\" data-environment=\"\(deployment.environment.rawValue)\">\n<head>\n"
@@ -55,30 +84,42 @@ struct HTMLPage {
       "<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
     page +=
       "<title>\(production ? "" : "[" + Self.escape(deployment.label) + "] ")\(Self.escape(title)) · Band Licence</title>\n"
-    if let stylesheet = context.stylesheet {
+    page += "<meta name=\"theme-color\" content=\"\(Self.themeColour(deployment.environment))\">\n"
+    page += "<link rel=\"manifest\" href=\"/manifest.webmanifest\">\n"
+    page += "<link rel=\"icon\" href=\"/favicon.ico\" sizes=\"any\">\n"
+    if let stylesheet {
       page += "<link rel=\"stylesheet\" href=\"\(Self.escape(stylesheet))\">\n"
     }
-    page += "</head>\n<body>\n<header class=\"bar\">\n<p class=\"brand\"><a href=\"/\">Band Licence</a></p>\n"
+    page += "</head>\n<body>\n<a class=\"skip\" href=\"#main\">Skip to content</a>\n"
+    page += "<header class=\"bar\">\n"
+    page +=
+      "<p class=\"brand\"><a href=\"/\"><span class=\"logo\" aria-hidden=\"true\"></span>Band Licence</a></p>\n"
     if !production { page += "<p class=\"deployment\">\(Self.escape(deployment.label))</p>\n" }
-    page += "</header>\n<main id=\"main\">\n" + body + "</main>\n</body>\n</html>\n"
-    return Response(
-      status: status,
-      headers: [("Content-Type", "text/html; charset=utf-8")] + Self.headers(referrerPolicy: referrerPolicy)
-        + headers,
-      body: .bytes(Array(page.utf8)))
+    page += "</header>\n<main id=\"main\" tabindex=\"-1\">\n" + body + "</main>\n"
+    page += "<footer class=\"foot\"><p>Band Licence</p></footer>\n</body>\n</html>\n"
+    return page
   }
 
-  /// A short page that says what went wrong and what to do.
-  static func problem(_ status: Status, _ title: String, _ message: String, context: ClientContext)
-    -> Response
+  /// A short page that says what went wrong and what to do, with a link to go on from.
+  static func problem(
+    _ status: Status, _ title: String, _ message: String, context: ClientContext,
+    next: (href: String, label: String) = ("/sign-in", "Back to sign in")
+  ) -> Response {
+    problemPage(title, message, next: next).response(status, context: context)
+  }
+
+  /// The page of `problem`, not yet a response.
+  static func problemPage(_ title: String, _ message: String, next: (href: String, label: String)) -> HTMLPage
   {
     var page = HTMLPage(title: title)
     page.html("<h1>")
     page.text(title)
     page.html("</h1>\n<p>")
     page.text(message)
-    page.html("</p>\n<p><a class=\"button\" href=\"/sign-in\">Back to sign in</a></p>\n")
-    return page.response(status, context: context)
+    page.html("</p>\n<p><a class=\"button\" href=\"\(escape(next.href))\">")
+    page.text(next.label)
+    page.html("</a></p>\n")
+    return page
   }
 
   /// HTML escaping for text and quoted attribute values.

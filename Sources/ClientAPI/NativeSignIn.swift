@@ -9,47 +9,66 @@ struct HandoffParameters: Equatable {
   let platform: String
   let appVersion: String
 
-  /// The parameters in `fields`, or the sentence that says what is wrong with them.
+  /// The parameters in `fields`, or every problem with them: one sentence for the person, each
+  /// technical reason for the app's developer, and the state when it is valid (so the person can
+  /// be sent back to the app with `error=invalid_request`).
   static func parse(_ fields: [String: String]?, deployment: Deployment) -> Result<HandoffParameters, Refusal>
   {
     guard let fields else {
-      return .failure(Refusal("The sign-in link is malformed (a parameter is repeated or not UTF-8)."))
+      return .failure(
+        Refusal(
+          Refusal.brokenLink, details: ["A parameter is repeated or not UTF-8 (RFC 6749 §3.1)."], state: nil))
     }
+    var details: [String] = []
+    var message = Refusal.brokenLink
     if fields["redirect_uri"] != nil || fields["return_to"] != nil {
-      return .failure(
-        Refusal("The sign-in link names a return address; the app's address is fixed by the server."))
+      details.append("redirect_uri and return_to are not accepted: the callback is fixed by the server.")
     }
-    guard deployment.capabilities["nativeSignIn"] else {
-      return .failure(Refusal("Signing in from the app is turned off for now. Please try again later."))
+    if fields["code_challenge_method"] != "S256" {
+      details.append(
+        fields["code_challenge_method"] == nil
+          ? "code_challenge_method is missing; it must be S256 (RFC 7636 §4.3)."
+          : "code_challenge_method must be S256; plain and others are refused (RFC 7636 §4.3).")
     }
-    guard fields["code_challenge_method"] == "S256" else {
-      return .failure(Refusal("The sign-in link must use code_challenge_method=S256."))
+    let challenge = fields["code_challenge"].flatMap { PKCE.validChallenge($0) ? $0 : nil }
+    if challenge == nil { details.append("code_challenge must be 43 base64url characters (RFC 7636 §4.2).") }
+    let state = fields["state"].flatMap { PKCE.validState($0) ? $0 : nil }
+    if state == nil { details.append("state must be 16 to 512 URL-safe characters.") }
+    let platform = fields["platform"].flatMap { $0 == "ios" || $0 == "android" ? $0 : nil }
+    if platform == nil { details.append("platform must be ios or android.") }
+    let appVersion = fields["app_version"].flatMap { PKCE.validAppVersion($0) ? $0 : nil }
+    if appVersion == nil { details.append("app_version must look like 1.4 or 1.4.0.") }
+    if let platform, let appVersion {
+      let minimum = platform == "ios" ? deployment.minimumIOSVersion : deployment.minimumAndroidVersion
+      if ClientStore.compareVersions(appVersion, minimum) < 0 {
+        details.append("app_version \(appVersion) is below the minimum for \(platform), \(minimum).")
+        message = "This version of the app is too old. Please update the app, then sign in again."
+      }
     }
-    guard let challenge = fields["code_challenge"], PKCE.validChallenge(challenge) else {
-      return .failure(Refusal("The sign-in link's code_challenge must be 43 base64url characters."))
+    if !deployment.capabilities["nativeSignIn"] {
+      details.append("Native sign-in is switched off on this deployment (capability nativeSignIn).")
+      message = "Signing in from the app is turned off for now. Please try again later."
     }
-    guard let state = fields["state"], PKCE.validState(state) else {
-      return .failure(Refusal("The sign-in link's state must be 16 to 512 URL-safe characters."))
-    }
-    guard let platform = fields["platform"], platform == "ios" || platform == "android" else {
-      return .failure(Refusal("The sign-in link's platform must be ios or android."))
-    }
-    guard let appVersion = fields["app_version"], PKCE.validAppVersion(appVersion) else {
-      return .failure(Refusal("The sign-in link's app_version must look like 1.4 or 1.4.0."))
-    }
-    let minimum = platform == "ios" ? deployment.minimumIOSVersion : deployment.minimumAndroidVersion
-    guard ClientStore.compareVersions(appVersion, minimum) >= 0 else {
-      return .failure(
-        Refusal("This version of the app is too old. Please update the app, then sign in again."))
+    guard details.isEmpty, let challenge, let state, let platform, let appVersion else {
+      return .failure(Refusal(message, details: details, state: state))
     }
     return .success(
       HandoffParameters(state: state, challenge: challenge, platform: platform, appVersion: appVersion))
   }
 
-  /// Why a sign-in link was refused, in a sentence for the person holding the phone.
+  /// Why a sign-in link was refused: a sentence for the person holding the phone, the reasons for
+  /// the app's developer, and the link's state when it was valid.
   struct Refusal: Error, Equatable {
+    /// The sentence for a link the app built wrongly.
+    static let brokenLink = "The app opened a sign-in link that does not work, so you cannot sign in with it."
     let message: String
-    init(_ message: String) { self.message = message }
+    let details: [String]
+    let state: String?
+    init(_ message: String, details: [String], state: String?) {
+      self.message = message
+      self.details = details
+      self.state = state
+    }
   }
 
   /// The hidden fields that carry the parameters through the form.
@@ -144,21 +163,26 @@ public struct NativeSignIn: Sendable {
     } else {
       let email = fields_["email"] ?? ""
       let password = fields_["password"] ?? ""
+      let typed = email.utf8.count <= WebPages.maxEmailBytes && WebPages.showable(email) ? email : ""
       guard !email.isEmpty, !password.isEmpty, email.utf8.count <= WebPages.maxEmailBytes,
         password.utf8.count <= WebPages.maxPasswordBytes
       else {
         return form(
           request, parameters, signedIn: nil, status: .badRequest,
-          message: "Enter your email address and your password.")
+          message: "Enter your email address and your password.", email: typed)
       }
       switch try pages.checkPassword(email: email, password: password, store: store) {
       case .passed(let found, let upgradedHash):
         if let upgradedHash { try store.upgradeHash(accountID: found.id, to: upgradedHash) }
         account = found
       case .refused:
-        return form(request, parameters, signedIn: nil, status: .badRequest, message: WebPages.failureMessage)
+        return form(
+          request, parameters, signedIn: nil, status: .badRequest, message: WebPages.failureMessage,
+          email: typed)
       case .locked:
-        return form(request, parameters, signedIn: nil, status: .badRequest, message: WebPages.lockedMessage)
+        return form(
+          request, parameters, signedIn: nil, status: .badRequest, message: WebPages.lockedMessage,
+          email: typed)
       }
     }
     let code = try store.createHandoff(
@@ -169,8 +193,10 @@ public struct NativeSignIn: Sendable {
     return WebPages.redirect("\(origin)/native/callback?code=\(code)&state=\(parameters.state)")
   }
 
+  /// The native sign-in form; `email` is what the person typed last time (shown again, escaped).
   func form(
-    _ request: Request, _ parameters: HandoffParameters, signedIn: Account?, status: Status, message: String?
+    _ request: Request, _ parameters: HandoffParameters, signedIn: Account?, status: Status, message: String?,
+    email: String = ""
   ) -> Response {
     let (binding, headers) = WebPages.csrfBinding(request)
     let csrf = "<input type=\"hidden\" name=\"csrf\" value=\"\(WebSecurity.csrfToken(binding: binding))\">\n"
@@ -187,7 +213,7 @@ public struct NativeSignIn: Sendable {
     }
     page.html(
       "<form class=\"form\" method=\"post\" action=\"/native/sign-in\">\n" + csrf + parameters.hiddenFields)
-    page.html(WebPages.credentialFields)
+    page.html(WebPages.credentialFields(email: email))
     page.html("<button class=\"button\" type=\"submit\">Sign in</button>\n</form>\n")
     page.html("<form method=\"post\" action=\"/native/sign-in\">\n" + csrf + parameters.hiddenFields)
     page.html("<input type=\"hidden\" name=\"action\" value=\"cancel\">\n")
@@ -195,12 +221,31 @@ public struct NativeSignIn: Sendable {
     return page.response(status, context: context, headers: headers)
   }
 
+  /// The 400 page for a refused link: the sentence for the person, every reason in a small
+  /// "Details for the app's developer" element, and, when the link's state is valid and the
+  /// callback is an approved link path, a button back to the app with `error=invalid_request`
+  /// (RFC 6749 §4.1.2.1). No referrer: the page's address carries the link's parameters.
   func refused(_ refusal: HandoffParameters.Refusal) -> Response {
     var page = HTMLPage(title: "This sign-in link cannot be used")
     page.html("<h1>This sign-in link cannot be used</h1>\n<p>")
     page.text(refusal.message)
-    page.html("</p>\n<p>Return to the app and start signing in again.</p>\n")
-    return page.response(.badRequest, context: context)
+    page.html("</p>\n")
+    let deployment = context.deployment
+    if let state = refusal.state, deployment.verifiedLinkPaths.contains("/native/callback") {
+      // Built from configuration only (and a state that is URL-safe by validation).
+      let back = "\(deployment.origin)/native/callback?error=invalid_request&state=\(state)"
+      page.html("<p><a class=\"button\" href=\"\(HTMLPage.escape(back))\">Return to the app</a></p>\n")
+    } else {
+      page.html("<p>Return to the app and start signing in again.</p>\n")
+    }
+    page.html("<details class=\"developer\">\n<summary>Details for the app's developer</summary>\n<ul>\n")
+    for detail in refusal.details {
+      page.html("<li>")
+      page.text(detail)
+      page.html("</li>\n")
+    }
+    page.html("</ul>\n</details>\n")
+    return page.response(.badRequest, context: context, referrerPolicy: "no-referrer")
   }
 
   /// Shown when the callback opens in a browser (the app is not installed, or the link was not

@@ -10,6 +10,8 @@ public struct WebPages: Sendable {
   /// A hash with the current parameters of a password nobody knows: an unknown email is verified
   /// against it, so that it costs the same Argon2id work as a known one.
   let decoyHash: String
+  /// The deployment's display time zone (`timezone`), for times on the account page.
+  let zone: ZoneRules
 
   /// Longest email (RFC 5321 path limit) and password accepted.
   static let maxEmailBytes = 254
@@ -19,6 +21,7 @@ public struct WebPages: Sendable {
   public init(_ context: ClientContext) {
     self.context = context
     decoyHash = context.hasher.decoy()
+    zone = ZoneRules.load(context.deployment.timezone)
   }
 
   public var routes: [Route] {
@@ -54,19 +57,27 @@ public struct WebPages: Sendable {
 
   func signInPage(_ request: Request) throws(StoreError) -> Response {
     let store = try context.store()
-    if try context.signed(Credential(request), store) != nil { return Self.redirect("/account") }
-    return signInForm(request, status: .ok, message: nil)
+    let back = Self.returnPath(request.query.flatMap { WebSecurity.fields(Array($0.utf8)) }?["return"])
+    if try context.signed(Credential(request), store) != nil { return Self.redirect(back ?? "/account") }
+    return signInForm(request, status: .ok, message: nil, returnTo: back)
   }
 
-  /// The form, with a CSRF token bound to the visitor's `__Host-bl_csrf` cookie (set now if absent).
-  func signInForm(_ request: Request, status: Status, message: String?) -> Response {
+  /// The form, with a CSRF token bound to the visitor's `__Host-bl_csrf` cookie (set now if absent);
+  /// `email` is what the person typed last time (shown again, escaped), `returnTo` the same-origin
+  /// path to go on to once signed in, `message` the alert (`failureMessage`, `lockedMessage`, ...).
+  func signInForm(
+    _ request: Request, status: Status, message: String?, email: String = "", returnTo: String? = nil
+  ) -> Response {
     let (binding, headers) = Self.csrfBinding(request)
     var page = HTMLPage(title: "Sign in")
     page.html("<h1>Sign in</h1>\n")
     page.alert(message)
     page.html("<form class=\"form\" method=\"post\" action=\"/sign-in\">\n")
     page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(WebSecurity.csrfToken(binding: binding))\">\n")
-    page.html(Self.credentialFields)
+    if let returnTo {
+      page.html("<input type=\"hidden\" name=\"return\" value=\"\(HTMLPage.escape(returnTo))\">\n")
+    }
+    page.html(Self.credentialFields(email: email))
     page.html("<button class=\"button\" type=\"submit\">Sign in</button>\n</form>\n")
     return page.response(status, context: context, headers: headers)
   }
@@ -78,25 +89,35 @@ public struct WebPages: Sendable {
     let form = WebSecurity.form(request) ?? [:]
     let email = form["email"] ?? ""
     let password = form["password"] ?? ""
+    let back = Self.returnPath(form["return"])
+    // What the person typed is shown again only if it could be an email at all (never a password
+    // pasted into the wrong field's worth of text, never control characters).
+    let typed = email.utf8.count <= Self.maxEmailBytes && Self.showable(email) ? email : ""
     guard !email.isEmpty, !password.isEmpty, email.utf8.count <= Self.maxEmailBytes,
       password.utf8.count <= Self.maxPasswordBytes
     else {
-      return signInForm(request, status: .badRequest, message: "Enter your email address and your password.")
+      return signInForm(
+        request, status: .badRequest, message: "Enter your email address and your password.", email: typed,
+        returnTo: back)
     }
     let store = try context.store()
     let account: Account
     let upgradedHash: String?
     switch try checkPassword(email: email, password: password, store: store) {
     case .passed(let found, let hash): (account, upgradedHash) = (found, hash)
-    case .refused: return signInForm(request, status: .badRequest, message: Self.failureMessage)
-    case .locked: return signInForm(request, status: .badRequest, message: Self.lockedMessage)
+    case .refused:
+      return signInForm(
+        request, status: .badRequest, message: Self.failureMessage, email: typed, returnTo: back)
+    case .locked:
+      return signInForm(
+        request, status: .badRequest, message: Self.lockedMessage, email: typed, returnTo: back)
     }
     let token = Secrets.token()
     _ = try store.signIn(
       accountID: account.id, token: token, replacing: Credential(request).token, upgradedHash: upgradedHash,
       lifetimes: context.lifetimes)
     return Self.redirect(
-      "/",
+      back ?? "/",
       cookie: WebSecurity.setCookie(WebSecurity.sessionCookie, token, maxAge: context.lifetimes.webAbsolute))
   }
 
@@ -108,21 +129,44 @@ public struct WebPages: Sendable {
     return (binding, [("Set-Cookie", WebSecurity.setCookie(WebSecurity.csrfCookie, binding, maxAge: 86400))])
   }
 
-  /// The email and password inputs of every sign-in form. `type=text` with `inputmode=email`:
-  /// password managers key on `autocomplete=username`, which `type=email` does not allow everywhere.
-  static let credentialFields =
+  /// The email and password inputs of every sign-in form, the email filled with `email` (escaped).
+  /// `type=text` with `inputmode=email` and `autocomplete=username`, styled like the other fields:
+  /// `type=email` would let each browser judge (and rewrite: trimmed, IDN domains punycoded)
+  /// addresses before the server's one normalisation sees them, and block some real ones; the
+  /// server refuses what is not an address with the same answer as a wrong password.
+  static func credentialFields(email: String) -> String {
     "<label for=\"email\">Email</label>\n"
-    + "<input id=\"email\" name=\"email\" type=\"text\" inputmode=\"email\" autocomplete=\"username\" "
-    + "autocapitalize=\"none\" spellcheck=\"false\" required maxlength=\"254\">\n"
-    + "<label for=\"password\">Password</label>\n"
-    + "<input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"current-password\" required>\n"
+      + "<input id=\"email\" name=\"email\" type=\"text\" inputmode=\"email\" autocomplete=\"username\" "
+      + "autocapitalize=\"none\" spellcheck=\"false\" required maxlength=\"254\""
+      + (email.isEmpty ? "" : " value=\"\(HTMLPage.escape(email))\"") + ">\n"
+      + "<label for=\"password\">Password</label>\n"
+      + "<input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"current-password\" required>\n"
+  }
 
   /// The one sentence for every failed sign-in: it never says whether the email exists.
   static let failureMessage =
     "That email address and password do not match an account that can sign in. Check them and try again."
 
-  /// What every email shows while it is locked after repeated failures (nothing is enumerated).
+  /// The sentence while an email is locked after repeated failures: the same for every email,
+  /// known or not, so that it tells nobody whether an account exists.
   static let lockedMessage = "Too many attempts: wait a few minutes and try again."
+
+  /// Whether typed text may be shown again in a form: no control characters (C0, DEL, C1).
+  static func showable(_ text: String) -> Bool {
+    text.unicodeScalars.allSatisfy { $0.value >= 0x20 && !(0x7F...0x9F).contains($0.value) }
+  }
+
+  /// `text` when it is a same-origin path to send a person to after sign-in, else nil: starts with
+  /// one `/` (not `//` or `/\`, which browsers read as another host), printable ASCII only (no
+  /// scheme can follow a leading `/`; no control characters, which browsers strip; no `\`).
+  static func returnPath(_ text: String?) -> String? {
+    guard let text, text.utf8.count <= 2048, text.hasPrefix("/") else { return nil }
+    let bytes = Array(text.utf8)
+    guard bytes.count == 1 || (bytes[1] != UInt8(ascii: "/") && bytes[1] != UInt8(ascii: "\\")),
+      bytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\\") })
+    else { return nil }
+    return text
+  }
 
   // MARK: sign out, account, revoke
 
@@ -141,7 +185,7 @@ public struct WebPages: Sendable {
   func accountPage(_ request: Request) throws(StoreError) -> Response {
     let store = try context.store()
     guard let signed = try context.signed(Credential(request), store) else {
-      return Self.redirect("/sign-in")
+      return Self.redirect("/sign-in?return=%2Faccount")
     }
     let account = signed.account
     let csrf = WebSecurity.csrfToken(binding: signed.token)
@@ -170,21 +214,24 @@ public struct WebPages: Sendable {
       "<th scope=\"col\">Signed in</th><th scope=\"col\">Last seen</th><th scope=\"col\">Action</th></tr></thead>\n<tbody>\n"
     )
     for session in try store.sessions(.accountID(account.id)) {
+      let current = session.id == signed.session.id
+      let name = Self.deviceName(session) + (current ? " (this browser)" : "")
       page.html("<tr><td>")
-      page.text(Self.deviceName(session))
-      page.html(
-        "</td><td>\(Timestamp.readable(session.createdAt))</td><td>\(Timestamp.readable(session.lastSeenAt))</td><td>"
-      )
+      page.text(name)
+      page.html("</td><td>\(time(session.createdAt))</td><td>\(time(session.lastSeenAt))</td><td>")
       page.html("<form method=\"post\" action=\"/account/sessions/revoke\">")
       page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(csrf)\">")
       page.html("<input type=\"hidden\" name=\"session\" value=\"\(HTMLPage.escape(session.id))\">")
-      let current = session.id == signed.session.id
-      page.html(
-        "<button class=\"link\" type=\"submit\">\(current ? "Sign out this browser" : "Revoke")</button></form>"
-      )
+      // One word for one action: a device is signed out, wherever it is listed.
+      page.html("<button class=\"button danger small\" type=\"submit\" aria-label=\"Sign out: ")
+      page.text(name)
+      page.html("\">Sign out</button></form>")
       page.html("</td></tr>\n")
     }
-    page.html("</tbody>\n</table>\n<form method=\"post\" action=\"/sign-out\">\n")
+    page.html("</tbody>\n</table>\n<p class=\"zone\">Times are in ")
+    page.text(zone.name)
+    page.html(" time.</p>\n")
+    page.html("<form method=\"post\" action=\"/sign-out\">\n")
     page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(csrf)\">\n")
     page.html("<button class=\"button\" type=\"submit\">Sign out</button>\n</form>\n")
     page.html(
@@ -218,7 +265,7 @@ public struct WebPages: Sendable {
   {
     let store = try context.store()
     guard let signed = try context.signed(Credential(request), store) else {
-      return Self.redirect("/sign-in")
+      return Self.redirect("/sign-in?return=%2Faccount%2Fdelete")
     }
     var page = HTMLPage(title: "Delete your account")
     page.html("<h1>Delete your account</h1>\n")
@@ -293,7 +340,18 @@ public struct WebPages: Sendable {
   }
 
   func guarded(_ body: () throws -> Response) -> Response {
-    do { return try body() } catch { return ClientContext.storeFailure(error, html: true) }
+    do { return try body() } catch {
+      // The failure is logged there; the person gets a page, not its plain text.
+      let plain = ClientContext.storeFailure(error, html: true)
+      return HTMLPage.problem(
+        plain.status, "Something went wrong", "Something went wrong on our side. Please try again.",
+        context: context, next: ("/", "Go to the start page"))
+    }
+  }
+
+  /// `<time>` of `instant` in the deployment's zone, labelled with the zone's abbreviation.
+  func time(_ instant: Int) -> String {
+    "<time datetime=\"\(Timestamp.iso8601(instant))\">\(HTMLPage.escape(zone.readable(instant)))</time>"
   }
 
   static func redirect(_ location: String, cookie: String? = nil) -> Response {
@@ -302,8 +360,13 @@ public struct WebPages: Sendable {
     return response
   }
 
+  /// How the account page names a session: the app and its version, or the browser and system
+  /// the store kept for a web session (`platform`, see `BrowserLabel`), else "Web browser".
   static func deviceName(_ session: SessionRecord) -> String {
-    guard session.kind == "native" else { return "Web browser" }
+    guard session.kind == "native" else {
+      guard let label = session.platform, !label.isEmpty else { return "Web browser" }
+      return label
+    }
     let platform =
       session.platform == "ios" ? "iPhone or iPad app" : session.platform == "android" ? "Android app" : "App"
     return session.appVersion.map { "\(platform) \($0)" } ?? platform

@@ -55,6 +55,8 @@ public struct Deployment: Equatable, Sendable {
   public var limits: [String: Double]
   /// TLS listeners, certificate and key from the file (command-line flags win).
   public var tls = TLSSettings()
+  /// The IANA time zone server-rendered pages show times in (`"timezone"`, default `Europe/London`).
+  public var timezone = "Europe/London"
 
   /// The default label of each environment.
   public static func defaultLabel(_ environment: Environment) -> String {

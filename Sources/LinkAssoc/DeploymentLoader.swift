@@ -14,7 +14,7 @@ public enum DeploymentLoader {
   static let knownKeys: Set<String> = [
     "environment", "origin", "label", "apple", "android", "verifiedLinkPaths", "capabilities",
     "killSwitches", "minimumAppVersion", "handoffLifetimeSeconds", "linkFileMaxAgeSeconds", "knownIdentities",
-    "listen", "limits", "tls",
+    "listen", "limits", "tls", "timezone",
   ]
 
   /// Reads `configPath` (if any) and validates it together with `environment` variables.
@@ -293,6 +293,9 @@ public enum DeploymentLoader {
       problems.append("'limits' must be an object")
     }
 
+    let timezone = r.string("timezone") ?? "Europe/London"
+    if let problem = checkTimezone(timezone) { problems.append(problem) }
+
     r.problems += problems
     guard let origin, r.problems.isEmpty else { return nil }
     return Deployment(
@@ -301,7 +304,26 @@ public enum DeploymentLoader {
       capabilities: Capabilities(values: capabilities), killSwitches: killSwitches, minimumIOSVersion: ios,
       minimumAndroidVersion: androidVersion, handoffLifetimeSeconds: handoff, linkFileMaxAge: maxAge,
       listen: listen,
-      limits: limits, tls: tls)
+      limits: limits, tls: tls, timezone: timezone)
+  }
+
+  /// Why `name` cannot be the display time zone, or nil: an IANA name (`Area/City`, letters,
+  /// digits, `_ + -`) whose TZif file is in /usr/share/zoneinfo, or one the pages know without
+  /// it (`Europe/London`, `UTC`).
+  static func checkTimezone(_ name: String) -> String? {
+    let segments = name.split(separator: "/", omittingEmptySubsequences: false)
+    let wellFormed =
+      name.utf8.count <= 64
+      && segments.allSatisfy { s in
+        guard let first = s.first, first.isASCII, first.isLetter else { return false }
+        return s.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "_+-".contains($0)) }
+      }
+    guard wellFormed else { return "timezone '\(name)' must be an IANA time zone name such as Europe/London" }
+    if name == "Europe/London" || name == "UTC" { return nil }
+    guard let data = FileManager.default.contents(atPath: "/usr/share/zoneinfo/" + name),
+      data.starts(with: Array("TZif".utf8))
+    else { return "timezone '\(name)' is not a time zone known to this machine (/usr/share/zoneinfo)" }
+    return nil
   }
 
   // MARK: rules

@@ -282,14 +282,23 @@ enum ServeCommand {
     guard files.apple.count <= LinkFiles.maxBytes, files.android.count <= LinkFiles.maxBytes else {
       throw ShellError("a verified-link file is larger than 128 KiB")
     }
+    let stylesheet = shell.manifest.entries.first { $0.source == "styles.css" }?.path
     let client = ClientContext(
-      services: services, deployment: deployment,
-      stylesheet: shell.manifest.entries.first { $0.source == "styles.css" }?.path)
+      services: services, deployment: deployment, stylesheet: stylesheet)
+    // `/favicon.ico` under its stable name (browsers ask for it unprompted), revalidated.
+    let favicon = shell.manifest.entries.first { $0.source == "favicon.ico" }.flatMap {
+      Favicon.route(file: shellDirectory + "/" + $0.file)
+    }
+    let routes =
+      EdgeRoutes.health() + shell.routes + (favicon.map { [$0] } ?? [])
+      + files.routes(maxAge: deployment.linkFileMaxAge)
+      + SessionAPI(client).routes + WebPages(client).routes + NativeSignIn(client).routes
+      + OpenAPIDocument.routes
+      + (testRoutes ? EdgeRoutes.testing() : [])
+    // Every approved app-link path nothing else answers gets its web page (the app is not installed).
     return try Router(
-      EdgeRoutes.health() + shell.routes + files.routes(maxAge: deployment.linkFileMaxAge)
-        + SessionAPI(client).routes + WebPages(client).routes + NativeSignIn(client).routes
-        + OpenAPIDocument.routes
-        + (testRoutes ? EdgeRoutes.testing() : []))
+      routes + LinkFallback.routes(deployment: deployment, stylesheet: stylesheet, existing: routes),
+      errorPage: ErrorPages.renderer(deployment: deployment, stylesheet: stylesheet))
   }
 
   /// The TLS context for the certificate/key pairs (the first is the default; others are chosen

@@ -182,3 +182,118 @@ struct HandoffStoreTests {
     #expect(!text.contains(code) && !text.contains(token))
   }
 }
+
+@Suite("Native sign-in refusals speak to the person (in-process)")
+struct NativeRefusalTests {
+  static let deployment = try! DeploymentLoader.load(environment: [:], configPath: nil).get()
+  static let good = PKCETests.good
+
+  func refused(_ changes: [String: String?], deployment: Deployment = deployment)
+    -> HandoffParameters.Refusal?
+  {
+    var fields = Self.good
+    for (name, value) in changes { fields[name] = value }
+    guard case .failure(let refusal) = HandoffParameters.parse(fields, deployment: deployment) else {
+      return nil
+    }
+    return refusal
+  }
+
+  @Test(
+    "every problem is listed, not only the first; the state is kept when it is valid",
+    arguments: [
+      (["code_challenge_method": "plain"], 1, true),
+      (["code_challenge_method": nil, "code_challenge": "short", "platform": "windows"], 3, true),
+      (["state": "short", "app_version": "one"], 2, false),
+      (["redirect_uri": "https://elsewhere.example/", "state": nil, "code_challenge": nil], 3, false),
+    ] as [([String: String?], Int, Bool)])
+  func collected(changes: [String: String?], count: Int, keepsState: Bool) throws {
+    let refusal = try #require(refused(changes))
+    #expect(refusal.details.count == count, "\(refusal.details)")
+    #expect((refusal.state != nil) == keepsState)
+    #expect(refusal.message == HandoffParameters.Refusal.brokenLink)
+  }
+
+  @Test("an old app and a switched-off sign-in get their own sentence for the person")
+  func sentences() throws {
+    let old = try #require(refused(["app_version": "0.9.0"]))
+    #expect(
+      old.message.contains("too old")
+        && old.details == ["app_version 0.9.0 is below the minimum for ios, 1.0.0."])
+    var off = Self.deployment
+    off.capabilities.values["nativeSignIn"] = false
+    let disabled = try #require(refused([:], deployment: off))
+    #expect(disabled.message.contains("turned off") && disabled.details.count == 1)
+  }
+
+  func page(_ refusal: HandoffParameters.Refusal) -> (Response, String) {
+    let context = ClientContext(
+      databasePath: "/nonexistent/never-opened.sqlite", deployment: Self.deployment,
+      lifetimes: SessionLifetimes(), clock: { 0 })
+    let response = NativeSignIn(context).refused(refusal)
+    guard case .bytes(let bytes) = response.body else { return (response, "") }
+    return (response, String(decoding: bytes, as: UTF8.self))
+  }
+
+  @Test("the page: a plain sentence, the reasons in a details element, a way back to the app with the state")
+  func refusedPage() throws {
+    let (response, page) = page(
+      try #require(refused(["code_challenge_method": "plain", "platform": "x"])))
+    #expect(response.status == .badRequest)
+    #expect(response.header("Referrer-Policy") == "no-referrer")
+    #expect(page.contains("<p>\(HTMLPage.escape(HandoffParameters.Refusal.brokenLink))</p>"))
+    #expect(
+      page.contains("<details class=\"developer\">\n<summary>Details for the app's developer</summary>"))
+    #expect(
+      page.contains("<li>code_challenge_method must be S256") && page.contains("<li>platform must be ios"))
+    #expect(
+      page.contains(
+        "href=\"http://127.0.0.1:8080/native/callback?error=invalid_request&amp;state=state-0123456789abcdef\">Return to the app</a>"
+      ))
+  }
+
+  @Test("no way back without a valid state, or when the callback is not an approved link path")
+  func noWayBack() throws {
+    let (_, invalid) = page(try #require(refused(["state": "bad state!"])))
+    #expect(
+      !invalid.contains("/native/callback")
+        && invalid.contains("Return to the app and start signing in again."))
+    var unapproved = try #require(refused(["platform": "x"]))
+    unapproved = HandoffParameters.Refusal(
+      unapproved.message, details: unapproved.details, state: unapproved.state)
+    let context = ClientContext(
+      databasePath: "/nonexistent/never-opened.sqlite",
+      deployment: {
+        var d = Self.deployment; d.verifiedLinkPaths = ["/qr/*"]; return d
+      }(),
+      lifetimes: SessionLifetimes(), clock: { 0 })
+    let response = NativeSignIn(context).refused(unapproved)
+    guard case .bytes(let bytes) = response.body else { return }
+    #expect(!String(decoding: bytes, as: UTF8.self).contains("/native/callback"))
+  }
+}
+
+@Suite("The display time zone in the configuration")
+struct TimezoneConfigTests {
+  @Test(
+    "timezone: an IANA name this machine knows, Europe/London by default",
+    arguments: [
+      (nil, "Europe/London"), ("\"America/New_York\"", "America/New_York"), ("\"UTC\"", "UTC"),
+      ("\"Mars/Olympus\"", nil), ("\"../etc/passwd\"", nil), ("\"/etc/localtime\"", nil), ("\"\"", nil),
+      ("42", nil),
+    ] as [(String?, String?)])
+  func timezone(value: String?, expected: String?) throws {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tz-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let config = directory.appendingPathComponent("config.json")
+    try (value.map { "{\"timezone\": \($0)}" } ?? "{}").write(to: config, atomically: true, encoding: .utf8)
+    let loaded = DeploymentLoader.load(environment: [:], configPath: config.path)
+    switch (loaded, expected) {
+    case (.success(let deployment), let expected?): #expect(deployment.timezone == expected)
+    case (.failure(let problems), nil):
+      #expect(problems.lines.count == 1 && problems.lines[0].contains("timezone"))
+    default: Issue.record("\(value ?? "nil"): \(loaded)")
+    }
+  }
+}

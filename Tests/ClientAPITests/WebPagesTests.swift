@@ -163,7 +163,10 @@ struct WebPagesTests {
       let response = browser.signIn(email, password)
       #expect(response.status == .badRequest)
       #expect(browser.cookies[WebSecurity.sessionCookie] == nil)
-      bodies.append(text(response).replacingOccurrences(of: Browser.csrf(response), with: ""))
+      // The typed email is shown again (escaped); apart from it the pages are the same.
+      bodies.append(
+        text(response).replacingOccurrences(of: Browser.csrf(response), with: "").replacingOccurrences(
+          of: " value=\"\(email)\"", with: ""))
     }
     #expect(Set(bodies).count == 1, "the three failures are indistinguishable")
     let failures = try f.store.auditEvents().filter { $0.action == "sign_in.failed" }
@@ -225,7 +228,7 @@ struct WebPagesTests {
     var stale = Browser(browser.f)
     stale.cookies[WebSecurity.sessionCookie] = token
     #expect(stale.send(.get, "/api/client/v1/session").status == .unauthorized)
-    #expect(stale.send(.get, "/account").header("Location") == "/sign-in")
+    #expect(stale.send(.get, "/account").header("Location") == "/sign-in?return=%2Faccount")
   }
 
   @Test("devices: list, revoke one's own, never another person's")
@@ -254,6 +257,103 @@ struct WebPagesTests {
       .delete, "/api/client/v1/sessions/\(mine)", headers: [("Origin", "http://127.0.0.1:8080")])
     #expect(revoked.status == .noContent)
     #expect(revoked.header("Set-Cookie")?.contains("Max-Age=0") == true)
+  }
+
+  @Test(
+    "a failed sign-in shows the typed email again, escaped; never control characters",
+    arguments: [
+      ("ada@example.test", " value=\"ada@example.test\""),
+      (
+        "\"><script>x</script>@example.test",
+        " value=\"&quot;&gt;&lt;script&gt;x&lt;/script&gt;@example.test\""
+      ),
+      ("ada@example.test\u{0}x", nil), ("ada@example.test\n", nil),
+    ] as [(String, String?)])
+  func keepsEmail(email: String, shown: String?) throws {
+    var browser = Browser(try fixture())
+    let response = browser.signIn(email, "wrong password")
+    #expect(response.status == .badRequest)
+    let page = text(response)
+    if let shown {
+      #expect(page.contains(shown))
+    } else {
+      #expect(
+        !page.contains(
+          "id=\"email\" name=\"email\" type=\"text\" inputmode=\"email\" autocomplete=\"username\" autocapitalize=\"none\" spellcheck=\"false\" required maxlength=\"254\" value="
+        ))
+    }
+    #expect(!page.contains("wrong password"), "the password is never shown again")
+    #expect(page.contains("type=\"text\" inputmode=\"email\" autocomplete=\"username\""))
+  }
+
+  @Test("the locked sentence is rendered in the form's alert, the same for every email")
+  func locked() throws {
+    let f = try fixture()
+    let request = Request(method: .get, target: "/sign-in", headers: [("Host", "127.0.0.1:8080")])
+    let page = text(f.pages.signInForm(request, status: .badRequest, message: WebPages.lockedMessage))
+    #expect(
+      page.contains(
+        "<p class=\"error\" role=\"alert\">Too many attempts: wait a few minutes and try again.</p>"))
+  }
+
+  @Test(
+    "sign-in returns the person to the page they asked for, and only to a same-origin path",
+    arguments: [
+      ("%2Faccount", "/account", "/account"), ("%2Faccount%2Fdelete", "/account/delete", "/account/delete"),
+      ("%2F%2Fevil.example", "//evil.example", "/"),
+      ("https%3A%2F%2Fevil.example", "https://evil.example", "/"),
+      ("%2F%5Cevil.example", "/\\evil.example", "/"), ("%2F%09%2Fevil.example", "/\t/evil.example", "/"),
+    ])
+  func returns(query: String, raw: String, location: String) throws {
+    var browser = Browser(try fixture())
+    let form = browser.send(.get, "/sign-in?return=\(query)")
+    #expect(form.status == .ok)
+    let page = text(form)
+    #expect(page.contains("name=\"return\"") == (location != "/"))
+    let hidden = location == "/" ? [] : [("return", location)]
+    let response = browser.send(
+      .post, "/sign-in",
+      form: [
+        ("csrf", Browser.csrf(form)), ("email", "ada@example.test"), ("password", "correct horse battery"),
+      ]
+        + hidden)
+    #expect(response.status == .seeOther)
+    #expect(response.header("Location") == location)
+    // A forged field is judged the same way as the query.
+    var other = Browser(browser.f)
+    let again = other.send(.get, "/sign-in")
+    let forged = other.send(
+      .post, "/sign-in",
+      form: [
+        ("csrf", Browser.csrf(again)), ("email", "ada@example.test"), ("password", "correct horse battery"),
+        ("return", raw),
+      ])
+    #expect(forged.header("Location") == location)
+  }
+
+  @Test("the account page: one word for signing a device out, times in the deployment's zone, labelled")
+  func accountWords() throws {
+    var browser = Browser(try fixture())
+    browser.f.clock.advance(ZoneRulesTests.utc(2026, 7, 1, 9, 30) - browser.f.clock.read())
+    _ = browser.signIn("ada@example.test", "correct horse battery")
+    let page = text(browser.send(.get, "/account"))
+    #expect(!page.contains("Revoke"))
+    #expect(
+      page.contains(
+        "class=\"button danger small\" type=\"submit\" aria-label=\"Sign out: Web browser (this browser)\">Sign out</button>"
+      ))
+    #expect(page.contains("<time datetime=\"2026-07-01T09:30:00Z\">1 Jul 2026, 10:30 BST</time>"))
+    #expect(page.contains("Times are in Europe/London time."))
+  }
+
+  @Test("a store failure on a page is a page (500), its cause only in the log")
+  func failurePage() throws {
+    let f = try fixture()
+    let response = f.pages.guarded { throw StoreError("disk I/O error at /secret/path") }
+    #expect(response.status == .internalServerError)
+    #expect(response.header("Content-Type") == "text/html; charset=utf-8")
+    let page = text(response)
+    #expect(page.contains("<h1>Something went wrong</h1>") && !page.contains("secret"))
   }
 
   @Test("pages escape what people typed")
@@ -327,5 +427,198 @@ struct WebSecurityTests {
     #expect(!WebSecurity.csrfValid(token, binding: "two"))
     #expect(!WebSecurity.csrfValid(nil, binding: "one"))
     #expect(!WebSecurity.csrfValid(token, binding: nil))
+  }
+}
+
+@Suite("Error pages, link fallbacks and the shared page frame (in-process)")
+struct PageFrameTests {
+  static let development = try! DeploymentLoader.load(environment: [:], configPath: nil).get()
+
+  @Test(
+    "every error page is a whole page: lang, title, the shell's header and footer, a link home, the label",
+    arguments: [400, 404, 405, 408, 413, 414, 429, 431, 500, 503, 501])
+  func errorPages(code: Int) throws {
+    let render = ErrorPages.renderer(deployment: Self.development, stylesheet: "/styles.test.css")
+    let response = render(Status(code, ""), "The engine's sentence.")
+    let page = text(response)
+    #expect(response.status.code == code)
+    #expect(response.header("Content-Type") == "text/html; charset=utf-8")
+    #expect(response.header("Content-Security-Policy")?.contains("frame-ancestors 'none'") == true)
+    #expect(response.header("X-Content-Type-Options") == "nosniff")
+    #expect(page.hasPrefix("<!doctype html>\n<html lang=\"en-GB\""))
+    #expect(page.contains("<title>[Development] ") && page.contains(" · Band Licence</title>"))
+    for part in [
+      "<link rel=\"stylesheet\" href=\"/styles.test.css\">", "<link rel=\"icon\" href=\"/favicon.ico\"",
+      "<link rel=\"manifest\" href=\"/manifest.webmanifest\">", "<header class=\"bar\">",
+      "<p class=\"deployment\">Development</p>", "<footer class=\"foot\">",
+      "href=\"/\">Go to the start page</a>",
+      "<a class=\"skip\" href=\"#main\">",
+    ] {
+      #expect(page.contains(part), "\(code) lacks \(part)")
+    }
+    let (_, own) = ErrorPages.wording(Status(code, ""))
+    #expect(page.contains(own ?? "The engine&#39;s sentence."))
+  }
+
+  @Test("a production page carries no label")
+  func productionFrame() {
+    var production = Self.development
+    production.environment = .production
+    production.label = "Production"
+    let page = text(ErrorPages.renderer(deployment: production, stylesheet: nil)(.notFound, "Not found."))
+    #expect(
+      !page.contains("class=\"deployment\"") && page.contains("<title>Page not found · Band Licence</title>"))
+  }
+
+  @Test(
+    "approved link paths become router patterns where the router can express them",
+    arguments: [
+      ("/qr/*", "/qr/*"), ("/native/callback", "/native/callback"), ("/cards/*/view", "/cards/:p1/view"),
+      ("/*", nil), ("/api/client/v1/*", nil), ("/.well-known/x", nil), ("/qr-*", nil), ("/a/:b", nil),
+      ("/", nil), ("/api", nil),
+    ] as [(String, String?)])
+  func linkPatterns(path: String, pattern: String?) {
+    #expect(LinkFallback.routePattern(path) == pattern)
+  }
+
+  @Test("a fallback page for every approved path nothing else answers: prebuilt, no-store, nothing echoed")
+  func linkFallbacks() throws {
+    var deployment = Self.development
+    deployment.verifiedLinkPaths = ["/native/callback", "/qr/*", "/cards/*/view"]
+    let existing = [Route(.get, "/native/callback", cacheClass: .private, fixed: .text(.ok, "callback\n"))]
+    let routes = LinkFallback.routes(deployment: deployment, stylesheet: nil, existing: existing)
+    #expect(routes.map(\.pattern) == ["/qr/*", "/cards/:p1/view"])
+    #expect(routes.allSatisfy { $0.cacheClass == .private && $0.method == .get })
+    let router = try Router(existing + routes)
+    for target in ["/qr/ABC123%3Cscript%3E", "/qr/<b>x</b>", "/cards/42/view"] {
+      guard case .found(let route, _, _) = router.match(.get, target), case .fixed = route.handler else {
+        Issue.record("\(target) is not answered by a prebuilt page")
+        continue
+      }
+    }
+    // The routes are prebuilt from these pages: nothing of a request can reach them.
+    for path in ["/qr/*", "/cards/*/view"] {
+      let response = LinkFallback.page(for: path, deployment, nil)
+      let page = text(response)
+      #expect(response.status == .ok)
+      #expect(response.header("Referrer-Policy") == "no-referrer")
+      #expect(response.header("Content-Security-Policy")?.hasPrefix("default-src 'none'") == true)
+      #expect(page.contains("App Store") && page.contains("Google Play"))
+      #expect(!page.contains("http://") && !page.contains("https://"), "no third-party address")
+    }
+    #expect(
+      text(LinkFallback.page(for: "/qr/*", deployment, nil)).contains("You scanned a Band Licence code"))
+  }
+
+  @Test(
+    "return paths after sign-in: same-origin paths only",
+    arguments: [
+      ("/account", "/account"), ("/", "/"), ("/account/delete?x=1#y", "/account/delete?x=1#y"),
+      ("//evil.example/", nil), ("/\\evil.example", nil), ("https://evil.example/", nil),
+      ("evil.example", nil),
+      ("/\t/evil.example", nil), ("/%0a", "/%0a"), ("/a\\b", nil), ("/\u{7F}", nil), ("/é", nil), ("", nil),
+      ("javascript:alert(1)", nil), (" /account", nil), ("/a b", nil),
+    ] as [(String, String?)])
+  func returnPaths(text: String, expected: String?) {
+    #expect(WebPages.returnPath(text) == expected)
+  }
+
+  @Test(
+    "the user agent's browser and system, from a fixed vocabulary",
+    arguments: [
+      (
+        "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36",
+        "Chrome on Linux"
+      ),
+      (
+        "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:133.0) Gecko/20100101 Firefox/133.0",
+        "Firefox on Windows"
+      ),
+      (
+        "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1",
+        "Safari on iPhone"
+      ),
+      (
+        "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36 Edg/131.0",
+        "Edge on Windows"
+      ),
+      (
+        "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Mobile Safari/537.36",
+        "Chrome on Android"
+      ),
+      ("curl/8.5.0", nil), ("<script>", nil),
+    ] as [(String, String?)])
+  func browserLabels(userAgent: String, expected: String?) {
+    #expect(BrowserLabel.summary(userAgent: userAgent) == expected)
+  }
+}
+
+@Suite("Times on server pages in the deployment's zone, across daylight saving (in-process)")
+struct ZoneRulesTests {
+  /// Epoch seconds of a UTC date and time.
+  static func utc(_ y: Int, _ mo: Int, _ d: Int, _ h: Int, _ mi: Int, _ s: Int = 0) -> Int {
+    Civil.days(year: y, month: mo, day: d) * 86400 + h * 3600 + mi * 60 + s
+  }
+
+  static let london: [(Int, String)] = [
+    (utc(2026, 1, 15, 12, 0), "15 Jan 2026, 12:00 GMT"),
+    (utc(2026, 3, 29, 0, 59, 59), "29 Mar 2026, 00:59 GMT"),  // the last second of GMT
+    (utc(2026, 3, 29, 1, 0), "29 Mar 2026, 02:00 BST"),  // clocks go forward at 01:00 UTC
+    (utc(2026, 7, 1, 23, 30), "2 Jul 2026, 00:30 BST"),  // the local date is the next day
+    (utc(2026, 10, 25, 0, 59, 59), "25 Oct 2026, 01:59 BST"),
+    (utc(2026, 10, 25, 1, 0), "25 Oct 2026, 01:00 GMT"),  // clocks go back
+    (utc(2026, 12, 31, 23, 59), "31 Dec 2026, 23:59 GMT"),
+    (utc(2040, 6, 1, 12, 0), "1 Jun 2040, 13:00 BST"),  // past any table: the footer rule
+    (utc(2028, 2, 29, 8, 5), "29 Feb 2028, 08:05 GMT"),
+    (utc(2027, 3, 28, 1, 0), "28 Mar 2027, 02:00 BST"),
+    (utc(2027, 10, 31, 0, 30), "31 Oct 2027, 01:30 BST"),
+  ]
+
+  @Test("Europe/London from the machine's TZif file", arguments: london)
+  func londonFile(instant: Int, expected: String) throws {
+    let bytes = try #require(ZoneRules.readFile("/usr/share/zoneinfo/Europe/London"))
+    let rules = try #require(ZoneRules.parse(tzif: bytes, name: "Europe/London"))
+    #expect(rules.readable(instant) == expected)
+  }
+
+  @Test("Europe/London from the built-in rule (no tzdata installed)", arguments: london)
+  func londonBuiltIn(instant: Int, expected: String) throws {
+    let rules = ZoneRules(
+      name: "Europe/London", rule: PosixRule(try #require(ZoneRules.builtIn["Europe/London"])))
+    #expect(rules.readable(instant) == expected)
+  }
+
+  @Test(
+    "other zones and rules: west of UTC, the southern hemisphere, quoted names, none",
+    arguments: [
+      ("EST5EDT,M3.2.0,M11.1.0", utc(2026, 3, 8, 6, 59), "8 Mar 2026, 01:59 EST"),
+      ("EST5EDT,M3.2.0,M11.1.0", utc(2026, 3, 8, 7, 0), "8 Mar 2026, 03:00 EDT"),
+      ("AEST-10AEDT,M10.1.0,M4.1.0/3", utc(2026, 1, 10, 0, 0), "10 Jan 2026, 11:00 AEDT"),
+      ("AEST-10AEDT,M10.1.0,M4.1.0/3", utc(2026, 6, 10, 0, 0), "10 Jun 2026, 10:00 AEST"),
+      ("AEST-10AEDT,M10.1.0,M4.1.0/3", utc(2026, 4, 4, 15, 59), "5 Apr 2026, 02:59 AEDT"),
+      ("AEST-10AEDT,M10.1.0,M4.1.0/3", utc(2026, 4, 4, 16, 0), "5 Apr 2026, 02:00 AEST"),
+      ("<+0530>-5:30", utc(2026, 5, 1, 0, 0), "1 May 2026, 05:30 +0530"),
+      ("UTC0", utc(1969, 12, 31, 23, 0), "31 Dec 1969, 23:00 UTC"),
+    ] as [(String, Int, String)])
+  func rules(rule: String, instant: Int, expected: String) throws {
+    let parsed = try #require(PosixRule(rule))
+    #expect(ZoneRules(name: "x", rule: parsed).readable(instant) == expected)
+  }
+
+  @Test(
+    "malformed rules are refused",
+    arguments: ["", "G", "GMT", "GMT0BST,M13.1.0,M10.5.0", "GMT0BST,M3.5.0", "GMT0x"])
+  func malformed(rule: String) { #expect(PosixRule(rule) == nil) }
+
+  @Test("New York and Sydney from the machine's files agree with their rules")
+  func files() throws {
+    for (name, instant, expected) in [
+      ("America/New_York", Self.utc(2026, 7, 4, 16, 0), "4 Jul 2026, 12:00 EDT"),
+      ("America/New_York", Self.utc(2026, 12, 25, 17, 0), "25 Dec 2026, 12:00 EST"),
+      ("Australia/Sydney", Self.utc(2026, 12, 25, 1, 0), "25 Dec 2026, 12:00 AEDT"),
+      ("Europe/London", Self.utc(1990, 7, 1, 12, 0), "1 Jul 1990, 13:00 BST"),  // from the table
+    ] {
+      #expect(ZoneRules.load(name).readable(instant) == expected, "\(name)")
+    }
   }
 }

@@ -274,3 +274,37 @@ def test_nothing_secret_in_logs_or_audit(server):
     captured = server.stdout_path.read_text() + server.stderr_path.read_text() + admin(server, "audit", "--json")
     for secret in (code, token, app.verifier, PASSWORD):
         assert secret not in captured
+
+
+# Issue 12, point 15: a refused link speaks to the person, lists every reason for the developer,
+# and offers a way back to the app when the state can carry it.
+
+def test_a_refused_link_lists_every_reason_and_offers_the_way_back(server):
+    app = App(server)
+    query = urlencode(app.params(code_challenge_method="plain", code_challenge="short", platform="windows"))
+    response = Browser(server).send("GET", "/native/sign-in?" + query)
+    assert response.status == 400 and response.header("location") is None
+    assert response.header("referrer-policy") == "no-referrer" and response.header("cache-control") == "no-store"
+    page = response.body.decode()
+    assert "The app opened a sign-in link that does not work" in page
+    details = page.split("<summary>Details for the app's developer</summary>")[1].split("</details>")[0]
+    assert details.count("<li>") == 3
+    assert "code_challenge_method must be S256" in details and "code_challenge must be 43" in details
+    assert "platform must be ios or android" in details
+    back = f'href="http://127.0.0.1:{server.port}/native/callback?error=invalid_request&amp;state={app.state}"'
+    assert back.replace(str(server.port), "8080") in page or back in page
+
+
+def test_no_way_back_without_a_valid_state(server):
+    app = App(server)
+    response = Browser(server).send("GET", "/native/sign-in?" + urlencode(app.params(state="bad state!", platform="x")))
+    assert response.status == 400
+    assert b"/native/callback" not in response.body
+    assert response.body.count(b"<li>") == 2
+
+
+def test_a_failed_native_attempt_keeps_the_email(server):
+    app = App(server)
+    _, response = sign_in_through_the_browser(server, app, password="not-the-password-9")
+    assert response.status == 400
+    assert b'value="ada@example.test"' in response.body and b"not-the-password-9" not in response.body

@@ -3,6 +3,7 @@
 import gzip
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 import tempfile
@@ -136,11 +137,17 @@ def test_cache_classes(server):
 
 @pytest.mark.parametrize("path", ["/nope", "/app.js", "/.well-known/nope", "/api/client/v1/unknown", "/a/b/c",
                                   "/../shell-manifest.json", "/shell-manifest.json", "/index.html.br"])
-def test_anything_outside_the_catalog_is_a_plain_404_no_store(server, path):
+def test_anything_outside_the_catalog_is_a_404_no_store_never_the_shell(server, path):
     response = fetch(server, path, {"Accept": "text/html"})
     assert response.status == 404
     assert response.header("cache-control") == "no-store"
-    assert not response.header("content-type").startswith("text/html")
+    assert b'id="signed-out"' not in response.body, "never the shell's index.html"
+    if path.startswith(("/.well-known/", "/api/")):
+        assert not response.header("content-type").startswith("text/html")
+    else:
+        # A browser gets the error page (issue 12, point 12); other clients plain text (below).
+        assert b"<h1>Page not found</h1>" in response.body
+        assert fetch(server, path).header("content-type") == "text/plain; charset=utf-8"
 
 
 def test_security_headers_on_html(server):
@@ -192,3 +199,73 @@ def test_no_shell_refuses_to_start_and_names_the_command(tmp_path):
                             capture_output=True, text=True, timeout=10)
     assert result.returncode == 1
     assert "band-edge shell build" in result.stderr
+
+
+# Issue 12, points 12, 13 and 16: browsers get pages for errors, app links get a web page, and the
+# favicon answers under its stable name.
+
+HTML = {"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
+
+
+@pytest.mark.parametrize("method,path,status", [("GET", "/no/such/page", 404), ("GET", "/sign-in/x", 404),
+                                                 ("DELETE", "/", 405), ("POST", "/account/deleted", 405),
+                                                 ("HEAD", "/no/such/page", 404)])
+def test_a_browser_gets_an_error_page(server, method, path, status):
+    response = fetch(server, path, HTML, method=method)
+    assert response.status == status
+    assert response.header("content-type") == "text/html; charset=utf-8"
+    assert response.header("cache-control") == "no-store"
+    assert "frame-ancestors 'none'" in response.header("content-security-policy")
+    assert response.header("x-content-type-options") == "nosniff"
+    if method == "HEAD":
+        assert response.body == b""
+        return
+    page = response.body.decode()
+    assert page.startswith('<!doctype html>\n<html lang="en-GB"')
+    assert "<title>[Development] " in page and '<header class="bar">' in page and '<footer class="foot">' in page
+    assert 'href="/">Go to the start page</a>' in page and '<link rel="icon" href="/favicon.ico"' in page
+    stylesheet = re.search(r'<link rel="stylesheet" href="(/styles\.[0-9a-f]{8}\.css)">', page)
+    assert stylesheet and fetch(server, stylesheet.group(1)).status == 200
+    if status == 405:
+        assert response.header("allow")
+
+
+@pytest.mark.parametrize("path,accept,content_type", [
+    ("/no/such/page", None, "text/plain; charset=utf-8"),
+    ("/no/such/page", "application/json", "text/plain; charset=utf-8"),
+    ("/no/such/page", "text/html;q=0", "text/plain; charset=utf-8"),
+    ("/api/client/v1/nothing", "text/html", "application/json; charset=utf-8"),
+    ("/.well-known/nothing", "text/html", "text/plain; charset=utf-8"),
+])
+def test_everyone_else_keeps_plain_or_json_errors(server, path, accept, content_type):
+    response = fetch(server, path, {"Accept": accept} if accept else {})
+    assert response.status == 404 and response.header("content-type") == content_type
+    assert b"<html" not in response.body
+
+
+@pytest.mark.parametrize("path", ["/qr/ABC123", "/qr/%3Cscript%3Ealert(1)%3C%2Fscript%3E", "/qr/a/b/c"])
+def test_an_app_link_without_the_app_gets_a_page_that_echoes_nothing(server, path):
+    response = fetch(server, path, HTML)
+    assert response.status == 200
+    assert response.header("cache-control") == "no-store"
+    assert response.header("referrer-policy") == "no-referrer"
+    assert response.header("content-type") == "text/html; charset=utf-8"
+    page = response.body.decode()
+    assert "Open this code in the Band Licence app" in page
+    assert "App Store" in page and "Google Play" in page
+    assert "ABC123" not in page and "script" not in page.replace("<script", "") and "a/b/c" not in page
+    assert not re.search(r"https?://", page), "no third-party address, no tracker"
+    # The same bytes whatever the code: nothing of the path reaches the page.
+    assert fetch(server, "/qr/other", HTML).body == response.body
+    # The native callback keeps its own page.
+    assert b"Return to the Band Licence app" in fetch(server, "/native/callback", HTML).body
+
+
+def test_the_favicon_answers_under_its_stable_name(server):
+    response = fetch(server, "/favicon.ico")
+    assert response.status == 200
+    assert response.header("content-type") == "image/x-icon"
+    assert response.header("cache-control") == "no-cache"
+    assert response.body == (ROOT / "Public" / "favicon.ico").read_bytes() or response.header("content-encoding")
+    index = fetch(server, "/").body.decode()
+    assert re.search(r'<link rel="icon" href="/favicon\.[0-9a-f]{8}\.ico" sizes="any">', index)

@@ -134,7 +134,7 @@ def test_sign_in_read_the_session_and_sign_out(web):
     stale = Browser(web)
     stale.cookies["__Host-bl_session"] = token
     assert stale.send("GET", "/api/client/v1/session").status == 401
-    assert stale.send("GET", "/account").header("location") == "/sign-in"
+    assert stale.send("GET", "/account").header("location") == "/sign-in?return=%2Faccount"
     actions = [json.loads(line)["action"] for line in admin(web, "audit", "--json").splitlines()]
     assert "sign_in.succeeded" in actions and actions[-1] == "session.revoked"
 
@@ -235,7 +235,8 @@ def test_failures_are_indistinguishable_and_nothing_secret_is_ever_written(web):
     assert wrong.status == unknown.status == 400
 
     def scrub(body):
-        return re.sub(rb'name="csrf" value="[^"]+"', b"", body)
+        # The typed email is shown again (escaped); apart from it the pages are the same.
+        return re.sub(rb'name="csrf" value="[^"]+"|value="[a-z]+@example\.test"', b"", body)
 
     assert scrub(wrong.body) == scrub(unknown.body)
     browser = Browser(web)
@@ -315,3 +316,53 @@ def test_deletion_re_asks_the_password_ends_everything_and_retention_erases(web)
     assert [json.loads(line)["subject"] for line in audit.splitlines()
             if json.loads(line)["action"] == "account.erased"] == [row[0]]
     db.close()
+
+
+# Issue 12, points 14 and 16: the form keeps the typed email, and sign-in returns the person to
+# the page they asked for, never to another site.
+
+def test_a_failed_attempt_keeps_the_typed_email_escaped_and_never_the_password(web):
+    browser = Browser(web)
+    for typed, shown in [("ada@example.test", b'value="ada@example.test"'),
+                         ('"><b>x</b>@example.test', b'value="&quot;&gt;&lt;b&gt;x&lt;/b&gt;@example.test"'),
+                         ("ada@example.test\x00x", None)]:
+        form = browser.send("GET", "/sign-in")
+        response = browser.send("POST", "/sign-in",
+                                form={"csrf": browser.csrf(form), "email": typed, "password": "wrong-password-1"})
+        assert response.status == 400
+        assert b'type="text" inputmode="email" autocomplete="username"' in response.body
+        if shown:
+            assert shown in response.body
+        else:
+            assert b" value=" not in response.body.split(b'id="email"')[1].split(b">")[0]
+        assert b"wrong-password-1" not in response.body
+
+
+def test_the_account_page_sends_a_signed_out_person_to_sign_in_and_back(web):
+    browser = Browser(web)
+    account = browser.send("GET", "/account")
+    assert account.status == 303 and account.header("location") == "/sign-in?return=%2Faccount"
+    form = browser.send("GET", account.header("location"))
+    assert b'<input type="hidden" name="return" value="/account">' in form.body
+    response = browser.send("POST", "/sign-in", form={"csrf": browser.csrf(form), "email": "ada@example.test",
+                                                      "password": PASSWORD, "return": "/account"})
+    assert response.status == 303 and response.header("location") == "/account"
+    page = browser.send("GET", "/account")
+    assert b">Sign out</button>" in page.body and b"Revoke" not in page.body
+    assert b"Times are in Europe/London time." in page.body
+
+
+@pytest.mark.parametrize("target", ["//evil.example/", "/\\evil.example", "https://evil.example/", "/\t/evil.example",
+                                    "/%0d%0aSet-Cookie:x=1", "\\\\evil.example", "javascript:alert(1)",
+                                    "/\r\nLocation: https://evil.example/"])
+def test_sign_in_never_returns_to_another_site(web, target):
+    browser = Browser(web)
+    form = browser.send("GET", "/sign-in?" + urlencode({"return": target}))
+    assert form.status == 200
+    response = browser.send("POST", "/sign-in", form={"csrf": browser.csrf(form), "email": "ada@example.test",
+                                                      "password": PASSWORD, "return": target})
+    assert response.status == 303
+    location = response.header("location")
+    assert location in ("/", target) and location.startswith("/") and not location.startswith(("//", "/\\"))
+    assert "\r" not in location and "\n" not in location and "\t" not in location
+    assert len([v for v in browser.set_cookie_lines if v.startswith("x=")]) == 0
