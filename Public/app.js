@@ -82,7 +82,7 @@ const timeFormat = new Intl.DateTimeFormat(document.documentElement.lang || unde
 });
 
 function deviceName(session) {
-  if (session.kind !== "native") return session.platform || "Web browser";
+  if (session.kind !== "native") return session.browser || "Web browser";
   const platform = { ios: "iPhone or iPad app", android: "Android app" }[session.platform] || "App";
   return session.appVersion ? `${platform} ${session.appVersion}` : platform;
 }

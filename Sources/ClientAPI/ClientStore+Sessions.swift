@@ -23,24 +23,26 @@ extension ClientStore {
   /// Starts a session for `accountID`; the token's digest is stored, never the token.
   public func createSession(
     accountID: String, kind: String, platform: String?, appVersion: String?, token: String,
-    lifetimes: SessionLifetimes
+    lifetimes: SessionLifetimes, browser: String? = nil
   ) throws(StoreError) -> SessionRecord {
     let now = clock()
     let absolute = kind == "native" ? lifetimes.nativeAbsolute : lifetimes.webAbsolute
     let record = SessionRecord(
       id: Secrets.identifier("ses"), accountID: accountID, kind: kind, platform: platform,
       appVersion: appVersion,
-      createdAt: now, lastSeenAt: now, expiresAt: now + absolute, revokedAt: nil, revokedReason: nil)
+      createdAt: now, lastSeenAt: now, expiresAt: now + absolute, revokedAt: nil, revokedReason: nil,
+      browser: browser)
     try db.transaction { () throws(StoreError) in
       try db.query(
         """
-        INSERT INTO sessions (id, token_digest, account_id, kind, platform, app_version, created_at, last_seen_at, expires_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+        INSERT INTO sessions (id, token_digest, account_id, kind, platform, app_version, created_at, last_seen_at, expires_at,
+          browser)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """,
         [
           .text(record.id), .blob(Secrets.digest(token)), .text(accountID), .text(kind),
           platform.map { .text($0) } ?? .null, appVersion.map { .text($0) } ?? .null, .integer(Int64(now)),
-          .integer(Int64(now)), .integer(Int64(record.expiresAt)),
+          .integer(Int64(now)), .integer(Int64(record.expiresAt)), browser.map { .text($0) } ?? .null,
         ])
       try audit(actor: accountID, action: "session.created", subject: record.id, detail: kind)
     }
@@ -54,14 +56,14 @@ extension ClientStore {
   )? {
     let rows = try db.query(
       """
-      SELECT s.id, s.account_id, s.kind, s.platform, s.app_version, s.created_at, s.last_seen_at, s.expires_at,
+      SELECT s.id, s.account_id, s.kind, s.platform, s.app_version, s.created_at, s.last_seen_at, s.expires_at, s.browser,
              a.id, a.email, a.display_name, a.disabled
       FROM sessions s JOIN accounts a ON a.id = s.account_id
       WHERE s.token_digest = ? AND s.revoked_at IS NULL
       """, [.blob(Secrets.digest(token))])
     guard let row = rows.first else { return nil }
-    let record = Self.session(Array(row[0..<8]), revokedAt: nil, reason: nil)
-    let account = Self.account(Array(row[8..<12]))
+    let record = Self.session(Array(row[0..<9]), revokedAt: nil, reason: nil)
+    let account = Self.account(Array(row[9..<13]))
     return try liveSeenAt(record, account, lifetimes) == nil ? nil : (record, account)
   }
 
@@ -72,7 +74,7 @@ extension ClientStore {
   )? {
     let rows = try db.query(
       """
-      SELECT s.id, s.account_id, s.kind, s.platform, s.app_version, s.created_at, s.last_seen_at, s.expires_at,
+      SELECT s.id, s.account_id, s.kind, s.platform, s.app_version, s.created_at, s.last_seen_at, s.expires_at, s.browser,
              a.id, a.email, a.display_name, a.disabled, sc.id, sc.name, sc.slug, m.role
       FROM sessions s JOIN accounts a ON a.id = s.account_id
       LEFT JOIN memberships m ON m.account_id = a.id AND m.revoked_at IS NULL
@@ -81,17 +83,17 @@ extension ClientStore {
       ORDER BY sc.name, sc.id
       """, [.blob(Secrets.digest(token))])
     guard let first = rows.first else { return nil }
-    let stored = Self.session(Array(first[0..<8]), revokedAt: nil, reason: nil)
-    let account = Self.account(Array(first[8..<12]))
+    let stored = Self.session(Array(first[0..<9]), revokedAt: nil, reason: nil)
+    let account = Self.account(Array(first[9..<13]))
     guard let seenAt = try liveSeenAt(stored, account, lifetimes) else { return nil }
     let record = SessionRecord(
       id: stored.id, accountID: stored.accountID, kind: stored.kind, platform: stored.platform,
       appVersion: stored.appVersion, createdAt: stored.createdAt, lastSeenAt: seenAt,
       expiresAt: stored.expiresAt,
-      revokedAt: nil, revokedReason: nil)
+      revokedAt: nil, revokedReason: nil, browser: stored.browser)
     let memberships: [Membership] = rows.compactMap { row in
-      guard case .text(let id) = row[12], case .text(let name) = row[13], case .text(let slug) = row[14],
-        case .text(let role) = row[15], let parsed = Role(rawValue: role)
+      guard case .text(let id) = row[13], case .text(let name) = row[14], case .text(let slug) = row[15],
+        case .text(let role) = row[16], let parsed = Role(rawValue: role)
       else { return nil }
       return Membership(school: School(id: id, name: name, slug: slug), role: parsed)
     }
@@ -130,7 +132,8 @@ extension ClientStore {
     let (clause, parameters) = try Self.where(filter)
     return try db.query(
       """
-      SELECT s.id, s.account_id, s.kind, s.platform, s.app_version, s.created_at, s.last_seen_at, s.expires_at
+      SELECT s.id, s.account_id, s.kind, s.platform, s.app_version, s.created_at, s.last_seen_at, s.expires_at,
+             s.browser
       FROM sessions s JOIN accounts a ON a.id = s.account_id WHERE s.revoked_at IS NULL AND \(clause)
       ORDER BY s.created_at DESC, s.id
       """, parameters
@@ -186,6 +189,6 @@ extension ClientStore {
     return SessionRecord(
       id: text(row[0]) ?? "", accountID: text(row[1]) ?? "", kind: text(row[2]) ?? "", platform: text(row[3]),
       appVersion: text(row[4]), createdAt: int(row[5]), lastSeenAt: int(row[6]), expiresAt: int(row[7]),
-      revokedAt: revokedAt, revokedReason: reason)
+      revokedAt: revokedAt, revokedReason: reason, browser: row.count > 8 ? text(row[8]) : nil)
   }
 }

@@ -75,7 +75,7 @@ extension ClientStore {
   /// parameters are old, a new web session starts, and the sign-in is audited.
   public func signIn(
     accountID: String, token: String, replacing oldToken: String?, upgradedHash: String?,
-    lifetimes: SessionLifetimes
+    lifetimes: SessionLifetimes, browser: String? = nil
   ) throws(StoreError) -> SessionRecord {
     try db.transaction { () throws(StoreError) -> SessionRecord in
       if let oldToken {
@@ -94,7 +94,8 @@ extension ClientStore {
         try audit(actor: accountID, action: "account.password_rehashed", subject: accountID)
       }
       let session = try createSession(
-        accountID: accountID, kind: "web", platform: nil, appVersion: nil, token: token, lifetimes: lifetimes)
+        accountID: accountID, kind: "web", platform: nil, appVersion: nil, token: token, lifetimes: lifetimes,
+        browser: browser)
       try audit(actor: accountID, action: "sign_in.succeeded", subject: session.id, detail: "web")
       return session
     }

@@ -38,6 +38,9 @@ public struct SessionRecord: Equatable, Sendable {
   public let expiresAt: Int
   public let revokedAt: Int?
   public let revokedReason: String?
+  /// For a web session: the browser and system it was started from, as `BrowserLabel` names them
+  /// from a fixed list of words ("Firefox on Linux"); never the User-Agent itself.
+  public var browser: String? = nil
 }
 
 /// One audit event: who did what to whom, never a secret.

@@ -98,6 +98,11 @@ public enum Migrations {
     DELETE FROM sign_in_failures;
     ALTER TABLE sign_in_failures RENAME COLUMN email_digest TO email_key;
     """,
+    // 7: which browser a web session was started from (a label from a fixed list, for the account
+    // page's list of sessions).
+    """
+    ALTER TABLE sessions ADD COLUMN browser TEXT;
+    """,
   ]
 
   /// The schema version this build writes.

@@ -20,7 +20,9 @@ public enum OpenAPIDocument {
             "summary": "Public bootstrap: non-sensitive deployment facts.",
             "responses": {
               "200": {"$ref": "#/components/responses/Config"},
-              "304": {"description": "Not modified (If-None-Match matched the ETag)."}
+              "304": {"description": "Not modified (If-None-Match matched the ETag)."},
+              "400": {"$ref": "#/components/responses/BadRequest"},
+              "413": {"$ref": "#/components/responses/PayloadTooLarge"}
             }
           }
         },
@@ -29,7 +31,12 @@ public enum OpenAPIDocument {
             "operationId": "getOpenAPI",
             "summary": "This document.",
             "responses": {
-              "200": {"description": "The OpenAPI 3.1 document.", "content": {"application/json": {"schema": {"type": "object"}}}}
+              "200": {
+                "description": "The OpenAPI 3.1 document.",
+                "content": {"application/json": {"schema": {"type": "object"}}}
+              },
+              "400": {"$ref": "#/components/responses/BadRequest"},
+              "413": {"$ref": "#/components/responses/PayloadTooLarge"}
             }
           }
         },
@@ -40,10 +47,15 @@ public enum OpenAPIDocument {
             "security": [{"bearer": []}, {"cookie": []}],
             "parameters": [{"$ref": "#/components/parameters/Client"}],
             "responses": {
-              "200": {"description": "The session.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Session"}}}},
+              "200": {
+                "description": "The session.",
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Session"}}}
+              },
               "400": {"$ref": "#/components/responses/Error"},
               "401": {"$ref": "#/components/responses/Unauthorized"},
-              "426": {"$ref": "#/components/responses/AppVersionUnsupported"}
+              "413": {"$ref": "#/components/responses/PayloadTooLarge"},
+              "426": {"$ref": "#/components/responses/AppVersionUnsupported"},
+              "503": {"$ref": "#/components/responses/Busy"}
             }
           },
           "delete": {
@@ -56,7 +68,9 @@ public enum OpenAPIDocument {
               "400": {"$ref": "#/components/responses/Error"},
               "401": {"$ref": "#/components/responses/Unauthorized"},
               "403": {"$ref": "#/components/responses/Error"},
-              "426": {"$ref": "#/components/responses/AppVersionUnsupported"}
+              "413": {"$ref": "#/components/responses/PayloadTooLarge"},
+              "426": {"$ref": "#/components/responses/AppVersionUnsupported"},
+              "503": {"$ref": "#/components/responses/Busy"}
             }
           }
         },
@@ -67,10 +81,15 @@ public enum OpenAPIDocument {
             "security": [{"bearer": []}, {"cookie": []}],
             "parameters": [{"$ref": "#/components/parameters/Client"}],
             "responses": {
-              "200": {"description": "The sessions.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Devices"}}}},
+              "200": {
+                "description": "The sessions.",
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Devices"}}}
+              },
               "400": {"$ref": "#/components/responses/Error"},
               "401": {"$ref": "#/components/responses/Unauthorized"},
-              "426": {"$ref": "#/components/responses/AppVersionUnsupported"}
+              "413": {"$ref": "#/components/responses/PayloadTooLarge"},
+              "426": {"$ref": "#/components/responses/AppVersionUnsupported"},
+              "503": {"$ref": "#/components/responses/Busy"}
             }
           }
         },
@@ -89,7 +108,9 @@ public enum OpenAPIDocument {
               "401": {"$ref": "#/components/responses/Unauthorized"},
               "403": {"$ref": "#/components/responses/Error"},
               "404": {"$ref": "#/components/responses/Error"},
-              "426": {"$ref": "#/components/responses/AppVersionUnsupported"}
+              "413": {"$ref": "#/components/responses/PayloadTooLarge"},
+              "426": {"$ref": "#/components/responses/AppVersionUnsupported"},
+              "503": {"$ref": "#/components/responses/Busy"}
             }
           }
         },
@@ -98,7 +119,12 @@ public enum OpenAPIDocument {
             "operationId": "exchangeCode",
             "summary": "Exchanges a handoff code and its PKCE verifier for a native session. A code is used up by the first exchange that names it; an identical retry with the same Idempotency-Key within the handoff's lifetime gets the same session; any other reuse is a replay and revokes it.",
             "parameters": [
-              {"name": "Idempotency-Key", "in": "header", "required": false, "schema": {"type": "string", "maxLength": 200}}
+              {
+                "name": "Idempotency-Key",
+                "in": "header",
+                "required": false,
+                "schema": {"type": "string", "maxLength": 200}
+              }
             ],
             "requestBody": {
               "required": true,
@@ -114,21 +140,37 @@ public enum OpenAPIDocument {
               "413": {"$ref": "#/components/responses/Error"},
               "415": {"$ref": "#/components/responses/Error"},
               "426": {"$ref": "#/components/responses/AppVersionUnsupported"},
-              "429": {"$ref": "#/components/responses/RateLimited"}
+              "429": {"$ref": "#/components/responses/RateLimited"},
+              "503": {"$ref": "#/components/responses/Busy"}
             }
           }
         }
       },
       "components": {
         "securitySchemes": {
-          "bearer": {"type": "http", "scheme": "bearer", "description": "A native session token from the exchange (opaque, 256 bits, base64url)."},
-          "cookie": {"type": "apiKey", "in": "cookie", "name": "__Host-bl_session", "description": "The web session, set by POST /sign-in."}
+          "bearer": {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "A native session token from the exchange (opaque, 256 bits, base64url)."
+          },
+          "cookie": {
+            "type": "apiKey",
+            "in": "cookie",
+            "name": "__Host-bl_session",
+            "description": "The web session, set by POST /sign-in."
+          }
         },
         "parameters": {
           "Client": {
-            "name": "Band-Licence-Client", "in": "header", "required": false,
-            "description": "platform/version of a native app, for example ios/1.4.0; 426 when the platform's minimum has been raised above it.",
-            "schema": {"type": "string"}
+            "name": "Band-Licence-Client",
+            "in": "header",
+            "required": false,
+            "description": "The native app's platform and version, `ios/1.4.0` or `android/2.1` (2 or 3 parts of 1 to 6 digits, as the handoff's app_version); 400 when malformed, 426 when the platform's minimum has been raised above it.",
+            "schema": {
+              "type": "string",
+              "pattern": "^(ios|android)/[0-9]{1,6}(\\.[0-9]{1,6}){1,2}$",
+              "examples": ["ios/1.4.0", "android/2.1"]
+            }
           }
         },
         "responses": {
@@ -153,75 +195,145 @@ public enum OpenAPIDocument {
             "description": "Too many attempts from this client address.",
             "headers": {"Retry-After": {"required": true, "schema": {"type": "string", "pattern": "^[1-9][0-9]*$"}}},
             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+          },
+          "PayloadTooLarge": {
+            "description": "The request body is larger than the server allows (the max-body-bytes limit; for the exchange, 4096 bytes). Sent before the body is read where Content-Length says so; the connection is closed.",
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+          },
+          "Busy": {
+            "description": "The server is busy (its worker queue or its buffered-body allowance is full); try again after Retry-After seconds. Nothing was changed.",
+            "headers": {"Retry-After": {"schema": {"type": "integer", "minimum": 1}}},
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+          },
+          "BadRequest": {
+            "description": "The request is malformed (HTTP framing, a header, a parameter).",
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
           }
         },
         "schemas": {
           "Error": {
-            "type": "object", "additionalProperties": false, "required": ["error", "message"],
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["error", "message"],
             "properties": {"error": {"type": "string"}, "message": {"type": "string"}}
           },
           "AppVersionUnsupported": {
-            "type": "object", "additionalProperties": false, "required": ["error", "minimumVersion", "message"],
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["error", "minimumVersion", "message"],
             "properties": {
-              "error": {"const": "app_version_unsupported"}, "minimumVersion": {"type": "string"}, "message": {"type": "string"}
+              "error": {"const": "app_version_unsupported"},
+              "minimumVersion": {"type": "string"},
+              "message": {"type": "string"}
             }
           },
           "Deployment": {
-            "type": "object", "additionalProperties": false, "required": ["environment", "label"],
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["environment", "label"],
             "properties": {"environment": {"enum": ["development", "staging", "production"]}, "label": {"type": "string"}}
           },
           "Capabilities": {
-            "type": "object", "additionalProperties": false,
-            "required": ["attendance", "codeScanning", "nativeSignIn", "offlineSync", "pdfReports", "scheduling", "studentManagement", "subscriptions", "verifiedLinks"],
+            "type": "object",
+            "additionalProperties": false,
+            "required": [
+              "attendance",
+              "codeScanning",
+              "nativeSignIn",
+              "offlineSync",
+              "pdfReports",
+              "scheduling",
+              "studentManagement",
+              "subscriptions",
+              "verifiedLinks"
+            ],
             "properties": {
-              "attendance": {"type": "boolean"}, "codeScanning": {"type": "boolean"}, "nativeSignIn": {"type": "boolean"},
-              "offlineSync": {"type": "boolean"}, "pdfReports": {"type": "boolean"}, "scheduling": {"type": "boolean"},
-              "studentManagement": {"type": "boolean"}, "subscriptions": {"type": "boolean"}, "verifiedLinks": {"type": "boolean"}
+              "attendance": {"type": "boolean"},
+              "codeScanning": {"type": "boolean"},
+              "nativeSignIn": {"type": "boolean"},
+              "offlineSync": {"type": "boolean"},
+              "pdfReports": {"type": "boolean"},
+              "scheduling": {"type": "boolean"},
+              "studentManagement": {"type": "boolean"},
+              "subscriptions": {"type": "boolean"},
+              "verifiedLinks": {"type": "boolean"}
             }
           },
           "Config": {
-            "type": "object", "additionalProperties": false,
-            "required": ["appName", "capabilities", "contractVersion", "deployment", "handoff", "minimumAppVersion", "origin", "paths", "verifiedLinkPaths"],
+            "type": "object",
+            "additionalProperties": false,
+            "required": [
+              "appName",
+              "capabilities",
+              "contractVersion",
+              "deployment",
+              "handoff",
+              "minimumAppVersion",
+              "origin",
+              "paths",
+              "verifiedLinkPaths"
+            ],
             "properties": {
               "appName": {"type": "string"},
               "capabilities": {"$ref": "#/components/schemas/Capabilities"},
               "contractVersion": {"const": 2},
               "deployment": {"$ref": "#/components/schemas/Deployment"},
               "handoff": {
-                "type": "object", "additionalProperties": false, "required": ["codeChallengeMethods", "lifetimeSeconds"],
+                "type": "object",
+                "additionalProperties": false,
+                "required": ["codeChallengeMethods", "lifetimeSeconds"],
                 "properties": {
                   "codeChallengeMethods": {"type": "array", "items": {"const": "S256"}},
                   "lifetimeSeconds": {"type": "integer", "minimum": 1, "maximum": 120}
                 }
               },
               "minimumAppVersion": {
-                "type": "object", "additionalProperties": false, "required": ["android", "ios"],
+                "type": "object",
+                "additionalProperties": false,
+                "required": ["android", "ios"],
                 "properties": {"android": {"type": "string"}, "ios": {"type": "string"}}
               },
               "origin": {"type": "string"},
               "paths": {
-                "type": "object", "additionalProperties": false, "required": ["account", "deletion", "exchange", "session", "signIn"],
+                "type": "object",
+                "additionalProperties": false,
+                "required": ["account", "deletion", "exchange", "session", "signIn"],
                 "properties": {
-                  "account": {"type": "string"}, "deletion": {"type": "string"}, "exchange": {"type": "string"},
-                  "session": {"type": "string"}, "signIn": {"type": "string"}
+                  "account": {"type": "string"},
+                  "deletion": {"type": "string"},
+                  "exchange": {"type": "string"},
+                  "session": {"type": "string"},
+                  "signIn": {"type": "string"}
                 }
               },
               "verifiedLinkPaths": {"type": "array", "items": {"type": "string"}}
             }
           },
           "School": {
-            "type": "object", "additionalProperties": false, "required": ["id", "name", "role", "slug"],
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["id", "name", "role", "slug"],
             "properties": {
-              "id": {"type": "string", "pattern": "^sch_"}, "name": {"type": "string"},
-              "role": {"enum": ["administrator", "teacher", "read_only"]}, "slug": {"type": "string"}
+              "id": {"type": "string", "pattern": "^sch_"},
+              "name": {"type": "string"},
+              "role": {"enum": ["administrator", "teacher", "read_only"]},
+              "slug": {"type": "string"}
             }
           },
           "Session": {
-            "type": "object", "additionalProperties": false, "required": ["account", "capabilities", "deployment", "schools"],
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["account", "capabilities", "deployment", "schools"],
             "properties": {
               "account": {
-                "type": "object", "additionalProperties": false, "required": ["displayName", "email", "id"],
-                "properties": {"displayName": {"type": "string"}, "email": {"type": "string"}, "id": {"type": "string", "pattern": "^acc_"}}
+                "type": "object",
+                "additionalProperties": false,
+                "required": ["displayName", "email", "id"],
+                "properties": {
+                  "displayName": {"type": "string"},
+                  "email": {"type": "string"},
+                  "id": {"type": "string", "pattern": "^acc_"}
+                }
               },
               "capabilities": {"$ref": "#/components/schemas/Capabilities"},
               "deployment": {"$ref": "#/components/schemas/Deployment"},
@@ -229,28 +341,44 @@ public enum OpenAPIDocument {
             }
           },
           "Device": {
-            "type": "object", "additionalProperties": false,
-            "required": ["appVersion", "createdAt", "current", "id", "kind", "lastSeenAt", "platform"],
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["appVersion", "browser", "createdAt", "current", "id", "kind", "lastSeenAt", "platform"],
             "properties": {
-              "appVersion": {"type": ["string", "null"]}, "createdAt": {"type": "string", "format": "date-time"},
-              "current": {"type": "boolean"}, "id": {"type": "string", "pattern": "^ses_"}, "kind": {"enum": ["web", "native"]},
-              "lastSeenAt": {"type": "string", "format": "date-time"}, "platform": {"enum": ["ios", "android", null]}
+              "appVersion": {"type": ["string", "null"]},
+              "browser": {
+                "type": ["string", "null"],
+                "description": "For a web session, the browser and system it was started from, named from a fixed list of words (for example Firefox on Linux); null for native sessions and when unknown."
+              },
+              "createdAt": {"type": "string", "format": "date-time"},
+              "current": {"type": "boolean"},
+              "id": {"type": "string", "pattern": "^ses_"},
+              "kind": {"enum": ["web", "native"]},
+              "lastSeenAt": {"type": "string", "format": "date-time"},
+              "platform": {"enum": ["ios", "android", null]}
             }
           },
           "Devices": {
-            "type": "object", "additionalProperties": false, "required": ["sessions"],
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["sessions"],
             "properties": {"sessions": {"type": "array", "items": {"$ref": "#/components/schemas/Device"}}}
           },
           "ExchangeRequest": {
-            "type": "object", "required": ["code", "codeVerifier", "state", "platform", "appVersion"],
+            "type": "object",
+            "required": ["code", "codeVerifier", "state", "platform", "appVersion"],
             "properties": {
               "code": {"type": "string"},
               "codeVerifier": {"type": "string", "description": "43 to 128 characters of A-Z a-z 0-9 - . _ ~"},
-              "state": {"type": "string"}, "platform": {"enum": ["ios", "android"]}, "appVersion": {"type": "string"}
+              "state": {"type": "string"},
+              "platform": {"enum": ["ios", "android"]},
+              "appVersion": {"type": "string"}
             }
           },
           "ExchangeResponse": {
-            "type": "object", "additionalProperties": false, "required": ["expiresAt", "session", "sessionToken", "tokenType"],
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["expiresAt", "session", "sessionToken", "tokenType"],
             "properties": {
               "expiresAt": {"type": "string", "format": "date-time"},
               "session": {"$ref": "#/components/schemas/Session"},

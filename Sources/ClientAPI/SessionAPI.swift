@@ -180,6 +180,7 @@ public struct SessionAPI: Sendable {
       "id": .string(session.id), "kind": .string(session.kind),
       "platform": session.platform.map { .string($0) } ?? .null,
       "appVersion": session.appVersion.map { .string($0) } ?? .null,
+      "browser": session.browser.map { .string($0) } ?? .null,
       "createdAt": .string(Timestamp.iso8601(session.createdAt)),
       "lastSeenAt": .string(Timestamp.iso8601(session.lastSeenAt)), "current": .bool(current),
     ])
@@ -194,9 +195,9 @@ public struct SessionAPI: Sendable {
 
   /// `Band-Licence-Client: <platform>/<version>`: 426 below the platform's minimum, 400 when malformed.
   func versionRefusal(_ header: String) -> Response? {
-    let parts = header.split(separator: "/", maxSplits: 1)
-    guard parts.count == 2, ["ios", "android"].contains(parts[0]),
-      parts[1].split(separator: ".").allSatisfy({ !$0.isEmpty && $0.allSatisfy(\.isNumber) })
+    // One rule for app versions, the handoff's: 2 or 3 parts of 1 to 6 ASCII digits.
+    let parts = header.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+    guard parts.count == 2, ["ios", "android"].contains(parts[0]), PKCE.validAppVersion(String(parts[1]))
     else {
       return JSONBody.error(
         .badRequest, "invalid_request", "Band-Licence-Client must be ios/x.y.z or android/x.y.z.")

@@ -115,7 +115,7 @@ public struct WebPages: Sendable {
     let token = Secrets.token()
     _ = try store.signIn(
       accountID: account.id, token: token, replacing: Credential(request).token, upgradedHash: upgradedHash,
-      lifetimes: context.lifetimes)
+      lifetimes: context.lifetimes, browser: BrowserLabel.summary(userAgent: request.headers["user-agent"]))
     return Self.redirect(
       back ?? "/",
       cookie: WebSecurity.setCookie(WebSecurity.sessionCookie, token, maxAge: context.lifetimes.webAbsolute))
@@ -361,10 +361,10 @@ public struct WebPages: Sendable {
   }
 
   /// How the account page names a session: the app and its version, or the browser and system
-  /// the store kept for a web session (`platform`, see `BrowserLabel`), else "Web browser".
+  /// the store kept for a web session (`browser`, see `BrowserLabel`), else "Web browser".
   static func deviceName(_ session: SessionRecord) -> String {
     guard session.kind == "native" else {
-      guard let label = session.platform, !label.isEmpty else { return "Web browser" }
+      guard let label = session.browser, !label.isEmpty else { return "Web browser" }
       return label
     }
     let platform =

@@ -220,6 +220,19 @@ struct SessionAPITests {
       f.call(.get, token: token, headers: [("Band-Licence-Client", "windows/1.0")]).status == .badRequest)
   }
 
+  @Test(
+    "Band-Licence-Client follows the documented pattern: ios|android / 2 or 3 parts of 1 to 6 ASCII digits",
+    arguments: [
+      ("ios/1.4.0", 200), ("android/2.1", 200), ("ios/1.4.0.1", 400), ("ios/1", 400), ("ios/1..4", 400),
+      ("ios/1.4.", 400), ("ios/", 400), ("ios/١.٤", 400), ("ios/1.4.0x", 400), ("IOS/1.4.0", 400),
+      ("ios/1234567.0", 400), ("ios/1.4/0", 400), ("ios 1.4.0", 400),
+    ])
+  func clientHeaderPattern(header: String, status: Int) throws {
+    let f = try SessionFixture()
+    let token = try f.signedIn("ada@example.test")
+    #expect(f.call(.get, token: token, headers: [("Band-Licence-Client", header)]).status.code == status)
+  }
+
   @Test("answers never contain the token or its digest")
   func noSecrets() throws {
     let f = try SessionFixture()

@@ -70,3 +70,36 @@ def test_answers_schemathesis_cannot_reach_match_the_document(make_server):
     too_old = fetch(server, "/api/client/v1/session", {**auth, "Band-Licence-Client": "ios/0.1.0"})
     assert too_old.status == 426
     validate(json.loads(too_old.body), "AppVersionUnsupported")
+
+
+def test_the_document_lists_every_engine_answer_where_it_can_happen():
+    pooled = {("/api/client/v1/session", "get"), ("/api/client/v1/session", "delete"),
+              ("/api/client/v1/sessions", "get"), ("/api/client/v1/sessions/{id}", "delete"),
+              ("/api/client/v1/native/exchange", "post")}
+    for path, operations in DOCUMENT["paths"].items():
+        for method, operation in operations.items():
+            codes = set(operation["responses"])
+            assert {"400", "413"} <= codes, (path, method)
+            assert ("503" in codes) == ((path, method) in pooled), (path, method)
+    assert "429" in DOCUMENT["paths"]["/api/client/v1/native/exchange"]["post"]["responses"]
+    client = DOCUMENT["components"]["parameters"]["Client"]["schema"]
+    assert client["pattern"] == r"^(ios|android)/[0-9]{1,6}(\.[0-9]{1,6}){1,2}$"
+
+
+def test_a_web_session_is_named_by_its_browser_from_a_fixed_word_list(make_server):
+    from test_web_sign_in import PASSWORD, Browser, add_account
+    import re
+    server = make_server()
+    add_account(server, "ada@example.test", "Ada Example")
+    browser = Browser(server)
+    agent = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0 <script>x</script>"
+    page = browser.send("GET", "/sign-in")
+    csrf = re.search(rb'name="csrf" value="([^"]+)"', page.body).group(1).decode()
+    signed = browser.send("POST", "/sign-in", form={"csrf": csrf, "email": "ada@example.test", "password": PASSWORD},
+                          headers={"User-Agent": agent})
+    assert signed.status == 303
+    devices = json.loads(browser.send("GET", "/api/client/v1/sessions").body)["sessions"]
+    validate({"sessions": devices}, "Devices")
+    assert [d["browser"] for d in devices] == ["Firefox on Linux"]
+    account = browser.send("GET", "/account").body
+    assert b"Firefox on Linux" in account and b"script" not in account.split(b"<main")[1].split(b"</main>")[0]
