@@ -69,6 +69,8 @@ final class Connection {
     self.generation = generation
     self.machine = machine
   }
+
+  deinit { machine.releaseBudget() }
 }
 
 private let epollIn = UInt32(EPOLLIN.rawValue)
@@ -90,6 +92,8 @@ final class EventLoop {
   private let tlsListeners: Set<Int32>
   private var tls: TLSContext?
   private let limits: Limits
+  /// The process-wide allowance for buffered request bodies, shared by every loop.
+  private let budget: RequestBudget
   private let clock = MonotonicClock()
   private var context: ConnectionContext
   private var connections: [Connection?] = []
@@ -111,7 +115,7 @@ final class EventLoop {
   init(
     listeners: [Int32], tlsListeners: Set<Int32> = [], tls: TLSContext? = nil, mailbox: LoopMailbox,
     pool: WorkerPool,
-    background: WorkerPool, limits: Limits, context: ConnectionContext
+    background: WorkerPool, limits: Limits, budget: RequestBudget, context: ConnectionContext
   )
     throws(SystemError)
   {
@@ -124,6 +128,7 @@ final class EventLoop {
     self.tlsListeners = tlsListeners
     self.tls = tls
     self.limits = limits
+    self.budget = budget
     self.context = context
     readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
     recordBuffer = .allocate(byteCount: tlsListeners.isEmpty ? 0 : Self.recordSize, alignment: 16)
@@ -214,7 +219,8 @@ final class EventLoop {
       let connection = Connection(
         fd: fd, generation: nextGeneration,
         machine: ConnectionMachine(
-          clock: clock, limits: limits, client: client, secure: tlsListeners.contains(listener)))
+          clock: clock, limits: limits, client: client, secure: tlsListeners.contains(listener),
+          budget: budget))
       nextGeneration += 1
       if tlsListeners.contains(listener) {
         guard let session = tls?.session(fd: fd) else {
@@ -456,8 +462,10 @@ final class EventLoop {
         mailbox.post(.completed(fd: fd, generation: generation, response: response))
       }
       if !accepted {
-        var busy = Response.text(
-          .serviceUnavailable, "The server is busy; try again shortly.\n", headers: [("Retry-After", "1")])
+        var busy = ConnectionMachine<MonotonicClock>.refusal(
+          .serviceUnavailable, request, "The server is busy; try again shortly.",
+          headers: [("Retry-After", "1")],
+          page: context.router.errorPage)
         // Held like a rate-limit refusal: a flood past the queue gets one answer per connection per
         // second instead of as many as the loop can write.
         busy.holdFor = limits.busyHold

@@ -56,6 +56,8 @@ public struct HTTP1Parser: Sendable {
   private var body: [UInt8] = []
   private var keepAlive = true
   private var expectsContinue = false
+  /// Whether every field line of the head has been read (the framing rules may still refuse it).
+  private var fieldsComplete = false
 
   /// Whether the current request's head is complete (its body is being read).
   var hasHead: Bool {
@@ -95,6 +97,32 @@ public struct HTTP1Parser: Sendable {
   var requestVersion: HTTPVersion { version }
   /// Whether the connection stays open after this request, once complete.
   var requestKeepAlive: Bool { keepAlive }
+
+  /// What an error answer may depend on, for the message being parsed (or refused) in `buffer`:
+  /// its path once the request line is read (nil before), and its `Accept` field once every field
+  /// line is.
+  func errorContext(_ buffer: UnsafeRawBufferPointer) -> (path: String, accept: String?)? {
+    if case .requestLine = phase {
+      // A refused request line: the target as far as it was read (a 414's prefix still says /api/).
+      let end =
+        switch lineState {
+        case .target: min(scanned, buffer.count)
+        case .version: targetEnd
+        case .start, .method: targetStart
+        }
+      guard lineState == .target || lineState == .version, end > targetStart,
+        buffer[targetStart] == UInt8(ascii: "/")
+      else { return nil }
+      return (Request.splitTarget(buffer.bytes(targetStart..<end)).path, nil)
+    }
+    guard fieldsComplete else { return (path(buffer), nil) }
+    return (
+      path(buffer), HTTPFields(bytes: Array(buffer.bytes(0..<headEnd)), fields: fields).combined("accept")
+    )
+  }
+
+  /// Bytes the parser holds for the body being read.
+  var bodyCapacity: Int { body.capacity }
 
   /// The request's path (no query), once complete.
   func path(_ buffer: UnsafeRawBufferPointer) -> String {
@@ -168,6 +196,7 @@ public struct HTTP1Parser: Sendable {
     case .fields:
       if start == end {
         headEnd = lineStart
+        fieldsComplete = true
         return try finishHead(buffer)
       }
       try Self.parseField(buffer, start, end, into: &fields)
@@ -631,6 +660,7 @@ public struct HTTP1Parser: Sendable {
     if !body.isEmpty { body = [] }
     keepAlive = true
     expectsContinue = false
+    fieldsComplete = false
   }
 
   @inline(__always) private static func findLineFeed(_ buffer: UnsafeRawBufferPointer, from: Int) -> Int? {

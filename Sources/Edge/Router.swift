@@ -102,11 +102,20 @@ public struct Router: Sendable {
   public let routes: [Route]
   /// The page for errors answered to a browser outside `/api/` and `/.well-known/` (nil: plain text).
   public let errorPage: ErrorPage?
+  /// Every method some route serves, with HEAD where GET is served, and OPTIONS (for `OPTIONS *`).
+  public let methods: Set<HTTPMethod>
+  /// `methods` as an `Allow` value, for `OPTIONS *`.
+  public let allowAll: String
 
   /// A router over `routes`; refuses `/api/` routes that are not `private`, duplicates and bad patterns.
   public init(_ routes: [Route], errorPage: ErrorPage? = nil) throws(RouterError) {
     self.routes = routes
     self.errorPage = errorPage
+    var methods = Set(routes.map(\.method))
+    if methods.contains(.get) { methods.insert(.head) }
+    methods.insert(.options)
+    self.methods = methods
+    allowAll = methods.map(\.rawValue).sorted().joined(separator: ", ")
     for route in routes {
       let p = route.pattern
       guard p.hasPrefix("/"), !p.dropLast().contains("*") else { throw .invalidPattern(p) }
@@ -140,6 +149,9 @@ public struct Router: Sendable {
     if methods.contains("GET") && !methods.contains("HEAD") { methods.append("HEAD") }
     return methods.sorted().joined(separator: ", ")
   }
+
+  /// Whether some route serves `method` (RFC 9110 §9.1: any other is answered 501).
+  public func implements(_ method: HTTPMethod) -> Bool { methods.contains(method) }
 
   /// The route for `method` and `path` (RFC 9110 §9.3.2: HEAD is answered by GET without content).
   public func match(_ method: HTTPMethod, _ path: String) -> RouteMatch {

@@ -103,6 +103,7 @@ public final class Server: Sendable {
     let background = WorkerPool(
       threads: max(1, configuration.backgroundThreads), capacity: max(0, configuration.backgroundQueue),
       lowPriority: true)
+    let budget = RequestBudget(limit: configuration.limits.maxBufferedRequestBytes)
     var mailboxes: [LoopMailbox] = []
     let running = LoopCounter()
     for k in 0..<threads {
@@ -121,7 +122,7 @@ public final class Server: Sendable {
         do {
           let loop = try EventLoop(
             listeners: listeners, tlsListeners: secureListeners, tls: tls, mailbox: mailbox, pool: pool,
-            background: background, limits: limits, context: context)
+            background: background, limits: limits, budget: budget, context: context)
           loop.run()
         } catch {
           Log.event("error", "loop_failed", [("error", "\(error)")])
