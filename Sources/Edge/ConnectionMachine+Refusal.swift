@@ -42,21 +42,7 @@ extension ConnectionMachine {
   }
 
   /// `text` as a JSON string (RFC 8259 §7).
-  static func json(_ text: String) -> String {
-    var out = "\""
-    for scalar in text.unicodeScalars {
-      switch scalar {
-      case "\"": out += "\\\""
-      case "\\": out += "\\\\"
-      case "\n": out += "\\n"
-      case _ where scalar.value < 0x20:
-        let hex = String(scalar.value, radix: 16)
-        out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-      default: out.unicodeScalars.append(scalar)
-      }
-    }
-    return out + "\""
-  }
+  static func json(_ text: String) -> String { "\"" + Log.escape(text) + "\"" }
 
   /// Whether an `Accept` field asks for HTML: a `text/html` range whose weight is not zero
   /// (RFC 9110 §12.5.1).

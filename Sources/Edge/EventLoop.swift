@@ -63,6 +63,8 @@ final class Connection {
   var scheduled = Instant.never
   /// TLS state for connections accepted on a TLS listener.
   var tls: TLSSession?
+  /// Whether the first byte of a TLS connection was looked at (a record, not plain HTTP).
+  var firstByteChecked = false
 
   init(fd: Int32, generation: UInt64, machine: ConnectionMachine<MonotonicClock>) {
     self.fd = fd
@@ -101,6 +103,8 @@ final class EventLoop {
   private var timers = TimerHeap()
   private var nextGeneration: UInt64 = 1
   private var draining = false
+  /// Whether the listeners are out of the epoll set because `accept` failed (see `AcceptBackoff`).
+  private var backoff = AcceptBackoff()
   private let readBuffer: UnsafeMutableRawBufferPointer
   private static let readBufferSize = 65536
   /// Where queued pieces are gathered into one TLS record (OpenSSL has no gather write).
@@ -170,6 +174,7 @@ final class EventLoop {
         }
       }
       fireTimers()
+      if backoff.paused && clock.now() >= backoff.resumeAt { resumeAccepting() }
       context.log.flushIfDue(nowSecond: context.date.second)
     }
     context.log.flush()
@@ -178,7 +183,8 @@ final class EventLoop {
   private func waitMilliseconds() -> Int32 {
     // Buffered log lines are written within about a second even when no request follows.
     let logWait: Int32 = context.log.isEmpty ? -1 : 1000
-    guard let earliest = timers.earliest else { return logWait }
+    guard let earliest = [timers.earliest, backoff.paused ? backoff.resumeAt : nil].compactMap({ $0 }).min()
+    else { return logWait }
     let now = clock.now()
     if earliest <= now { return 0 }
     let ms = (earliest.nanoseconds - now.nanoseconds + 999_999) / 1_000_000
@@ -201,8 +207,8 @@ final class EventLoop {
         case EINTR, ECONNABORTED: continue
         case EAGAIN: return
         default:
-          // EMFILE and friends: stop this round; the backlog keeps the rest.
-          Log.event("error", "accept", [("error", SystemError("accept4").description)])
+          // EMFILE and friends: stop watching the listeners for a moment; the backlog keeps the rest.
+          pauseAccepting(SystemError("accept"))
           return
         }
       }
@@ -239,6 +245,28 @@ final class EventLoop {
       var event = epoll_event(events: epollIn | epollOut | epollRdHup | epollEdge, data: epoll_data_t(fd: fd))
       epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event)
       schedule(connection)
+    }
+  }
+
+  private func pauseAccepting(_ error: SystemError) {
+    if !backoff.paused {
+      for fd in listeners { epoll_ctl(epoll, EPOLL_CTL_DEL, fd, nil) }
+    }
+    if let failures = backoff.failed(at: clock.now()) {
+      Log.event(
+        "error", "accept_paused",
+        [
+          ("error", error.description), ("failures", "\(failures)"),
+          ("paused_ms", "\(AcceptBackoff.pause.nanoseconds / 1_000_000)"), ("open_connections", "\(live)"),
+        ])
+    }
+  }
+
+  private func resumeAccepting() {
+    backoff.resumed()
+    for fd in listeners {
+      var event = epoll_event(events: epollIn, data: epoll_data_t(fd: fd))
+      epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event)
     }
   }
 
@@ -295,6 +323,29 @@ final class EventLoop {
   /// the next event; decrypted bytes OpenSSL still holds are read before the socket is.
   private func pumpTLS(_ connection: Connection, _ tls: TLSSession) {
     let wire = tls.wire
+    if !connection.firstByteChecked {
+      var first: UInt8 = 0
+      var n: Int
+      repeat { n = recv(connection.fd, &first, 1, Int32(MSG_PEEK)) } while n < 0 && errno == EINTR
+      if n < 0 && errno == EAGAIN {
+        schedule(connection)
+        return
+      }
+      guard n == 1 else {
+        closeConnection(connection)
+        return
+      }
+      connection.firstByteChecked = true
+      // RFC 8446 §5.1: a TLS client starts with a handshake record (type 22); a set high bit is an
+      // old-style hello, which OpenSSL refuses itself. Anything else is most likely plain HTTP:
+      // answer it in the clear, like nginx, and close.
+      if first != 0x16 && first & 0x80 == 0 {
+        connection.tls = nil
+        connection.machine.refusePlainHTTP(context: &context)
+        pump(connection)
+        return
+      }
+    }
     while !tls.handshakeDone {
       guard let flushed = wire.pointee.sendPending() else {
         closeConnection(connection)
@@ -541,6 +592,7 @@ final class EventLoop {
   private func startDraining() {
     guard !draining else { return }
     draining = true
+    backoff.resumed()
     for fd in listeners {
       epoll_ctl(epoll, EPOLL_CTL_DEL, fd, nil)
       close(fd)

@@ -47,6 +47,8 @@ enum ServeCommand {
       --max-header-bytes N    header section size, else 431 (default 16384)
       --max-header-count N    header field lines, else 431 (default 100)
       --max-body-bytes N      request body size, else 413 (default 1048576)
+      --max-chunk-extension-bytes N  extensions on one chunk-size line, else 400 (default 256)
+      --max-buffered-request-bytes N  request bytes all connections hold, else 503 (default 67108864)
       --max-connections N     open connections per loop (default 8192)
       --head-timeout S        to receive a request head, from its first byte (default 10)
       --body-timeout S        longest pause while receiving a body (default 10)
@@ -157,6 +159,11 @@ enum ServeCommand {
         configuration.limits.maxHeaderCount = try Arguments.integer(value(), flag, min: 1, max: 10_000)
       case "--max-body-bytes":
         configuration.limits.maxBodyBytes = try Arguments.integer(value(), flag, min: 0, max: 1 << 30)
+      case "--max-chunk-extension-bytes":
+        configuration.limits.maxChunkExtensionBytes = try Arguments.integer(value(), flag, min: 0, max: 65536)
+      case "--max-buffered-request-bytes":
+        configuration.limits.maxBufferedRequestBytes = try Arguments.integer(
+          value(), flag, min: 65536, max: 1 << 40)
       case "--max-connections":
         configuration.limits.maxConnectionsPerLoop = try Arguments.integer(
           value(), flag, min: 1, max: 1_000_000)
