@@ -349,8 +349,8 @@ struct ConnectionMachine<Clock: EdgeClock> {
       !keepAlive ? .close : parser.requestVersion == .http10 ? .keepAlive : .none
     if !keepAlive { closeAfterWrite = true }
     let headOnly = method == .head
-    // RFC 9110 §9.1: a method no route serves is not implemented here.
-    if !context.router.implements(method) {
+    // RFC 9110 §9.1: a method this server does not know is not implemented, whatever the path.
+    if !context.router.recognizes(method) {
       let request = parser.takeRequest(window, path: path)
       emit(
         Self.refusal(

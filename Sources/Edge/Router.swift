@@ -150,8 +150,23 @@ public struct Router: Sendable {
     return methods.sorted().joined(separator: ", ")
   }
 
-  /// Whether some route serves `method` (RFC 9110 §9.1: any other is answered 501).
-  public func implements(_ method: HTTPMethod) -> Bool { methods.contains(method) }
+  /// The methods of the IANA HTTP Method Registry (RFC 9110 §16.1: RFC 9110's own, PATCH, WebDAV's
+  /// and the rest), and QUERY (draft-ietf-httpbis-safe-method-w-body). A path that does not serve
+  /// one of them answers 405 with `Allow`; any other token is not a method this server knows.
+  public static let registeredMethods: Set<HTTPMethod> = Set(
+    [
+      "ACL", "BASELINE-CONTROL", "BIND", "CHECKIN", "CHECKOUT", "CONNECT", "COPY", "DELETE", "GET", "HEAD",
+      "LABEL", "LINK", "LOCK", "MERGE", "MKACTIVITY", "MKCALENDAR", "MKCOL", "MKREDIRECTREF", "MKWORKSPACE",
+      "MOVE", "OPTIONS", "ORDERPATCH", "PATCH", "POST", "PRI", "PROPFIND", "PROPPATCH", "PUT", "QUERY",
+      "REBIND", "REPORT", "SEARCH", "TRACE", "UNBIND", "UNCHECKOUT", "UNLINK", "UNLOCK", "UPDATE",
+      "UPDATEREDIRECTREF", "VERSION-CONTROL",
+    ].map(HTTPMethod.init))
+
+  /// Whether `method` is one this server knows: a registered method or one some route serves.
+  /// RFC 9110 §9.1: any other is answered 501 wherever it is sent.
+  public func recognizes(_ method: HTTPMethod) -> Bool {
+    methods.contains(method) || Self.registeredMethods.contains(method)
+  }
 
   /// The route for `method` and `path` (RFC 9110 §9.3.2: HEAD is answered by GET without content).
   public func match(_ method: HTTPMethod, _ path: String) -> RouteMatch {

@@ -94,12 +94,27 @@ struct EngineErrorTests {
     #expect(!out.contains("Connection: close"))
   }
 
-  @Test("the router knows the methods it implements")
-  func implements() throws {
-    let router = try Router([Route(.get, "/", cacheClass: .private) { _ in .text(.ok, "") }])
-    #expect(router.implements(.get) && router.implements(.head) && router.implements(.options))
-    #expect(!router.implements(.post) && !router.implements(HTTPMethod("BREW")))
-    #expect(router.allowAll == "GET, HEAD, OPTIONS")
+  @Test(
+    "the router recognizes registered methods and those its routes serve; OPTIONS * lists what is served")
+  func recognizes() throws {
+    let router = try Router([
+      Route(.get, "/", cacheClass: .private) { _ in .text(.ok, "") },
+      Route(HTTPMethod("X-SERVED"), "/dav", cacheClass: .private) { _ in .text(.ok, "") },
+    ])
+    #expect(
+      router.recognizes(.get) && router.recognizes(.trace) && router.recognizes(HTTPMethod("QUERY"))
+        && router.recognizes(HTTPMethod("PROPFIND")) && router.recognizes(HTTPMethod("X-SERVED")))
+    #expect(!router.recognizes(HTTPMethod("BREW")) && !router.recognizes(HTTPMethod("get")))
+    #expect(router.allowAll == "GET, HEAD, OPTIONS, X-SERVED")
+  }
+
+  @Test("a registered method a path does not serve is 405 with Allow, not 501")
+  func standardMethodIs405() {
+    var h = Harness()
+    h.send("TRACE /echo HTTP/1.1\r\nHost: a\r\n\r\n")
+    let out = h.drainOutput().text
+    #expect(
+      out.hasPrefix("HTTP/1.1 405 Method Not Allowed\r\n") && out.contains("Allow: GET, HEAD, POST\r\n"))
   }
 
   @Test("JSON strings are escaped")
