@@ -76,7 +76,13 @@ struct ConnectionMachine<Clock: EdgeClock> {
   let limits: Limits
   let client: String
   /// Whether this connection arrived over TLS: its responses carry HSTS.
-  let secure: Bool
+  private(set) var secure: Bool
+  /// The process-wide allowance the bytes of this connection's bodies are counted in (nil: none).
+  let budget: RequestBudget?
+  /// Bytes this connection has reserved in `budget`.
+  private(set) var reservedBytes = 0
+  /// The body size of the request a pooled handler is working on.
+  private var inFlightBodyBytes = 0
   private(set) var state = State.awaitingRequest
   private var parser: HTTP1Parser
   private(set) var input: [UInt8] = []
@@ -93,11 +99,12 @@ struct ConnectionMachine<Clock: EdgeClock> {
   /// timeout after accept (a late first byte must not restart the clock: slowloris).
   private var servedOne = false
 
-  init(clock: Clock, limits: Limits, client: String, secure: Bool = false) {
+  init(clock: Clock, limits: Limits, client: String, secure: Bool = false, budget: RequestBudget? = nil) {
     self.clock = clock
     self.limits = limits
     self.client = client
     self.secure = secure
+    self.budget = budget
     parser = HTTP1Parser(limits: limits)
     // A new connection must send its first head within the head timeout (slowloris).
     readDeadline = clock.now().adding(limits.headTimeout)
@@ -116,12 +123,70 @@ struct ConnectionMachine<Clock: EdgeClock> {
   /// Bytes arrived from the peer.
   mutating func received(_ bytes: UnsafeRawBufferPointer, context: inout ConnectionContext) -> Step {
     if state == .lingering || bytes.isEmpty { return Step() }
+    let step: Step
     if input.isEmpty {
-      return process(bytes, context: &context)
+      step = process(bytes, context: &context)
+    } else {
+      input.append(contentsOf: bytes.bytes(0..<bytes.count))
+      let buffered = input
+      step = buffered.withUnsafeBytes { process($0, context: &context) }
     }
-    input.append(contentsOf: bytes.bytes(0..<bytes.count))
-    let buffered = input
-    return buffered.withUnsafeBytes { process($0, context: &context) }
+    return settleBudget(step, context: &context)
+  }
+
+  /// A TLS listener received bytes that are not a TLS record (plain HTTP sent to the HTTPS port):
+  /// answer 400 in the clear, like nginx, then close. From now on the connection is plain.
+  mutating func refusePlainHTTP(context: inout ConnectionContext) {
+    secure = false
+    failRequest(
+      .text(.badRequest, "Bad Request: plain HTTP was sent to the HTTPS port; use https://.\n"),
+      context: &context)
+  }
+
+  /// Reserves (or gives back) what this connection now holds for a body in the process-wide
+  /// budget. When the budget is spent the body is refused with 503 at once and the connection
+  /// closes, so that what all connections hold stays under `Limits.maxBufferedRequestBytes`.
+  private mutating func settleBudget(_ step: Step, context: inout ConnectionContext) -> Step {
+    guard let budget else { return step }
+    let holding =
+      state == .readingBody || state == .handling
+      ? input.capacity + parser.bodyCapacity + inFlightBodyBytes : 0
+    let delta = holding - reservedBytes
+    if delta <= 0 || budget.reserve(delta) {
+      if delta < 0 { budget.release(-delta) }
+      reservedBytes = holding
+      return step
+    }
+    let message = "The server is busy; try again shortly."
+    let retry = [(name: "Retry-After", value: "1")]
+    if let dispatch = step.dispatch, let inFlight {
+      // The request is complete but its handler has not been given it: answer it here instead.
+      self.inFlight = nil
+      inFlightBodyBytes = 0
+      state = .awaitingRequest
+      closeAfterWrite = true
+      emit(
+        Self.refusal(
+          .serviceUnavailable, dispatch.request, message, headers: retry, page: context.router.errorPage),
+        cacheClass: .private, headOnly: inFlight.headOnly, connection: .close, method: inFlight.method,
+        path: inFlight.path, started: inFlight.started, context: &context)
+    } else {
+      let target = input.withUnsafeBytes { parser.errorContext($0) }
+      failRequest(
+        Self.refusal(
+          .serviceUnavailable, path: target?.path, accept: target?.accept, message, headers: retry,
+          page: context.router.errorPage), context: &context)
+    }
+    input = []
+    releaseBudget()
+    return Step()
+  }
+
+  /// Gives back everything this connection reserved (it is closing).
+  mutating func releaseBudget() {
+    guard reservedBytes > 0 else { return }
+    budget?.release(reservedBytes)
+    reservedBytes = 0
   }
 
   /// The pooled handler answered.
@@ -135,6 +200,7 @@ struct ConnectionMachine<Clock: EdgeClock> {
       return Step()
     }
     self.inFlight = nil
+    inFlightBodyBytes = 0
     state = .awaitingRequest
     readDeadline = clock.now().adding(limits.idleTimeout)
     emit(
@@ -142,7 +208,8 @@ struct ConnectionMachine<Clock: EdgeClock> {
       method: inFlight.method, path: inFlight.path, started: inFlight.started, inline: false,
       context: &context)
     let buffered = input
-    return buffered.withUnsafeBytes { process($0, context: &context) }
+    let step = buffered.withUnsafeBytes { process($0, context: &context) }
+    return settleBudget(step, context: &context)
   }
 
   /// The loop wrote `count` bytes of `output`.
@@ -193,7 +260,11 @@ struct ConnectionMachine<Clock: EdgeClock> {
       return Step(close: .now)
     case .readingHead, .readingBody:
       // RFC 9110 §15.5.9: tell the client, then close.
-      failRequest(.requestTimeout, "The request did not arrive in time.\n", context: &context)
+      let target = input.withUnsafeBytes { parser.errorContext($0) }
+      failRequest(
+        Self.refusal(
+          .requestTimeout, path: target?.path, accept: target?.accept, "The request did not arrive in time.",
+          page: context.router.errorPage), context: &context)
       writeDeadline = now.adding(min(limits.writeTimeout, limits.lingerTimeout))
       return Step()
     case .handling:
@@ -227,8 +298,13 @@ struct ConnectionMachine<Clock: EdgeClock> {
       do throws(HTTPParseError) {
         result = try parser.advance(window)
       } catch {
+        // Once the target is known the answer takes the engine's error shape (JSON under /api/).
+        let target = parser.errorContext(window)
         offset = buffer.count
-        failRequest(error.status, Self.message(for: error), context: &context)
+        failRequest(
+          Self.refusal(
+            error.status, path: target?.path, accept: target?.accept, Self.message(for: error),
+            page: context.router.errorPage), context: &context)
         break parsing
       }
       switch result {
@@ -273,6 +349,25 @@ struct ConnectionMachine<Clock: EdgeClock> {
       !keepAlive ? .close : parser.requestVersion == .http10 ? .keepAlive : .none
     if !keepAlive { closeAfterWrite = true }
     let headOnly = method == .head
+    // RFC 9110 §9.1: a method this server does not know is not implemented, whatever the path.
+    if !context.router.recognizes(method) {
+      let request = parser.takeRequest(window, path: path)
+      emit(
+        Self.refusal(
+          .notImplemented, request, "This method is not implemented here.", page: context.router.errorPage),
+        cacheClass: .private, headOnly: false, connection: connection, method: method, path: path,
+        started: now,
+        context: &context)
+      return nil
+    }
+    // RFC 9110 §9.3.7: OPTIONS * asks what the server as a whole supports.
+    if method == .options && path == "*" {
+      parser.skipRequest()
+      emit(
+        Response(status: .noContent, headers: [("Allow", context.router.allowAll)]), cacheClass: .private,
+        headOnly: false, connection: connection, method: method, path: path, started: now, context: &context)
+      return nil
+    }
     if !secure, let origin = context.httpsRedirect, path != "/healthz" {
       // HTTPS only: the same path and query on the configured origin, method and body kept (308).
       let request = parser.takeRequest(window, path: path)
@@ -319,6 +414,7 @@ struct ConnectionMachine<Clock: EdgeClock> {
             connection: connection, started: now)
           state = .handling
           readDeadline = .never
+          inFlightBodyBytes = request.body.count
           return Dispatch(request: request, route: route)
         }
         answer = fast
@@ -343,40 +439,6 @@ struct ConnectionMachine<Clock: EdgeClock> {
         method: request.method, path: request.path, started: now, context: &context)
     }
     return nil
-  }
-
-  /// The router's own refusals: under `/api/` in the API's error shape (every API answer is JSON);
-  /// an HTML page for a browser (`Accept` names `text/html`) outside `/.well-known/`, when the
-  /// composition gave one; else plain text.
-  static func refusal(
-    _ status: Status, _ request: Request, code: String, _ message: String,
-    headers: [(name: String, value: String)] = [], page: ErrorPage? = nil
-  ) -> Response {
-    let path = request.path
-    guard path.hasPrefix("/api/") else {
-      if let page, !path.hasPrefix("/.well-known/"), acceptsHTML(request.headers.combined("accept")) {
-        var response = page(status, message)
-        for (name, value) in headers { response.add(name, value) }
-        return response
-      }
-      return .text(status, message + "\n", headers: headers)
-    }
-    return Response(
-      status: status, headers: [("Content-Type", "application/json; charset=utf-8")] + headers,
-      body: .bytes(Array("{\"error\":\"\(code)\",\"message\":\"\(message)\"}".utf8)))
-  }
-
-  /// Whether an `Accept` field asks for HTML: a `text/html` range whose weight is not zero
-  /// (RFC 9110 §12.5.1).
-  static func acceptsHTML(_ accept: String?) -> Bool {
-    guard let accept else { return false }
-    for range in accept.split(separator: ",") {
-      let parts = range.split(separator: ";").map { $0.filter { $0 != " " && $0 != "\t" }.lowercased() }
-      guard parts.first == "text/html" else { continue }
-      let weight = parts.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
-      if weight > 0 { return true }
-    }
-    return false
   }
 
   private mutating func emit(
@@ -404,49 +466,13 @@ struct ConnectionMachine<Clock: EdgeClock> {
   }
 
   /// Answers a request that cannot be parsed or finished, and closes after the answer.
-  private mutating func failRequest(_ status: Status, _ message: String, context: inout ConnectionContext) {
+  private mutating func failRequest(_ response: Response, context: inout ConnectionContext) {
     closeAfterWrite = true
     state = .awaitingRequest
     emit(
-      .text(status, message), cacheClass: .private, headOnly: false, connection: .close, method: nil,
+      response, cacheClass: .private, headOnly: false, connection: .close, method: nil,
       path: nil,
       started: clock.now(), context: &context)
-  }
-
-  /// The plain-language message for each refusal: what was wrong, never what was received.
-  static func message(for error: HTTPParseError) -> String {
-    let detail: String =
-      switch error {
-      case .bareLineFeed: "a line ended in a bare LF; HTTP/1.1 lines end in CRLF"
-      case .bareCarriageReturn: "a bare CR appeared outside a line ending"
-      case .invalidRequestLine: "the request line is not 'METHOD target HTTP/1.1'"
-      case .invalidMethod: "the method is not a valid token"
-      case .invalidTarget: "the request target is not a valid path"
-      case .invalidVersion: "the HTTP version is malformed"
-      case .unsupportedVersion: "only HTTP/1.0 and HTTP/1.1 are served here"
-      case .targetTooLong: "the request target is too long"
-      case .headerSectionTooLarge: "the header fields are too large"
-      case .tooManyHeaderFields: "there are too many header fields"
-      case .invalidFieldName: "a header field name is invalid"
-      case .whitespaceBeforeColon: "a header field name is followed by whitespace before its colon"
-      case .obsoleteLineFolding: "a header field is folded over several lines"
-      case .invalidFieldValue: "a header field value contains a control character"
-      case .missingHost: "an HTTP/1.1 request needs a Host header field"
-      case .duplicateHost: "the Host header field appears more than once"
-      case .invalidHost: "the Host header field is invalid"
-      case .invalidContentLength: "the Content-Length header field is invalid"
-      case .duplicateContentLength: "the Content-Length header field appears more than once"
-      case .contentLengthWithTransferEncoding: "Content-Length and Transfer-Encoding cannot both be sent"
-      case .transferEncodingInHTTP10: "Transfer-Encoding is not allowed in an HTTP/1.0 request"
-      case .chunkedNotFinal: "chunked must be the final transfer coding, applied once"
-      case .unsupportedTransferCoding: "only the chunked transfer coding is supported"
-      case .invalidChunkSize: "a chunk size is invalid"
-      case .invalidChunkExtension: "a chunk extension is invalid"
-      case .invalidChunkTerminator: "chunk data is not followed by CRLF"
-      case .bodyTooLarge: "the request body is too large"
-      case .unsupportedExpectation: "only the 100-continue expectation is supported"
-      }
-    return "\(error.status.reason): \(detail).\n"
   }
 }
 

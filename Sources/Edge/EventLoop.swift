@@ -63,12 +63,16 @@ final class Connection {
   var scheduled = Instant.never
   /// TLS state for connections accepted on a TLS listener.
   var tls: TLSSession?
+  /// Whether the first byte of a TLS connection was looked at (a record, not plain HTTP).
+  var firstByteChecked = false
 
   init(fd: Int32, generation: UInt64, machine: ConnectionMachine<MonotonicClock>) {
     self.fd = fd
     self.generation = generation
     self.machine = machine
   }
+
+  deinit { machine.releaseBudget() }
 }
 
 private let epollIn = UInt32(EPOLLIN.rawValue)
@@ -90,6 +94,8 @@ final class EventLoop {
   private let tlsListeners: Set<Int32>
   private var tls: TLSContext?
   private let limits: Limits
+  /// The process-wide allowance for buffered request bodies, shared by every loop.
+  private let budget: RequestBudget
   private let clock = MonotonicClock()
   private var context: ConnectionContext
   private var connections: [Connection?] = []
@@ -97,6 +103,8 @@ final class EventLoop {
   private var timers = TimerHeap()
   private var nextGeneration: UInt64 = 1
   private var draining = false
+  /// Whether the listeners are out of the epoll set because `accept` failed (see `AcceptBackoff`).
+  private var backoff = AcceptBackoff()
   private let readBuffer: UnsafeMutableRawBufferPointer
   private static let readBufferSize = 65536
   /// Where queued pieces are gathered into one TLS record (OpenSSL has no gather write).
@@ -111,7 +119,7 @@ final class EventLoop {
   init(
     listeners: [Int32], tlsListeners: Set<Int32> = [], tls: TLSContext? = nil, mailbox: LoopMailbox,
     pool: WorkerPool,
-    background: WorkerPool, limits: Limits, context: ConnectionContext
+    background: WorkerPool, limits: Limits, budget: RequestBudget, context: ConnectionContext
   )
     throws(SystemError)
   {
@@ -124,6 +132,7 @@ final class EventLoop {
     self.tlsListeners = tlsListeners
     self.tls = tls
     self.limits = limits
+    self.budget = budget
     self.context = context
     readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
     recordBuffer = .allocate(byteCount: tlsListeners.isEmpty ? 0 : Self.recordSize, alignment: 16)
@@ -165,6 +174,7 @@ final class EventLoop {
         }
       }
       fireTimers()
+      if backoff.paused && clock.now() >= backoff.resumeAt { resumeAccepting() }
       context.log.flushIfDue(nowSecond: context.date.second)
     }
     context.log.flush()
@@ -173,7 +183,8 @@ final class EventLoop {
   private func waitMilliseconds() -> Int32 {
     // Buffered log lines are written within about a second even when no request follows.
     let logWait: Int32 = context.log.isEmpty ? -1 : 1000
-    guard let earliest = timers.earliest else { return logWait }
+    guard let earliest = [timers.earliest, backoff.paused ? backoff.resumeAt : nil].compactMap({ $0 }).min()
+    else { return logWait }
     let now = clock.now()
     if earliest <= now { return 0 }
     let ms = (earliest.nanoseconds - now.nanoseconds + 999_999) / 1_000_000
@@ -196,8 +207,8 @@ final class EventLoop {
         case EINTR, ECONNABORTED: continue
         case EAGAIN: return
         default:
-          // EMFILE and friends: stop this round; the backlog keeps the rest.
-          Log.event("error", "accept", [("error", SystemError("accept4").description)])
+          // EMFILE and friends: stop watching the listeners for a moment; the backlog keeps the rest.
+          pauseAccepting(SystemError("accept"))
           return
         }
       }
@@ -214,7 +225,8 @@ final class EventLoop {
       let connection = Connection(
         fd: fd, generation: nextGeneration,
         machine: ConnectionMachine(
-          clock: clock, limits: limits, client: client, secure: tlsListeners.contains(listener)))
+          clock: clock, limits: limits, client: client, secure: tlsListeners.contains(listener),
+          budget: budget))
       nextGeneration += 1
       if tlsListeners.contains(listener) {
         guard let session = tls?.session(fd: fd) else {
@@ -233,6 +245,28 @@ final class EventLoop {
       var event = epoll_event(events: epollIn | epollOut | epollRdHup | epollEdge, data: epoll_data_t(fd: fd))
       epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event)
       schedule(connection)
+    }
+  }
+
+  private func pauseAccepting(_ error: SystemError) {
+    if !backoff.paused {
+      for fd in listeners { epoll_ctl(epoll, EPOLL_CTL_DEL, fd, nil) }
+    }
+    if let failures = backoff.failed(at: clock.now()) {
+      Log.event(
+        "error", "accept_paused",
+        [
+          ("error", error.description), ("failures", "\(failures)"),
+          ("paused_ms", "\(AcceptBackoff.pause.nanoseconds / 1_000_000)"), ("open_connections", "\(live)"),
+        ])
+    }
+  }
+
+  private func resumeAccepting() {
+    backoff.resumed()
+    for fd in listeners {
+      var event = epoll_event(events: epollIn, data: epoll_data_t(fd: fd))
+      epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event)
     }
   }
 
@@ -289,6 +323,29 @@ final class EventLoop {
   /// the next event; decrypted bytes OpenSSL still holds are read before the socket is.
   private func pumpTLS(_ connection: Connection, _ tls: TLSSession) {
     let wire = tls.wire
+    if !connection.firstByteChecked {
+      var first: UInt8 = 0
+      var n: Int
+      repeat { n = recv(connection.fd, &first, 1, Int32(MSG_PEEK)) } while n < 0 && errno == EINTR
+      if n < 0 && errno == EAGAIN {
+        schedule(connection)
+        return
+      }
+      guard n == 1 else {
+        closeConnection(connection)
+        return
+      }
+      connection.firstByteChecked = true
+      // RFC 8446 §5.1: a TLS client starts with a handshake record (type 22); a set high bit is an
+      // old-style hello, which OpenSSL refuses itself. Anything else is most likely plain HTTP:
+      // answer it in the clear, like nginx, and close.
+      if first != 0x16 && first & 0x80 == 0 {
+        connection.tls = nil
+        connection.machine.refusePlainHTTP(context: &context)
+        pump(connection)
+        return
+      }
+    }
     while !tls.handshakeDone {
       guard let flushed = wire.pointee.sendPending() else {
         closeConnection(connection)
@@ -456,8 +513,10 @@ final class EventLoop {
         mailbox.post(.completed(fd: fd, generation: generation, response: response))
       }
       if !accepted {
-        var busy = Response.text(
-          .serviceUnavailable, "The server is busy; try again shortly.\n", headers: [("Retry-After", "1")])
+        var busy = ConnectionMachine<MonotonicClock>.refusal(
+          .serviceUnavailable, request, "The server is busy; try again shortly.",
+          headers: [("Retry-After", "1")],
+          page: context.router.errorPage)
         // Held like a rate-limit refusal: a flood past the queue gets one answer per connection per
         // second instead of as many as the loop can write.
         busy.holdFor = limits.busyHold
@@ -533,6 +592,7 @@ final class EventLoop {
   private func startDraining() {
     guard !draining else { return }
     draining = true
+    backoff.resumed()
     for fd in listeners {
       epoll_ctl(epoll, EPOLL_CTL_DEL, fd, nil)
       close(fd)

@@ -71,6 +71,7 @@ public func fuzzHTTP1Parser(_ input: UnsafeRawBufferPointer) {
   limits.maxHeaderBytes = 512
   limits.maxHeaderCount = 16
   limits.maxBodyBytes = 512
+  limits.maxChunkExtensionBytes = 16
   let whole = HTTP1Parser.outcomes(of: bytes, limits: limits)
   let byByte = HTTP1Parser.outcomes(of: bytes, step: 1, limits: limits)
   let halves = HTTP1Parser.outcomes(of: bytes, step: max(1, (bytes.count + 1) / 2), limits: limits)

@@ -38,6 +38,11 @@ public struct HTTP1Parser: Sendable {
   private var lineStart = 0
   /// Bytes already searched for a line feed.
   private var scanned = 0
+  /// Where the request-line scan stands (it resumes there when more bytes arrive).
+  private enum LineState: Sendable { case start, method, target, version }
+  private var lineState = LineState.start
+  private var methodEnd = 0
+  private var versionStart = 0
   private var method = HTTPMethod.get
   private var version = HTTPVersion.http11
   private var targetStart = 0
@@ -51,6 +56,8 @@ public struct HTTP1Parser: Sendable {
   private var body: [UInt8] = []
   private var keepAlive = true
   private var expectsContinue = false
+  /// Whether every field line of the head has been read (the framing rules may still refuse it).
+  private var fieldsComplete = false
 
   /// Whether the current request's head is complete (its body is being read).
   var hasHead: Bool {
@@ -91,6 +98,32 @@ public struct HTTP1Parser: Sendable {
   /// Whether the connection stays open after this request, once complete.
   var requestKeepAlive: Bool { keepAlive }
 
+  /// What an error answer may depend on, for the message being parsed (or refused) in `buffer`:
+  /// its path once the request line is read (nil before), and its `Accept` field once every field
+  /// line is.
+  func errorContext(_ buffer: UnsafeRawBufferPointer) -> (path: String, accept: String?)? {
+    if case .requestLine = phase {
+      // A refused request line: the target as far as it was read (a 414's prefix still says /api/).
+      let end =
+        switch lineState {
+        case .target: min(scanned, buffer.count)
+        case .version: targetEnd
+        case .start, .method: targetStart
+        }
+      guard lineState == .target || lineState == .version, end > targetStart,
+        buffer[targetStart] == UInt8(ascii: "/")
+      else { return nil }
+      return (Request.splitTarget(buffer.bytes(targetStart..<end)).path, nil)
+    }
+    guard fieldsComplete else { return (path(buffer), nil) }
+    return (
+      path(buffer), HTTPFields(bytes: Array(buffer.bytes(0..<headEnd)), fields: fields).combined("accept")
+    )
+  }
+
+  /// Bytes the parser holds for the body being read.
+  var bodyCapacity: Int { body.capacity }
+
   /// The request's path (no query), once complete.
   func path(_ buffer: UnsafeRawBufferPointer) -> String {
     Request.splitTarget(buffer.bytes(targetStart..<targetEnd)).path
@@ -102,16 +135,23 @@ public struct HTTP1Parser: Sendable {
     let count = buffer.count
     while true {
       switch phase {
-      case .requestLine, .fields, .trailers, .chunkSize:
+      case .requestLine:
+        guard let lineEnd = try scanRequestLine(buffer) else { return .needMore }
+        try finishRequestLine(buffer, lineEnd)
+        lineStart = lineEnd + 2
+        scanned = lineStart
+        fieldsStart = lineStart
+        phase = .fields
+      case .fields, .trailers, .chunkSize:
         guard let lf = Self.findLineFeed(buffer, from: scanned) else {
           scanned = count
-          try checkLine(end: count)
+          try checkLine(buffer, end: count)
           return .needMore
         }
         scanned = lf + 1
         // Size first, then syntax: the same line must fail the same way however its bytes arrived
         // (the size check may already have refused it before its line feed came).
-        try checkLine(end: lf + 1)
+        try checkLine(buffer, end: lf + 1)
         // RFC 9112 §2.2: lines end in CRLF; a bare LF is refused.
         guard lf > lineStart, buffer[lf - 1] == ASCII.cr else { throw .bareLineFeed }
         let start = lineStart
@@ -153,18 +193,10 @@ public struct HTTP1Parser: Sendable {
     _ buffer: UnsafeRawBufferPointer, _ start: Int, _ end: Int
   ) throws(HTTPParseError) -> Progress? {
     switch phase {
-    case .requestLine:
-      if start == end {
-        // RFC 9112 §2.2: ignore empty lines received before the request-line.
-        if lineStart > limits.maxRequestLineBytes { throw .invalidRequestLine }
-        return nil
-      }
-      try parseRequestLine(buffer, start, end)
-      fieldsStart = lineStart
-      phase = .fields
     case .fields:
       if start == end {
         headEnd = lineStart
+        fieldsComplete = true
         return try finishHead(buffer)
       }
       try Self.parseField(buffer, start, end, into: &fields)
@@ -179,7 +211,8 @@ public struct HTTP1Parser: Sendable {
         trailersStart = lineStart
         phase = .trailers
       } else {
-        if body.count + size > limits.maxBodyBytes { throw .bodyTooLarge }
+        // Framing counts against the body limit: the chunk's data must fit after what came before.
+        if lineStart - headEnd + size > limits.maxBodyBytes { throw .bodyTooLarge }
         if body.isEmpty { body.reserveCapacity(size) }
         phase = .chunkData(size)
       }
@@ -192,54 +225,126 @@ public struct HTTP1Parser: Sendable {
   /// Size limits on the line being read, whose bytes run up to `end`: the bytes received so far
   /// while it is open, or its line feed plus one once it is complete. One rule at both points, so
   /// a line is refused the same way however its bytes arrived.
-  private func checkLine(end: Int) throws(HTTPParseError) {
+  private func checkLine(_ buffer: UnsafeRawBufferPointer, end: Int) throws(HTTPParseError) {
     switch phase {
-    case .requestLine:
-      if end - lineStart > limits.maxRequestLineBytes { throw .targetTooLong }
     case .fields:
       if end - fieldsStart > limits.maxHeaderBytes { throw .headerSectionTooLarge }
     case .trailers:
-      if (headEnd - fieldsStart) + (end - trailersStart) > limits.maxHeaderBytes {
-        throw .headerSectionTooLarge
-      }
+      // Trailers count against the header limit and, as part of the chunked body, the body limit.
+      let headerRoom = trailersStart + limits.maxHeaderBytes - (headEnd - fieldsStart)
+      try Self.firstCrossed(
+        end, headerRoom, .headerSectionTooLarge, headEnd + limits.maxBodyBytes, .bodyTooLarge)
     case .chunkSize:
-      if end - lineStart > Self.maxChunkLineBytes { throw .invalidChunkExtension }
-      if end > limits.maxMessageBytes { throw .bodyTooLarge }
+      // chunk-size (more than 15 hex digits is refused as too large), its extensions, then CRLF.
+      var digitsEnd = lineStart
+      while digitsEnd < min(end, lineStart + 16) && Self.hexValue(buffer[digitsEnd]) != nil { digitsEnd += 1 }
+      let lineRoom = digitsEnd + limits.maxChunkExtensionBytes + 2
+      try Self.firstCrossed(
+        end, lineRoom, .chunkExtensionTooLong, headEnd + limits.maxBodyBytes, .bodyTooLarge)
     default:
       break
     }
   }
 
-  static let maxChunkLineBytes = 4096
+  /// Throws the error of whichever bound the bytes up to `end` crossed first (a bound is the last
+  /// index allowed), so that the answer does not depend on how many bytes each read brought.
+  @inline(__always) private static func firstCrossed(
+    _ end: Int, _ a: Int, _ aError: HTTPParseError, _ b: Int, _ bError: HTTPParseError
+  ) throws(HTTPParseError) {
+    if end > min(a, b) { throw a <= b ? aError : bError }
+  }
+
+  /// Longest method accepted: longer than any registered method (RFC 9112 §3: a method longer than
+  /// any the server implements gets 501).
+  static let maxMethodBytes = 32
 
   // MARK: request line
 
-  /// request-line = method SP request-target SP HTTP-version (RFC 9112 §3), single spaces only.
-  private mutating func parseRequestLine(
-    _ buffer: UnsafeRawBufferPointer, _ start: Int, _ end: Int
-  ) throws(HTTPParseError) {
-    var sp1 = start
-    while sp1 < end && buffer[sp1] != ASCII.sp {
-      let b = buffer[sp1]
-      if b == ASCII.cr { throw .bareCarriageReturn }
-      guard ASCII.isToken(b) else { throw sp1 == start ? .invalidRequestLine : .invalidMethod }
-      sp1 += 1
+  /// Scans the request line (RFC 9112 §3: method SP request-target SP HTTP-version, single spaces)
+  /// from `scanned` on, refusing it at the first byte that cannot belong to it: a TLS ClientHello
+  /// or other stray bytes are answered at once, not when a line feed or a timeout comes. Returns
+  /// the index of the line's CR once its CRLF is there.
+  private mutating func scanRequestLine(_ buffer: UnsafeRawBufferPointer) throws(HTTPParseError) -> Int? {
+    let count = buffer.count
+    var i = scanned
+    defer { scanned = i }
+    while i < count {
+      let b = buffer[i]
+      if b == ASCII.lf { throw .bareLineFeed }  // RFC 9112 §2.2: lines end in CRLF.
+      if b == ASCII.cr {
+        guard i + 1 < count else { return nil }  // the next byte decides
+        guard buffer[i + 1] == ASCII.lf else { throw .bareCarriageReturn }
+        switch lineState {
+        case .start:
+          // RFC 9112 §2.2: ignore empty lines received before the request-line.
+          i += 2
+          lineStart = i
+          if lineStart > limits.maxRequestLineBytes { throw .invalidRequestLine }
+          continue
+        case .method, .target: throw .invalidRequestLine
+        case .version:
+          guard i - versionStart == 8 else { throw .invalidVersion }
+          let end = i
+          i += 2
+          return end
+        }
+      }
+      switch lineState {
+      case .start:
+        guard ASCII.isToken(b) else { throw .invalidRequestLine }
+        lineState = .method
+      case .method:
+        if b == ASCII.sp {
+          methodEnd = i
+          targetStart = i + 1
+          lineState = .target
+        } else {
+          guard ASCII.isToken(b) else { throw .invalidMethod }
+          if i - lineStart >= Self.maxMethodBytes { throw .methodTooLong }
+        }
+      case .target:
+        if b == ASCII.sp {
+          guard i > targetStart else { throw .invalidRequestLine }
+          targetEnd = i
+          versionStart = i + 1
+          lineState = .version
+        } else {
+          // RFC 9112 §3.2: the target is visible ASCII; controls, DEL and non-ASCII are refused.
+          guard b > 0x20 && b < 0x7F else { throw .invalidTarget }
+          // RFC 9112 §3.2: origin-form is absolute-path [ "?" query ]; a fragment is never sent.
+          if b == UInt8(ascii: "#") { throw .fragmentInTarget }
+          if i == targetStart && !Self.mayStartTarget(b) { throw .invalidTarget }
+          if i - targetStart >= limits.maxTargetBytes { throw .targetTooLong }
+        }
+      case .version:
+        // HTTP-version = "HTTP/" DIGIT "." DIGIT (RFC 9112 §2.3).
+        guard Self.fitsVersion(b, at: i - versionStart) else { throw .invalidVersion }
+      }
+      i += 1
     }
-    guard sp1 > start, sp1 < end else { throw .invalidRequestLine }
-    var sp2 = sp1 + 1
-    while sp2 < end && buffer[sp2] != ASCII.sp {
-      let b = buffer[sp2]
-      if b == ASCII.cr { throw .bareCarriageReturn }
-      // RFC 9112 §3.2: the target is visible ASCII; controls, DEL and non-ASCII are refused.
-      guard b > 0x20 && b < 0x7F else { throw .invalidTarget }
-      sp2 += 1
+    return nil
+  }
+
+  /// origin-form starts with "/", asterisk-form is "*", absolute-form starts with a scheme (http).
+  private static func mayStartTarget(_ b: UInt8) -> Bool {
+    b == UInt8(ascii: "/") || b == UInt8(ascii: "*") || ASCII.lower(b) == UInt8(ascii: "h")
+  }
+
+  private static func fitsVersion(_ b: UInt8, at k: Int) -> Bool {
+    switch k {
+    case 0..<5: b == Array("HTTP/".utf8)[k]
+    case 5, 7: b &- 48 < 10
+    case 6: b == UInt8(ascii: ".")
+    default: false
     }
-    guard sp2 > sp1 + 1, sp2 < end else { throw .invalidRequestLine }
-    if sp2 - sp1 - 1 > limits.maxTargetBytes { throw .targetTooLong }
-    method = Self.method(buffer, start, sp1)
-    targetStart = sp1 + 1
-    targetEnd = sp2
-    version = try Self.version(buffer, sp2 + 1, end)
+  }
+
+  /// The request line [lineStart, lineEnd) has passed the scan: read its parts.
+  private mutating func finishRequestLine(_ buffer: UnsafeRawBufferPointer, _ lineEnd: Int)
+    throws(HTTPParseError)
+  {
+    method = Self.method(buffer, lineStart, methodEnd)
+    version = try Self.version(buffer, versionStart, lineEnd)
     try checkTargetForm(buffer)
   }
 
@@ -275,22 +380,12 @@ public struct HTTP1Parser: Sendable {
     return HTTPMethod(String(decoding: buffer[start..<end], as: UTF8.self))
   }
 
-  /// HTTP-version = "HTTP/" DIGIT "." DIGIT (RFC 9112 §2.3); a major other than 1 gets 505.
+  /// The version the scan found well-formed; a major other than 1 gets 505 (RFC 9110 §6.2).
   private static func version(
     _ buffer: UnsafeRawBufferPointer, _ start: Int, _ end: Int
   ) throws(HTTPParseError) -> HTTPVersion {
-    guard end - start == 8 else {
-      for i in start..<end where buffer[i] == ASCII.cr { throw .bareCarriageReturn }
-      throw .invalidVersion
-    }
-    let prefix: [UInt8] = [72, 84, 84, 80, 47]  // "HTTP/"
-    for k in 0..<5 where buffer[start + k] != prefix[k] { throw .invalidVersion }
-    let major = buffer[start + 5]
-    let dot = buffer[start + 6]
-    let minor = buffer[start + 7]
-    guard major &- 48 < 10, dot == UInt8(ascii: "."), minor &- 48 < 10 else { throw .invalidVersion }
-    guard major == UInt8(ascii: "1") else { throw .unsupportedVersion }
-    return minor == UInt8(ascii: "0") ? .http10 : .http11
+    guard buffer[start + 5] == UInt8(ascii: "1") else { throw .unsupportedVersion }
+    return buffer[start + 7] == UInt8(ascii: "0") ? .http10 : .http11
   }
 
   // MARK: fields
@@ -425,6 +520,8 @@ public struct HTTP1Parser: Sendable {
   private static func checkHost(_ buffer: UnsafeRawBufferPointer, _ start: Int, _ end: Int)
     throws(HTTPParseError)
   {
+    // RFC 9110 §4.2.1: an http(s) URI's host is never empty, so an empty Host names nothing here.
+    guard end > start else { throw .emptyHost }
     for i in start..<end where !ASCII.isHostCharacter(buffer[i]) { throw .invalidHost }
   }
 
@@ -555,6 +652,7 @@ public struct HTTP1Parser: Sendable {
 
   private mutating func reset() {
     phase = .requestLine
+    lineState = .start
     lineStart = 0
     scanned = 0
     fields.removeAll(keepingCapacity: true)
@@ -562,6 +660,7 @@ public struct HTTP1Parser: Sendable {
     if !body.isEmpty { body = [] }
     keepAlive = true
     expectsContinue = false
+    fieldsComplete = false
   }
 
   @inline(__always) private static func findLineFeed(_ buffer: UnsafeRawBufferPointer, from: Int) -> Int? {

@@ -4,7 +4,9 @@ public enum HTTPParseError: Error, Equatable, Sendable {
   case bareCarriageReturn
   case invalidRequestLine
   case invalidMethod
+  case methodTooLong
   case invalidTarget
+  case fragmentInTarget
   case invalidVersion
   case unsupportedVersion
   case targetTooLong
@@ -17,6 +19,7 @@ public enum HTTPParseError: Error, Equatable, Sendable {
   case missingHost
   case duplicateHost
   case invalidHost
+  case emptyHost
   case invalidContentLength
   case duplicateContentLength
   case contentLengthWithTransferEncoding
@@ -25,6 +28,7 @@ public enum HTTPParseError: Error, Equatable, Sendable {
   case unsupportedTransferCoding
   case invalidChunkSize
   case invalidChunkExtension
+  case chunkExtensionTooLong
   case invalidChunkTerminator
   case bodyTooLarge
   case unsupportedExpectation
@@ -33,6 +37,7 @@ public enum HTTPParseError: Error, Equatable, Sendable {
   public var status: Status {
     switch self {
     case .unsupportedVersion: .httpVersionNotSupported  // RFC 9110 §15.6.6
+    case .methodTooLong: .notImplemented  // RFC 9112 §3
     case .targetTooLong: .uriTooLong  // RFC 9112 §3
     case .headerSectionTooLarge, .tooManyHeaderFields: .requestHeaderFieldsTooLarge  // RFC 6585 §5
     case .unsupportedTransferCoding: .notImplemented  // RFC 9112 §6.1

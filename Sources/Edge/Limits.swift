@@ -9,8 +9,16 @@ public struct Limits: Sendable, Equatable {
   public var maxHeaderBytes: Int = 16384
   /// Number of header field lines (trailers count too); more gets 431.
   public var maxHeaderCount: Int = 100
-  /// Bytes of a request body after decoding; more gets 413.
+  /// Bytes of a request body; more gets 413. A chunked body counts as sent: chunk sizes,
+  /// extensions, line endings and trailers count with the data.
   public var maxBodyBytes: Int = 1 << 20
+  /// Bytes of the extensions on one chunk-size line (RFC 9112 §7.1.1); more gets 400. No client
+  /// this server knows sends any; the bound keeps framing from outweighing data.
+  public var maxChunkExtensionBytes: Int = 256
+  /// Request bytes all connections of the process together may hold while bodies are read and
+  /// handled; a body that would go past it gets 503 at once. Heads are bounded per connection
+  /// instead (`maxHeadBytes`).
+  public var maxBufferedRequestBytes: Int = 64 << 20
   /// Open connections one event loop keeps; one more is accepted and closed at once.
   public var maxConnectionsPerLoop: Int = 8192
   /// Time from a request's first byte (or from accept) to the end of its head (slowloris bound).
@@ -33,6 +41,9 @@ public struct Limits: Sendable, Equatable {
   /// Longest request line: the target plus room for a method, two spaces, a version and CRLF.
   public var maxRequestLineBytes: Int { maxTargetBytes + 64 }
 
+  /// Bytes a head may occupy: empty lines before it, its request line, its field lines.
+  public var maxHeadBytes: Int { 2 * maxRequestLineBytes + maxHeaderBytes }
+
   /// Raw bytes one request may occupy before it completes (head plus framed body).
-  var maxMessageBytes: Int { maxRequestLineBytes + maxHeaderBytes + 2 * maxBodyBytes + 65536 }
+  public var maxMessageBytes: Int { maxHeadBytes + maxBodyBytes }
 }

@@ -102,11 +102,20 @@ public struct Router: Sendable {
   public let routes: [Route]
   /// The page for errors answered to a browser outside `/api/` and `/.well-known/` (nil: plain text).
   public let errorPage: ErrorPage?
+  /// Every method some route serves, with HEAD where GET is served, and OPTIONS (for `OPTIONS *`).
+  public let methods: Set<HTTPMethod>
+  /// `methods` as an `Allow` value, for `OPTIONS *`.
+  public let allowAll: String
 
   /// A router over `routes`; refuses `/api/` routes that are not `private`, duplicates and bad patterns.
   public init(_ routes: [Route], errorPage: ErrorPage? = nil) throws(RouterError) {
     self.routes = routes
     self.errorPage = errorPage
+    var methods = Set(routes.map(\.method))
+    if methods.contains(.get) { methods.insert(.head) }
+    methods.insert(.options)
+    self.methods = methods
+    allowAll = methods.map(\.rawValue).sorted().joined(separator: ", ")
     for route in routes {
       let p = route.pattern
       guard p.hasPrefix("/"), !p.dropLast().contains("*") else { throw .invalidPattern(p) }
@@ -139,6 +148,24 @@ public struct Router: Sendable {
     var methods = routes.map(\.method.rawValue)
     if methods.contains("GET") && !methods.contains("HEAD") { methods.append("HEAD") }
     return methods.sorted().joined(separator: ", ")
+  }
+
+  /// The methods of the IANA HTTP Method Registry (RFC 9110 §16.1: RFC 9110's own, PATCH, WebDAV's
+  /// and the rest), and QUERY (draft-ietf-httpbis-safe-method-w-body). A path that does not serve
+  /// one of them answers 405 with `Allow`; any other token is not a method this server knows.
+  public static let registeredMethods: Set<HTTPMethod> = Set(
+    [
+      "ACL", "BASELINE-CONTROL", "BIND", "CHECKIN", "CHECKOUT", "CONNECT", "COPY", "DELETE", "GET", "HEAD",
+      "LABEL", "LINK", "LOCK", "MERGE", "MKACTIVITY", "MKCALENDAR", "MKCOL", "MKREDIRECTREF", "MKWORKSPACE",
+      "MOVE", "OPTIONS", "ORDERPATCH", "PATCH", "POST", "PRI", "PROPFIND", "PROPPATCH", "PUT", "QUERY",
+      "REBIND", "REPORT", "SEARCH", "TRACE", "UNBIND", "UNCHECKOUT", "UNLINK", "UNLOCK", "UPDATE",
+      "UPDATEREDIRECTREF", "VERSION-CONTROL",
+    ].map(HTTPMethod.init))
+
+  /// Whether `method` is one this server knows: a registered method or one some route serves.
+  /// RFC 9110 §9.1: any other is answered 501 wherever it is sent.
+  public func recognizes(_ method: HTTPMethod) -> Bool {
+    methods.contains(method) || Self.registeredMethods.contains(method)
   }
 
   /// The route for `method` and `path` (RFC 9110 §9.3.2: HEAD is answered by GET without content).

@@ -81,9 +81,21 @@ public final class Server: Sendable {
     // Every thread started below inherits this mask; only this thread takes the signals.
     pthread_sigmask(SIG_BLOCK, &signals, nil)
     signal(SIGPIPE, SIG_IGN)
-    Self.raiseFileLimit()
-
     let threads = max(1, configuration.threads)
+    let fileLimit = Self.raiseFileLimit()
+    let wanted = threads * configuration.limits.maxConnectionsPerLoop
+    if let fileLimit, wanted > fileLimit {
+      Log.event(
+        "warning", "file_limit_low",
+        [
+          ("limit", "\(fileLimit)"), ("threads_times_max_connections", "\(wanted)"),
+          (
+            "advice",
+            "raise the hard descriptor limit (LimitNOFILE, ulimit -Hn) or lower --threads or --max-connections"
+          ),
+        ])
+    }
+
     var perLoop: [[Int32]] = Array(repeating: [], count: threads)
     var bound: [SocketAddress] = []
     var perLoopTLS: [Set<Int32>] = Array(repeating: [], count: threads)
@@ -103,6 +115,7 @@ public final class Server: Sendable {
     let background = WorkerPool(
       threads: max(1, configuration.backgroundThreads), capacity: max(0, configuration.backgroundQueue),
       lowPriority: true)
+    let budget = RequestBudget(limit: configuration.limits.maxBufferedRequestBytes)
     var mailboxes: [LoopMailbox] = []
     let running = LoopCounter()
     for k in 0..<threads {
@@ -121,7 +134,7 @@ public final class Server: Sendable {
         do {
           let loop = try EventLoop(
             listeners: listeners, tlsListeners: secureListeners, tls: tls, mailbox: mailbox, pool: pool,
-            background: background, limits: limits, context: context)
+            background: background, limits: limits, budget: budget, context: context)
           loop.run()
         } catch {
           Log.event("error", "loop_failed", [("error", "\(error)")])
@@ -179,14 +192,18 @@ public final class Server: Sendable {
   }
 
   /// Lifts the soft open-file limit to the hard one, so that connection limits, not the
-  /// default 1024 descriptors, decide how many clients are served.
-  private static func raiseFileLimit() {
+  /// default 1024 descriptors, decide how many clients are served. Returns the soft limit now in
+  /// force (nil: unknown or unlimited).
+  private static func raiseFileLimit() -> Int? {
     var limit = rlimit()
-    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else {
-      return
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return nil }
+    if limit.rlim_cur < limit.rlim_max {
+      var raised = limit
+      raised.rlim_cur = limit.rlim_max
+      if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { limit = raised }
     }
-    limit.rlim_cur = limit.rlim_max
-    setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    // RLIM_INFINITY is all ones, which Swift cannot import; it is past Int.max.
+    return limit.rlim_cur > UInt(Int.max) ? nil : Int(limit.rlim_cur)
   }
 }
 

@@ -28,8 +28,8 @@ public struct TLSError: Error, CustomStringConvertible, Sendable {
 
 /// A server TLS configuration: one certificate and key, TLS 1.2 and 1.3 only, Mozilla's
 /// "intermediate" ciphers and groups (the server's cipher order for TLS 1.2, the client's for 1.3),
-/// session tickets, ALPN
-/// `http/1.1`. Built once per snapshot; connections made from it keep it alive.
+/// session tickets, ALPN `http/1.1` (or `http/1.0`; a client offering only other protocols gets
+/// the fatal `no_application_protocol` alert, a client offering none is served). Built once per snapshot; connections made from it keep it alive.
 // Safe to share unchecked: the SSL_CTX is fully configured in init and never changed afterwards;
 // OpenSSL documents SSL_new on a configured SSL_CTX as safe from several threads at once, and the
 // context is freed only in deinit, when no connection (each holds a reference) can use it.
@@ -94,22 +94,42 @@ public final class TLSContext: @unchecked Sendable {
     SSL_CTX_set_alpn_select_cb(
       context,
       { _, out, outLength, offered, offeredLength, _ in
-        // Pick http/1.1 if the client offers it (room for h2 later); otherwise no ALPN at all.
         guard let offered, let out, let outLength else { return SSL_TLSEXT_ERR_NOACK }
-        var i = 0
-        while i < Int(offeredLength) {
-          let length = Int(offered[i])
-          if length == 8, i + 1 + length <= Int(offeredLength),
-            Array(UnsafeBufferPointer(start: offered + i + 1, count: 8)) == Array("http/1.1".utf8)
-          {
-            out.pointee = offered + i + 1
-            outLength.pointee = 8
-            return SSL_TLSEXT_ERR_OK
-          }
-          i += 1 + length
+        guard
+          let (start, length) = TLSContext.selectProtocol(
+            UnsafeBufferPointer(start: offered, count: Int(offeredLength)))
+        else {
+          // RFC 7301 §3.2: none of the client's protocols is spoken here: no_application_protocol.
+          return SSL_TLSEXT_ERR_ALERT_FATAL
         }
-        return SSL_TLSEXT_ERR_NOACK
+        out.pointee = offered + start
+        outLength.pointee = UInt8(length)
+        return SSL_TLSEXT_ERR_OK
       }, nil)
+  }
+
+  /// The protocols this server speaks, best first (nginx offers the same HTTP/1 names).
+  static let protocols: [[UInt8]] = [Array("http/1.1".utf8), Array("http/1.0".utf8)]
+
+  /// The best protocol of `protocols` in a client's ALPN list (RFC 7301 §3.1: length-prefixed
+  /// names), as offset and length in the list; nil when the client offers none of them.
+  static func selectProtocol(_ offered: UnsafeBufferPointer<UInt8>) -> (Int, Int)? {
+    var names: [(Int, Int)] = []
+    var i = 0
+    while i < offered.count {
+      let length = Int(offered[i])
+      guard length > 0, i + 1 + length <= offered.count else { return nil }
+      names.append((i + 1, length))
+      i += 1 + length
+    }
+    for wanted in protocols {
+      if let hit = names.first(where: { start, length in
+        length == wanted.count && offered[start..<(start + length)].elementsEqual(wanted)
+      }) {
+        return hit
+      }
+    }
+    return nil
   }
 
   deinit { SSL_CTX_free(context) }

@@ -162,6 +162,19 @@ enum LimitTable {
     } set: {
       $0.server.limits.maxBodyBytes = $1
     },
+    bytes("max-chunk-extension-bytes", 0...65536, "extensions on one chunk-size line, else 400") {
+      $0.server.limits.maxChunkExtensionBytes
+    } set: {
+      $0.server.limits.maxChunkExtensionBytes = $1
+    },
+    bytes(
+      "max-buffered-request-bytes", 65536...1_099_511_627_776,
+      "request bytes all connections together may hold (bodies being read or waiting for a worker); a new body beyond it gets 503"
+    ) {
+      $0.server.limits.maxBufferedRequestBytes
+    } set: {
+      $0.server.limits.maxBufferedRequestBytes = $1
+    },
     count("max-connections", 1...1_000_000, "open connections per event loop; one more is closed at once") {
       $0.server.limits.maxConnectionsPerLoop
     } set: {

@@ -9,7 +9,7 @@ struct Harness {
   var machine: ConnectionMachine<ManualClock>
   var context: ConnectionContext
 
-  init(limits: Limits = Harness.limits, secure: Bool = false) {
+  init(limits: Limits = Harness.limits, secure: Bool = false, budget: RequestBudget? = nil) {
     let router = try! Router([
       Route(.get, "/hello", cacheClass: .revalidate, fixed: .text(.ok, "hello\n")),
       Route(.get, "/echo", cacheClass: .private) { r in .text(.ok, "echo \(r.query ?? "")") },
@@ -28,8 +28,14 @@ struct Harness {
           return refusal
         }
       ) { _ in .text(.ok, "never") },
+      Route(.delete, "/gone", cacheClass: .private) { _ in .text(.ok, "gone") },
+      Route(.post, "/api/echo", cacheClass: .private) { r in
+        .text(.ok, String(decoding: r.body, as: UTF8.self))
+      },
+      Route(.post, "/api/slow", cacheClass: .private, execution: .pooled) { _ in .text(.ok, "slow") },
     ])
-    machine = ConnectionMachine(clock: clock, limits: limits, client: "127.0.0.1:5000", secure: secure)
+    machine = ConnectionMachine(
+      clock: clock, limits: limits, client: "127.0.0.1:5000", secure: secure, budget: budget)
     context = ConnectionContext(router: router, log: AccessLog(enabled: true))
     context.date.update(epochSeconds: 0)
   }

@@ -1,5 +1,6 @@
 """The HTTP/1.1 engine over real sockets: keep-alive, pipelining, framing, rejections, limits."""
 
+import json
 import subprocess
 
 import pytest
@@ -33,6 +34,16 @@ REJECTIONS = [
     ("body too large", b"POST /_test/echo HTTP/1.1\r\nHost: a\r\nContent-Length: 2000000\r\n\r\n", 413),
     ("unknown transfer coding", b"POST /_test/echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: foo, chunked\r\n\r\n0\r\n\r\n", 501),
     ("unknown expectation", b"POST /_test/echo HTTP/1.1\r\nHost: a\r\nExpect: 200-ok\r\nContent-Length: 1\r\n\r\na", 417),
+    # Issue 12, point 11: refused at the first byte that cannot belong to a request line (a 408 after
+    # the 10 s head timeout would never arrive within the client's 5 s).
+    ("TLS ClientHello on the plain port", bytes.fromhex("16030100a5010000a10303") + b"\x00" * 32, 400),
+    ("fragment in the target", b"GET /healthz#top HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+    ("empty Host", b"GET /healthz HTTP/1.1\r\nHost:\r\n\r\n", 400),
+    ("over-long method", b"M" * 100 + b" /healthz HTTP/1.1\r\nHost: a\r\n\r\n", 501),
+    ("over-long method, unterminated", b"M" * 100, 501),
+    # Issue 12, point 6: chunk extensions are bounded.
+    ("chunk extension too long",
+     b"POST /_test/echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n1;" + b"e" * 300, 400),
 ]
 
 
@@ -205,3 +216,54 @@ def test_large_body_arrives_whole_and_the_next_response_follows(server):
     assert big.status == 200
     assert len(big.body) == size and big.body == b"x" * size
     assert client.read_response().body == b"ok\n"
+
+
+def test_an_unknown_method_is_501_and_the_connection_stays_open(server):
+    """RFC 9110 §9.1: a method no route serves is not implemented; the request was well-formed."""
+    client = server.connect()
+    client.send(request("BREW", "/healthz") + request("GET", "/healthz"))
+    unknown = client.read_response()
+    assert unknown.status == 501 and unknown.header("connection") is None
+    assert unknown.body == b"This method is not implemented here.\n"
+    assert client.read_response().status == 200
+
+
+def test_options_asterisk_is_204_with_every_method_served(server):
+    client = server.connect()
+    client.send(b"OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n")
+    response = client.read_response()
+    assert response.status == 204
+    assert response.header("content-length") is None
+    assert set(response.header("allow").split(", ")) >= {"DELETE", "GET", "HEAD", "OPTIONS", "POST"}
+
+
+API_ERRORS = [
+    ("413 over the engine's body limit", b"POST /api/client/v1/x HTTP/1.1\r\nHost: a\r\nContent-Length: 2000000\r\n\r\n",
+     413, "payload_too_large", True),
+    ("400 parse error", b"GET /api/client/v1/session HTTP/1.1\r\nHost: a\r\nX : y\r\n\r\n", 400, "bad_request", True),
+    ("400 empty Host", b"GET /api/client/v1/session HTTP/1.1\r\nHost:\r\n\r\n", 400, "bad_request", True),
+    ("414 target too long", b"GET /api/" + b"a" * 9000 + b" HTTP/1.1\r\nHost: a\r\n\r\n", 414, "uri_too_long", True),
+    ("431 header section too large", b"GET /api/x HTTP/1.1\r\nHost: a\r\nX: " + b"b" * 20000 + b"\r\n\r\n", 431,
+     "request_header_fields_too_large", True),
+    ("501 unknown method", b"BREW /api/client/v1/session HTTP/1.1\r\nHost: a\r\n\r\n", 501, "not_implemented", False),
+    ("404", b"GET /api/client/v1/nope HTTP/1.1\r\nHost: a\r\n\r\n", 404, "not_found", False),
+    ("405 for a standard method", b"PATCH /api/client/v1/session HTTP/1.1\r\nHost: a\r\n\r\n", 405,
+     "method_not_allowed", False),
+]
+
+
+@pytest.mark.parametrize("name,raw,status,code,closes", API_ERRORS, ids=[e[0] for e in API_ERRORS])
+def test_engine_errors_under_api_are_json(server, name, raw, status, code, closes):
+    """Issue 12, point 8: every refusal the engine writes under /api/ has the contract's shape."""
+    client = server.connect()
+    client.send(raw)
+    response = client.read_response()
+    assert response.status == status
+    assert response.header("content-type") == "application/json; charset=utf-8"
+    assert response.header("cache-control") == "no-store"
+    body = json.loads(response.body)
+    assert body["error"] == code and set(body) == {"error", "message"}
+    assert body["message"] and "\n" not in body["message"]
+    if closes:
+        assert response.header("connection") == "close"
+        assert client.closed_by_peer()

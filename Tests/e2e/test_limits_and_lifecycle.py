@@ -1,9 +1,14 @@
 """Deadlines (configured short), the worker pool's bound, draining, reload and the command line."""
 
+import functools
+import json
+import resource
 import signal
+import socket
 import subprocess
 import time
 
+import edge
 from edge import binary, request
 
 
@@ -208,3 +213,103 @@ def test_listens_on_ipv6_loopback_too(tmp_path):
     finally:
         process.terminate()
         assert process.wait(timeout=15) == 0
+
+
+def test_full_pool_queue_answers_503_in_json_under_api(make_server):
+    """Issue 12, point 8: the pool's 503 under /api/ has the contract's shape."""
+    server = make_server("--threads", "1", "--pool-threads", "1", "--pool-queue", "1", "--busy-hold", "0")
+    running, waiting, refused = server.connect(), server.connect(), server.connect()
+    running.send(request("GET", "/_test/sleep?ms=1500"))
+    time.sleep(0.3)  # let the only worker take it
+    waiting.send(request("GET", "/_test/sleep?ms=10"))
+    time.sleep(0.1)
+    refused.send(request("DELETE", "/api/client/v1/session"))
+    busy = refused.read_response()
+    assert busy.status == 503 and busy.header("retry-after") == "1"
+    assert busy.header("content-type") == "application/json; charset=utf-8"
+    assert json.loads(busy.body) == {"error": "service_unavailable", "message": "The server is busy; try again shortly."}
+    assert running.read_response().status == 200
+    assert waiting.read_response().status == 200
+
+
+def chunked(path, chunks, extension=b""):
+    body = b"".join(b"%x%s\r\n%s\r\n" % (len(c), extension, c) for c in chunks) + b"0\r\n\r\n"
+    return b"POST %s HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n" % path.encode() + body
+
+
+def test_chunk_framing_counts_against_the_body_limit(make_server):
+    """Issue 12, point 6: 300 one-byte chunks with extensions are 300 bytes of data but ~5 KB sent."""
+    server = make_server("--max-body-bytes", "4096")
+    small = server.connect()
+    small.send(chunked("/_test/echo", [b"x"] * 300))  # 300 x 6 bytes of framing and data: fits
+    assert small.read_response().status == 200
+    client = server.connect()
+    client.send(chunked("/_test/echo", [b"x"] * 300, b";e=" + b"v" * 10))
+    response = client.read_response()
+    assert response.status == 413 and response.header("connection") == "close"
+    api = server.connect()
+    api.send(chunked("/api/client/v1/x", [b"x"] * 300, b";e=" + b"v" * 10))
+    refused = api.read_response()
+    assert refused.status == 413 and json.loads(refused.body)["error"] == "payload_too_large"
+
+
+def test_bodies_past_the_process_wide_budget_get_503_and_give_it_back(make_server):
+    """Issue 12, point 6: what connections buffer is capped for the whole process."""
+    server = make_server("--threads", "1", "--max-body-bytes", "400000", "--max-buffered-request-bytes", "100000")
+    client = server.connect()
+    client.send(b"POST /api/client/v1/x HTTP/1.1\r\nHost: a\r\nContent-Length: 300000\r\n\r\n")
+    try:
+        client.send(b"z" * 300000)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    refused = client.read_response()
+    assert refused.status == 503 and refused.header("retry-after") == "1"
+    assert refused.header("connection") == "close"
+    assert json.loads(refused.body) == {"error": "service_unavailable", "message": "The server is busy; try again shortly."}
+    plain = server.connect()
+    plain.send(b"POST /_test/echo HTTP/1.1\r\nHost: a\r\nContent-Length: 300000\r\n\r\n")
+    try:
+        plain.send(b"z" * 300000)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    assert plain.read_response().status == 503
+    for _ in range(3):  # the budget was given back: bodies within it are served, again and again
+        again = server.connect()
+        again.send(request("POST", "/_test/echo", body=b"y" * 40000))
+        answer = again.read_response()
+        assert answer.status == 200 and answer.body == b"y" * 40000
+
+
+def test_out_of_descriptors_the_server_backs_off_logs_a_little_and_recovers(make_server, monkeypatch):
+    """Issue 12, point 5: under a small descriptor limit (soft = hard, so it cannot be raised) the
+    server warns at start, pauses accepting instead of spinning, logs a bounded number of lines,
+    and serves again once clients go away."""
+    limit = 64
+
+    def small_limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+    monkeypatch.setattr(edge.subprocess, "Popen", functools.partial(subprocess.Popen, preexec_fn=small_limit))
+    server = make_server("--threads", "2", "--no-access-log")
+    monkeypatch.undo()
+    warnings = [e for e in server.events() if e.get("event") == "file_limit_low"]
+    assert len(warnings) == 1 and warnings[0]["limit"] == str(limit)
+    held = []
+    for _ in range(limit + 40):  # more than fit: the kernel's backlog keeps the rest
+        held.append(socket.create_connection(server.address, timeout=5))
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # until ten failed accepts are counted (about a second of it)
+        if sum(int(e["failures"]) for e in server.events() if e.get("event") == "accept_paused") >= 10:
+            break
+        time.sleep(0.05)
+    paused = [e for e in server.events() if e.get("event") == "accept_paused"]
+    assert paused, "accept never ran out of descriptors"
+    assert all(e["error"].startswith("accept") and "Too many open files" in e["error"] for e in paused)
+    lines = server.stderr_path.read_text().splitlines()
+    assert len(lines) < 40, f"{len(lines)} log lines: the loops spin"
+    for s in held:
+        s.close()
+    client = server.connect(timeout=10)
+    client.send(request("GET", "/healthz"))
+    assert client.read_response().status == 200
+    assert len(server.stderr_path.read_text().splitlines()) < 60

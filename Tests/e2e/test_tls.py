@@ -392,3 +392,38 @@ def test_sni_chooses_the_certificate_for_the_requested_host(make_server, pki):
             unverified.wrap_socket(raw, server_hostname="unknown.test") as s:
         der = s.getpeercert(binary_form=True)
         assert der == ssl.PEM_cert_to_DER_cert((pki / "server.pem").read_text())
+
+
+def test_alpn_without_a_protocol_spoken_here_is_refused_with_no_application_protocol(make_server, pki):
+    """RFC 7301 §3.2, as nginx does: a client offering only h3 gets the fatal alert; no ALPN is served."""
+    _, port = tls_server(make_server, pki)
+    context = ssl.create_default_context(cafile=str(pki / "ca.pem"))
+    context.set_alpn_protocols(["h3"])
+    with socket.create_connection(("127.0.0.1", port)) as raw:
+        with pytest.raises(ssl.SSLError, match="alert no application protocol"):
+            context.wrap_socket(raw, server_hostname="localhost")
+    result = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{port}", "-alpn", "h2,spdy/3"],
+                            input="", capture_output=True, text=True, timeout=30)
+    assert "no application protocol" in result.stderr
+    plain = ssl.create_default_context(cafile=str(pki / "ca.pem"))
+    with socket.create_connection(("127.0.0.1", port)) as raw, plain.wrap_socket(raw, server_hostname="localhost") as s:
+        assert s.selected_alpn_protocol() is None
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+        assert s.recv(65536).startswith(b"HTTP/1.1 200 OK\r\n")
+    old = ssl.create_default_context(cafile=str(pki / "ca.pem"))
+    old.set_alpn_protocols(["http/1.0"])
+    with socket.create_connection(("127.0.0.1", port)) as raw, old.wrap_socket(raw, server_hostname="localhost") as s:
+        assert s.selected_alpn_protocol() == "http/1.0"
+
+
+def test_plain_http_sent_to_the_tls_port_gets_400_then_a_close(make_server, pki):
+    """Like nginx's "The plain HTTP request was sent to HTTPS port": an answer in the clear, then EOF."""
+    _, port = tls_server(make_server, pki)
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n")
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    assert data.startswith(b"HTTP/1.1 400 Bad Request\r\n")
+    assert b"Connection: close\r\n" in data and b"plain HTTP was sent to the HTTPS port" in data
+    assert b"Strict-Transport-Security" not in data

@@ -1,0 +1,42 @@
+import Testing
+
+@testable import Edge
+
+/// Issue 12, point 10: which ALPN protocol is chosen from a client's list (RFC 7301 §3.1).
+@Suite("TLS")
+struct TLSContextTests {
+  static func wire(_ names: [String]) -> [UInt8] {
+    names.flatMap { [UInt8($0.utf8.count)] + Array($0.utf8) }
+  }
+
+  @Test(
+    "ALPN picks http/1.1, else http/1.0; nothing when the client offers neither",
+    arguments: [
+      (["h2", "http/1.1"], "http/1.1"), (["http/1.0", "http/1.1"], "http/1.1"), (["http/1.0"], "http/1.0"),
+      (["h3"], nil), (["h2"], nil), (["http/1.11"], nil), ([], nil),
+    ] as [([String], String?)])
+  func select(offered: [String], expected: String?) {
+    let list = Self.wire(offered)
+    let picked = list.withUnsafeBufferPointer { buffer in
+      TLSContext.selectProtocol(buffer).map { String(decoding: buffer[$0.0..<($0.0 + $0.1)], as: UTF8.self) }
+    }
+    #expect(picked == expected)
+  }
+
+  @Test("a malformed ALPN list selects nothing")
+  func malformed() {
+    let list: [UInt8] = [8] + Array("http/1".utf8)
+    #expect(list.withUnsafeBufferPointer { TLSContext.selectProtocol($0) } == nil)
+  }
+
+  @Test("plain HTTP on a TLS port is answered 400 in the clear, without HSTS, then closed")
+  func plainHTTP() {
+    var h = Harness(secure: true)
+    h.machine.refusePlainHTTP(context: &h.context)
+    let (out, step) = h.drainOutput()
+    #expect(out.hasPrefix("HTTP/1.1 400 Bad Request\r\n"))
+    #expect(out.contains("plain HTTP was sent to the HTTPS port"))
+    #expect(out.contains("Connection: close\r\n") && !out.contains("Strict-Transport-Security"))
+    #expect(step.close == .shutdownWrite)
+  }
+}
