@@ -20,49 +20,71 @@ public struct RateLimit: Sendable, Equatable {
 
 /// Token buckets per client address, checked on the event loop before any password work: over
 /// the limit the answer is `429` at once and the request never reaches the pool.
+///
+/// The buckets are split into shards by a hash of the address (seeded per process, so nobody can
+/// aim at one shard), each behind its own lock: loops contend only when two of them touch the
+/// same shard at the same instant. A shard is a bounded table that forgets its least recently seen
+/// address in O(1) when a new one arrives, so every address is always counted. Shards by address
+/// rather than by loop: one client's connections land on different loops (SO_REUSEPORT hashes
+/// the port too), and per-loop buckets would give it the burst once per loop. IPv6 clients count
+/// per /64, the block one subscriber holds, so rotating addresses inside it buys nothing.
 public final class RateLimiter: Sendable {
-  struct Bucket {
-    var tokens: Double
-    var updated: Double
+  private final class Shard: Sendable {
+    let table: Mutex<BucketTable>
+    init(capacity: Int) { table = Mutex(BucketTable(capacity: capacity)) }
   }
 
-  private let buckets = Mutex<[String: Bucket]>([:])
+  private let shards: [Shard]
   let limit: RateLimit
-  /// Most addresses tracked; beyond it, buckets that have refilled are forgotten first.
-  let maxAddresses: Int
   let now: @Sendable () -> Double
 
-  /// Buckets of `limit`; `now` is monotonic seconds (injectable for tests).
+  /// Buckets of `limit` for at most about `maxAddresses` addresses in all, in `shards` shards; `now`
+  /// is monotonic seconds (injectable for tests).
   public init(
-    _ limit: RateLimit, maxAddresses: Int = 100_000,
+    _ limit: RateLimit, maxAddresses: Int = 100_000, shards: Int = 64,
     now: @escaping @Sendable () -> Double = RateLimiter.monotonic
   ) {
     self.limit = limit
-    self.maxAddresses = maxAddresses
     self.now = now
+    let count = max(1, shards)
+    let perShard = max(1, (maxAddresses + count - 1) / count)
+    self.shards = (0..<count).map { _ in Shard(capacity: perShard) }
   }
 
   /// Takes one attempt for `address`: nil when allowed, else the whole seconds until one is.
   public func take(_ address: String) -> Int? {
+    let key = Self.key(address)
     let t = now()
-    return buckets.withLock { buckets in
-      var bucket = buckets[address] ?? Bucket(tokens: limit.burst, updated: t)
-      bucket.tokens = min(limit.burst, bucket.tokens + (t - bucket.updated) * limit.perSecond)
-      bucket.updated = t
-      let wait: Int?
-      if bucket.tokens >= 1 {
-        bucket.tokens -= 1
-        wait = nil
-      } else {
-        wait = max(1, Int(((1 - bucket.tokens) / limit.perSecond).rounded(.up)))
+    let shard = shards[Int(UInt(bitPattern: key.hashValue) % UInt(shards.count))]
+    return shard.table.withLock { table in
+      table.update(key, now: t, full: limit.burst) { bucket in
+        bucket.tokens = min(limit.burst, bucket.tokens + (t - bucket.updated) * limit.perSecond)
+        bucket.updated = t
+        guard bucket.tokens < 1 else {
+          bucket.tokens -= 1
+          return nil
+        }
+        return max(1, Int(((1 - bucket.tokens) / limit.perSecond).rounded(.up)))
       }
-      if buckets[address] == nil && buckets.count >= maxAddresses {
-        // Forget addresses whose buckets are full again: they are as if never seen.
-        buckets = buckets.filter { $0.value.tokens + (t - $0.value.updated) * limit.perSecond < limit.burst }
-      }
-      if buckets[address] != nil || buckets.count < maxAddresses { buckets[address] = bucket }
-      return wait
     }
+  }
+
+  /// Addresses tracked now, over every shard (for tests and metrics).
+  public var tracked: Int { shards.reduce(0) { total, shard in total + shard.table.withLock { $0.count } } }
+
+  /// What an address counts as: an IPv4 address as it is; an IPv6 address as its /64 (an
+  /// IPv4-mapped one as the IPv4 address); anything else as it is.
+  static func key(_ address: String) -> String {
+    guard address.contains(":") else { return address }
+    var raw = in6_addr()
+    guard inet_pton(AF_INET6, address, &raw) == 1 else { return address }
+    var bytes = withUnsafeBytes(of: &raw) { Array($0) }
+    if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF {
+      return bytes[12..<16].map { String($0) }.joined(separator: ".")
+    }
+    for i in 8..<16 { bytes[i] = 0 }
+    func group(_ i: Int) -> String { String(UInt16(bytes[2 * i]) << 8 | UInt16(bytes[2 * i + 1]), radix: 16) }
+    return (0..<4).map(group).joined(separator: ":") + "::/64"
   }
 
   /// CLOCK_MONOTONIC in seconds.
@@ -70,6 +92,74 @@ public final class RateLimiter: Sendable {
     var ts = timespec()
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+  }
+}
+
+/// A token bucket.
+struct Bucket {
+  var tokens: Double
+  var updated: Double
+}
+
+/// At most `capacity` buckets by key, the least recently seen forgotten first: a dictionary into
+/// slots threaded on a doubly linked list (most recent at the head), so a lookup, a move to the
+/// front and an eviction are each O(1).
+struct BucketTable {
+  private var slots: [String: Int32] = [:]
+  private var keys: [String] = []
+  private var buckets: [Bucket] = []
+  private var previous: [Int32] = []
+  private var next: [Int32] = []
+  private var head: Int32 = -1
+  private var tail: Int32 = -1
+  let capacity: Int
+
+  init(capacity: Int) {
+    self.capacity = max(1, capacity)
+    slots.reserveCapacity(min(self.capacity, 4096))
+  }
+
+  var count: Int { slots.count }
+
+  /// Runs `body` on the bucket of `key` (a full one if `key` is new, made room for by forgetting
+  /// the least recently seen), and marks it the most recently seen.
+  mutating func update<T>(_ key: String, now: Double, full: Double, _ body: (inout Bucket) -> T) -> T {
+    let slot: Int32
+    if let found = slots[key] {
+      slot = found
+      unlink(slot)
+    } else if slots.count < capacity {
+      slot = Int32(keys.count)
+      keys.append(key)
+      buckets.append(Bucket(tokens: full, updated: now))
+      previous.append(-1)
+      next.append(-1)
+      slots[key] = slot
+    } else {
+      slot = tail
+      unlink(slot)
+      slots[keys[Int(slot)]] = nil
+      keys[Int(slot)] = key
+      buckets[Int(slot)] = Bucket(tokens: full, updated: now)
+      slots[key] = slot
+    }
+    pushFront(slot)
+    return body(&buckets[Int(slot)])
+  }
+
+  private mutating func unlink(_ slot: Int32) {
+    let (p, n) = (previous[Int(slot)], next[Int(slot)])
+    if p >= 0 { next[Int(p)] = n } else { head = n }
+    if n >= 0 { previous[Int(n)] = p } else { tail = p }
+    previous[Int(slot)] = -1
+    next[Int(slot)] = -1
+  }
+
+  private mutating func pushFront(_ slot: Int32) {
+    next[Int(slot)] = head
+    if head >= 0 { previous[Int(head)] = slot }
+    head = slot
+    if tail < 0 { tail = slot }
   }
 }
 

@@ -111,18 +111,51 @@ struct LimitsTests {
     #expect(limiter.take("a") == 2)
   }
 
-  @Test("the bucket table is bounded; refilled addresses are forgotten first")
+  @Test("the bucket table is bounded; the least recently seen address is forgotten first, never a new one")
   func bounded() {
     let time = Mutex(0.0)
     let limiter = RateLimiter(
-      RateLimit(burst: 1, perMinute: 60), maxAddresses: 2, now: { time.withLock { $0 } })
+      RateLimit(burst: 1, perMinute: 60), maxAddresses: 2, shards: 1, now: { time.withLock { $0 } })
     #expect(limiter.take("a") == nil)
     #expect(limiter.take("b") == nil)
-    #expect(limiter.take("c") == nil, "untracked when full")
-    #expect(limiter.take("a") == 1, "a is still tracked")
-    time.withLock { $0 += 5 }
-    #expect(limiter.take("d") == nil)
-    #expect(limiter.take("d") == 1, "refilled entries made room for d")
+    #expect(limiter.take("a") == 1, "a is tracked, and now the most recent")
+    #expect(limiter.take("c") == nil, "a new address is always counted: b, the least recent, goes")
+    #expect(limiter.take("c") == 1)
+    #expect(limiter.take("a") == 1, "a stayed")
+    #expect(limiter.take("b") == nil, "b was forgotten")
+    #expect(limiter.tracked == 2)
+  }
+
+  @Test("a flood of distinct addresses keeps the table at its bound in every shard", arguments: [1, 7, 64])
+  func flood(shards: Int) {
+    let limiter = RateLimiter(
+      RateLimit(burst: 2, perMinute: 60), maxAddresses: 1000, shards: shards, now: { 0 })
+    for i in 0..<50_000 { _ = limiter.take("198.51.\(i / 256 % 256).\(i % 256)-\(i)") }
+    let bound = shards * ((1000 + shards - 1) / shards)
+    #expect(limiter.tracked <= bound && limiter.tracked >= bound - shards)
+    #expect(limiter.take("203.0.113.1") == nil && limiter.take("203.0.113.1") == nil)
+    #expect(limiter.take("203.0.113.1") == 1, "the newest address is counted even when full")
+  }
+
+  @Test(
+    "what an address counts as: IPv4 itself, IPv6 its /64, IPv4-mapped IPv6 the IPv4 address",
+    arguments: [
+      ("192.0.2.7", "192.0.2.7"), ("2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"),
+      ("2001:db8:1:2:ffff::1", "2001:db8:1:2::/64"), ("2001:DB8:0:0::1", "2001:db8:0:0::/64"),
+      ("::1", "0:0:0:0::/64"), ("::ffff:192.0.2.7", "192.0.2.7"), ("not-an-address", "not-an-address"),
+      ("fe80::1%eth0", "fe80::1%eth0"),
+    ])
+  func keys(address: String, key: String) {
+    #expect(RateLimiter.key(address) == key)
+  }
+
+  @Test("every address in one /64 shares one bucket")
+  func samePrefix() {
+    let limiter = RateLimiter(RateLimit(burst: 2, perMinute: 60), now: { 0 })
+    #expect(limiter.take("2001:db8::1") == nil)
+    #expect(limiter.take("2001:db8::2") == nil)
+    #expect(limiter.take("2001:db8::ffff:3") != nil)
+    #expect(limiter.take("2001:db8:0:1::1") == nil, "the next /64 is another subscriber")
   }
 
   @Test(
