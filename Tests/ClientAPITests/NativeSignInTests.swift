@@ -80,8 +80,7 @@ struct PKCETests {
   }
 
   func deployment() throws -> Deployment {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pkce-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    let directory = try TestDirectory.make("pkce")
     let config = directory.appendingPathComponent("config.json")
     try #"{"minimumAppVersion": {"ios": "1.4.0", "android": "1.0.0"}}"#.write(
       to: config, atomically: true, encoding: .utf8)
@@ -283,8 +282,7 @@ struct TimezoneConfigTests {
       ("42", nil),
     ] as [(String?, String?)])
   func timezone(value: String?, expected: String?) throws {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tz-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    let directory = try TestDirectory.make("tz")
     defer { try? FileManager.default.removeItem(at: directory) }
     let config = directory.appendingPathComponent("config.json")
     try (value.map { "{\"timezone\": \($0)}" } ?? "{}").write(to: config, atomically: true, encoding: .utf8)

@@ -7,12 +7,9 @@ import Testing
   import Glibc
 #endif
 
-/// A fresh database file in its own temporary directory.
+/// A fresh database file in its own temporary directory (see `TestDirectory`).
 func temporaryDatabase() throws -> (SQLiteDatabase, String) {
-  let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-    "band-edge-store-\(UUID().uuidString)")
-  try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-  let path = directory.appendingPathComponent("test.sqlite").path
+  let path = try TestDirectory.make("store").appendingPathComponent("test.sqlite").path
   return (try SQLiteDatabase(path: path), path)
 }
 

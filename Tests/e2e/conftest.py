@@ -5,7 +5,13 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import edge  # noqa: E402
 from edge import Server  # noqa: E402
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Every server still running is stopped and every temporary directory removed, pass or fail."""
+    edge.cleanup()
 
 
 @pytest.fixture

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -28,13 +30,37 @@ def binary() -> Path:
 
 
 _built_shell: Path | None = None
+_directories: list[Path] = []
+_servers: list["Server"] = []
+
+
+def temporary_directory(prefix: str = "band-edge-e2e-") -> Path:
+    """A new directory under /tmp, removed with every other one at the end of the test session
+    (`cleanup`), pass or fail."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    _directories.append(path)
+    return path
+
+
+def cleanup() -> None:
+    """Stops every server a test started and did not stop, and removes every temporary directory.
+    Run by conftest at the end of the session, and at exit should the session be cut short."""
+    for server in _servers:
+        server.stop()
+    _servers.clear()
+    for path in _directories:
+        shutil.rmtree(path, ignore_errors=True)
+    _directories.clear()
+
+
+atexit.register(cleanup)
 
 
 def built_shell() -> Path:
     """The repository's Public/ built once per test session (band-edge shell build)."""
     global _built_shell
     if _built_shell is None:
-        target = Path(tempfile.mkdtemp(prefix="band-edge-shell-")) / "shell"
+        target = temporary_directory("band-edge-shell-") / "shell"
         subprocess.run([str(binary()), "shell", "build", "--from", str(ROOT / "Public"), "--to", str(target)],
                        check=True, capture_output=True)
         _built_shell = target
@@ -45,8 +71,9 @@ class Server:
     """A band-edge process listening on a random loopback port, with its logs in files."""
 
     def __init__(self, *args: str, test_routes: bool = True, shell: Path | None = None,
-                 env: dict[str, str] | None = None):
-        self.dir = Path(tempfile.mkdtemp(prefix="band-edge-e2e-"))
+                 env: dict[str, str] | None = None, file_limit: int | None = None):
+        """`file_limit` sets the process's descriptor limit, soft and hard alike (so it cannot raise it)."""
+        self.dir = temporary_directory()
         self.stdout_path = self.dir / "stdout.log"
         self.stderr_path = self.dir / "stderr.log"
         self.shell = shell or built_shell()
@@ -57,10 +84,16 @@ class Server:
             command.append("--test-routes")
         environment = {k: v for k, v in os.environ.items() if not k.startswith("BAND_LICENCE_")}
         environment.update(env or {})
-        self.process = subprocess.Popen(
-            command, stdout=self.stdout_path.open("wb"), stderr=self.stderr_path.open("wb"), stdin=subprocess.DEVNULL,
-            env=environment,
-        )
+        def limit_files():
+            import resource
+            resource.setrlimit(resource.RLIMIT_NOFILE, (file_limit, file_limit))
+
+        with self.stdout_path.open("wb") as out, self.stderr_path.open("wb") as err:
+            self.process = subprocess.Popen(
+                command, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=environment,
+                preexec_fn=limit_files if file_limit else None,
+            )
+        _servers.append(self)
         self.port = self._wait_for_port()
         self.address = ("127.0.0.1", self.port)
 

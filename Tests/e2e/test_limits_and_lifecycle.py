@@ -1,14 +1,11 @@
 """Deadlines (configured short), the worker pool's bound, draining, reload and the command line."""
 
-import functools
 import json
-import resource
 import signal
 import socket
 import subprocess
 import time
 
-import edge
 from edge import binary, request
 
 
@@ -280,18 +277,13 @@ def test_bodies_past_the_process_wide_budget_get_503_and_give_it_back(make_serve
         assert answer.status == 200 and answer.body == b"y" * 40000
 
 
-def test_out_of_descriptors_the_server_backs_off_logs_a_little_and_recovers(make_server, monkeypatch):
+def test_out_of_descriptors_the_server_backs_off_logs_a_little_and_recovers(make_server):
     """Issue 12, point 5: under a small descriptor limit (soft = hard, so it cannot be raised) the
     server warns at start, pauses accepting instead of spinning, logs a bounded number of lines,
     and serves again once clients go away."""
     limit = 64
 
-    def small_limit():
-        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
-
-    monkeypatch.setattr(edge.subprocess, "Popen", functools.partial(subprocess.Popen, preexec_fn=small_limit))
-    server = make_server("--threads", "2", "--no-access-log")
-    monkeypatch.undo()
+    server = make_server("--threads", "2", "--no-access-log", file_limit=limit)
     warnings = [e for e in server.events() if e.get("event") == "file_limit_low"]
     assert len(warnings) == 1 and warnings[0]["limit"] == str(limit)
     held = []
