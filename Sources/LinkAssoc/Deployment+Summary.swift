@@ -17,6 +17,7 @@ extension Deployment {
       minimum versions:   iOS \(minimumIOSVersion), Android \(minimumAndroidVersion)
       handoff lifetime:   \(handoffLifetimeSeconds) s
       link file max-age:  \(linkFileMaxAge) s
+      time zone:          \(timezone) (times on server-rendered pages)
       """
   }
 }

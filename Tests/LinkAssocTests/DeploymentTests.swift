@@ -215,6 +215,7 @@ struct DeploymentValidationTests {
     #expect(deployment.environment == .production)
     #expect(deployment.origin == "https://app.bandlicence.test")
     #expect(deployment.label == "Production")
+    #expect(deployment.summary.contains("time zone:          Europe/London"), "config check shows the zone")
   }
 
   @Test("each invalid configuration is refused with its own message", arguments: invalidCases)
