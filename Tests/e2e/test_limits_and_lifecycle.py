@@ -60,12 +60,25 @@ def test_idle_keep_alive_connection_is_closed(make_server):
     assert client.closed_by_peer()
 
 
+def server_holds_connection(server, client_port: int) -> bool:
+    """Whether the server process still has the socket of the connection from `client_port` open."""
+    out = subprocess.run(["ss", "-tnpH", "state", "all", f"( sport = :{server.port} and dport = :{client_port} )"],
+                         capture_output=True, text=True, timeout=10).stdout
+    return f"pid={server.process.pid}," in out
+
+
 def test_client_that_does_not_read_is_cut_at_the_write_deadline(make_server):
     server = make_server("--write-timeout", "0.5")
     size = 32 << 20
     client = server.connect(rcvbuf=4096)
     client.send(request("GET", f"/_test/bytes?n={size}"))
-    time.sleep(1.5)  # real time must pass for a real deadline; the limit is configured short
+    # Read nothing until the server has let go of the socket (the write deadline passed with no
+    # progress); a fixed sleep would race a busy machine.
+    port = client.sock.getsockname()[1]
+    deadline = time.monotonic() + 15
+    while server_holds_connection(server, port):
+        assert time.monotonic() < deadline, "the server kept a client that does not read"
+        time.sleep(0.05)
     received = 0
     client.sock.settimeout(5)
     try:
