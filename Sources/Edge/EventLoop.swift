@@ -183,8 +183,9 @@ final class EventLoop {
   private func waitMilliseconds() -> Int32 {
     // Buffered log lines are written within about a second even when no request follows.
     let logWait: Int32 = context.log.isEmpty ? -1 : 1000
-    guard let earliest = [timers.earliest, backoff.paused ? backoff.resumeAt : nil].compactMap({ $0 }).min()
-    else { return logWait }
+    var next = timers.earliest
+    if backoff.paused, next.map({ backoff.resumeAt < $0 }) ?? true { next = backoff.resumeAt }
+    guard let earliest = next else { return logWait }
     let now = clock.now()
     if earliest <= now { return 0 }
     let ms = (earliest.nanoseconds - now.nanoseconds + 999_999) / 1_000_000
