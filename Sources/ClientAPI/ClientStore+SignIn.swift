@@ -23,9 +23,12 @@ extension ClientStore {
   /// subject is the account when one exists. The typed email is not kept (people type passwords
   /// into the email field): failures are counted under its HMAC with the server's identifier key.
   /// A failure while locked neither counts nor extends the lock (see `Lockout`).
+  /// With a trusted `device`, the failure counts against that device instead (`TrustedDevice`).
   @discardableResult
-  public func recordSignInFailure(accountID: String?, email: EmailAddress) throws(StoreError) -> Bool {
-    let key = identifierDigest(email)
+  func recordSignInFailure(accountID: String?, email: EmailAddress, device: TrustedDevice?) throws(StoreError)
+    -> Bool
+  {
+    let key = failureKey(email, device: device)
     return try db.transaction { () throws(StoreError) -> Bool in
       let now = clock()
       let row = try db.query(
@@ -57,17 +60,48 @@ extension ClientStore {
     }
   }
 
-  /// Whether sign-in for `email` is locked now.
-  public func isLocked(email: EmailAddress) throws(StoreError) -> Bool {
+  /// Records a failed sign-in for `email` from an untrusted client (see the variant with a device).
+  @discardableResult
+  public func recordSignInFailure(accountID: String?, email: EmailAddress) throws(StoreError) -> Bool {
+    try recordSignInFailure(accountID: accountID, email: email, device: nil)
+  }
+
+  /// Whether sign-in for `email` is locked now (for a trusted `device`: whether that device is).
+  func isLocked(email: EmailAddress, device: TrustedDevice?) throws(StoreError) -> Bool {
     let rows = try db.query(
-      "SELECT locked_until FROM sign_in_failures WHERE email_key = ?", [.blob(identifierDigest(email))])
+      "SELECT locked_until FROM sign_in_failures WHERE email_key = ?",
+      [.blob(failureKey(email, device: device))])
     guard case .integer(let until)? = rows.first?.first else { return false }
     return Int(until) > clock()
   }
 
-  /// A successful sign-in resets the count.
+  /// Whether sign-in for `email` is locked now for an untrusted client.
+  public func isLocked(email: EmailAddress) throws(StoreError) -> Bool {
+    try isLocked(email: email, device: nil)
+  }
+
+  /// A successful sign-in resets the email's count.
   public func clearSignInFailures(email: EmailAddress) throws(StoreError) {
+    try clearSignInFailures(email: email, device: nil)
+  }
+
+  /// A successful sign-in resets the email's count and, from a trusted device, the device's.
+  func clearSignInFailures(email: EmailAddress, device: TrustedDevice?) throws(StoreError) {
     try db.query("DELETE FROM sign_in_failures WHERE email_key = ?", [.blob(identifierDigest(email))])
+    if let device {
+      try db.query(
+        "DELETE FROM sign_in_failures WHERE email_key = ?", [.blob(failureKey(email, device: device))])
+    }
+  }
+
+  /// The trusted device `cookie` proves for `email`, if it does.
+  func trustedDevice(_ cookie: String?, email: EmailAddress) -> TrustedDevice? {
+    TrustedDevice(cookie, email: email, key: deviceKey, now: clock())
+  }
+
+  /// A new trusted-device cookie value for a browser that has just signed in as `email`.
+  func deviceCookie(email: EmailAddress) -> String {
+    TrustedDevice.issue(email: email, key: deviceKey, now: clock())
   }
 
   /// A successful web sign-in, in one transaction: the session the browser held before (if any)

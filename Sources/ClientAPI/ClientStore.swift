@@ -60,6 +60,8 @@ public final class ClientStore {
   /// The server's key for identifiers people type (emails), made at first start and kept in the
   /// database so that every process (and later every instance) keys alike. Never logged.
   private let identifierKey: [UInt8]
+  /// The server's key for trusted-device cookies (`TrustedDevice`). Never logged.
+  let deviceKey: [UInt8]
 
   /// Opens the database at `path`, applying migrations.
   public init(path: String, clock: @escaping @Sendable () -> Int) throws(StoreError) {
@@ -67,6 +69,7 @@ public final class ClientStore {
     self.clock = clock
     try Migrations.apply(to: db)
     identifierKey = try Self.serverKey("identifier", db: db, clock: clock)
+    deviceKey = try Self.serverKey("device", db: db, clock: clock)
   }
 
   /// Checks that this database can serve: its structure is sound (`PRAGMA quick_check`) and a
@@ -114,6 +117,13 @@ public final class ClientStore {
   /// keeps where it must recognise an identifier again without keeping it (failure counts).
   func identifierDigest(_ email: EmailAddress) -> [UInt8] {
     Secrets.hmac(key: identifierKey, Array(email.normalised.utf8))
+  }
+
+  /// What a failure counter is kept under: the email's digest, or a trusted device's own (its
+  /// nonce under the same key, in its own domain so that the two never meet).
+  func failureKey(_ email: EmailAddress, device: TrustedDevice?) -> [UInt8] {
+    guard let device else { return identifierDigest(email) }
+    return Secrets.hmac(key: identifierKey, Array("device:\(device.id)".utf8))
   }
 
   // MARK: accounts

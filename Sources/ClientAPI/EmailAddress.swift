@@ -15,9 +15,15 @@ public struct EmailAddress: Hashable, Sendable, CustomStringConvertible {
   /// Longest address (RFC 5321 §4.5.3.1.3: a 256-octet path less its angle brackets).
   public static let maxBytes = 254
 
-  /// The normalised form of `typed`, or nil when it is not a plausible address.
+  /// The normalised form of `typed`, or nil when it is not a plausible address. Spaces at the ends
+  /// (U+0020, no-break and other Unicode space separators) are trimmed; control characters (tab,
+  /// CR, LF, NEL included) are refused wherever they are.
   public init?(_ typed: String) {
-    let trimmed = typed.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed()
+    func space(_ c: Character) -> Bool {
+      c.unicodeScalars.count == 1
+        && c.unicodeScalars.first.map { $0.properties.generalCategory == .spaceSeparator } == true
+    }
+    let trimmed = typed.drop(while: space).reversed().drop(while: space).reversed()
     var bytes: [UInt8] = []
     for byte in String(trimmed).utf8 {
       guard byte > 0x20 && byte < 0x7F else { return nil }

@@ -153,6 +153,8 @@ public struct NativeSignIn: Sendable {
       return WebPages.redirect("\(origin)/native/callback?error=access_denied&state=\(parameters.state)")
     }
     let account: Account
+    // A sign-in with the password leaves a trusted-device cookie in the system browser.
+    var device: String? = nil
     if fields_["action"] == "continue" {
       guard let signed = try context.signed(Credential(request), store) else {
         return form(
@@ -163,7 +165,7 @@ public struct NativeSignIn: Sendable {
     } else {
       let email = fields_["email"] ?? ""
       let password = fields_["password"] ?? ""
-      let typed = email.utf8.count <= WebPages.maxEmailBytes && WebPages.showable(email) ? email : ""
+      let typed = WebPages.redisplayed(email)
       guard !email.isEmpty, !password.isEmpty, email.utf8.count <= WebPages.maxEmailBytes,
         password.utf8.count <= WebPages.maxPasswordBytes
       else {
@@ -171,10 +173,11 @@ public struct NativeSignIn: Sendable {
           request, parameters, signedIn: nil, status: .badRequest,
           message: "Enter your email address and your password.", email: typed)
       }
-      switch try pages.checkPassword(email: email, password: password, store: store) {
-      case .passed(let found, let upgradedHash):
+      switch try pages.checkPassword(email: email, password: password, store: store, request: request) {
+      case .passed(let found, let upgradedHash, let cookie):
         if let upgradedHash { try store.upgradeHash(accountID: found.id, to: upgradedHash) }
         account = found
+        device = cookie
       case .refused:
         return form(
           request, parameters, signedIn: nil, status: .badRequest, message: WebPages.failureMessage,
@@ -190,7 +193,9 @@ public struct NativeSignIn: Sendable {
       platform: parameters.platform,
       appVersion: parameters.appVersion, lifetime: context.deployment.handoffLifetimeSeconds)
     // Built from configuration only: the origin is the deployment's, never a request's.
-    return WebPages.redirect("\(origin)/native/callback?code=\(code)&state=\(parameters.state)")
+    return WebPages.redirect(
+      "\(origin)/native/callback?code=\(code)&state=\(parameters.state)",
+      cookie: device.map(WebPages.deviceCookieHeader))
   }
 
   /// The native sign-in form; `email` is what the person typed last time (shown again, escaped).

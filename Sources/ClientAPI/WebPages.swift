@@ -90,9 +90,9 @@ public struct WebPages: Sendable {
     let email = form["email"] ?? ""
     let password = form["password"] ?? ""
     let back = Self.returnPath(form["return"])
-    // What the person typed is shown again only if it could be an email at all (never a password
-    // pasted into the wrong field's worth of text, never control characters).
-    let typed = email.utf8.count <= Self.maxEmailBytes && Self.showable(email) ? email : ""
+    // What the person typed is shown again only if it is an email address (never a password typed
+    // into the wrong field, never control characters).
+    let typed = Self.redisplayed(email)
     guard !email.isEmpty, !password.isEmpty, email.utf8.count <= Self.maxEmailBytes,
       password.utf8.count <= Self.maxPasswordBytes
     else {
@@ -103,8 +103,9 @@ public struct WebPages: Sendable {
     let store = try context.store()
     let account: Account
     let upgradedHash: String?
-    switch try checkPassword(email: email, password: password, store: store) {
-    case .passed(let found, let hash): (account, upgradedHash) = (found, hash)
+    let device: String
+    switch try checkPassword(email: email, password: password, store: store, request: request) {
+    case .passed(let found, let hash, let cookie): (account, upgradedHash, device) = (found, hash, cookie)
     case .refused:
       return signInForm(
         request, status: .badRequest, message: Self.failureMessage, email: typed, returnTo: back)
@@ -116,9 +117,11 @@ public struct WebPages: Sendable {
     _ = try store.signIn(
       accountID: account.id, token: token, replacing: Credential(request).token, upgradedHash: upgradedHash,
       lifetimes: context.lifetimes, browser: BrowserLabel.summary(userAgent: request.headers["user-agent"]))
-    return Self.redirect(
+    var redirect = Self.redirect(
       back ?? "/",
       cookie: WebSecurity.setCookie(WebSecurity.sessionCookie, token, maxAge: context.lifetimes.webAbsolute))
+    redirect.add("Set-Cookie", Self.deviceCookieHeader(device))
+    return redirect
   }
 
   /// The signed-out visitor's CSRF binding: their `__Host-bl_csrf` cookie, or a new one (and the
@@ -151,10 +154,9 @@ public struct WebPages: Sendable {
   /// known or not, so that it tells nobody whether an account exists.
   static let lockedMessage = "Too many attempts: wait a few minutes and try again."
 
-  /// Whether typed text may be shown again in a form: no control characters (C0, DEL, C1).
-  static func showable(_ text: String) -> Bool {
-    text.unicodeScalars.allSatisfy { $0.value >= 0x20 && !(0x7F...0x9F).contains($0.value) }
-  }
+  /// What a form shows again of a typed email: its normalised form when it is an address at all,
+  /// else nothing (people type passwords into the email field; that must never be shown back).
+  static func redisplayed(_ typed: String) -> String { EmailAddress(typed)?.normalised ?? "" }
 
   /// `text` when it is a same-origin path to send a person to after sign-in, else nil: starts with
   /// one `/` (not `//` or `/\`, which browsers read as another host), printable ASCII only (no
@@ -293,7 +295,8 @@ public struct WebPages: Sendable {
     if let refusal = refusal(request, binding: signed.token) { return refusal }
     let password = WebSecurity.form(request)?["password"] ?? ""
     guard !password.isEmpty, password.utf8.count <= Self.maxPasswordBytes,
-      case .passed = try checkPassword(email: signed.account.email, password: password, store: store)
+      case .passed = try checkPassword(
+        email: signed.account.email, password: password, store: store, request: request)
     else {
       return try deletionPage(request, status: .badRequest, message: "That password is not right. Try again.")
     }

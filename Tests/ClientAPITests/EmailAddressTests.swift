@@ -9,7 +9,9 @@ struct EmailAddressTests {
     arguments: [
       ("ada@example.test", "ada@example.test"),
       ("  Ada@Example.TEST ", "ada@example.test"),
-      ("\u{00A0}ada@example.test\t", "ada@example.test"),
+      ("\u{00A0}ada@example.test\u{3000}", "ada@example.test"),
+      ("ada@example.test\t", nil), ("ada@example.test\n", nil), ("\rada@example.test", nil),
+      ("ada@example.test\u{85}", nil),
       ("o'brien+band@mail.example.test", "o'brien+band@mail.example.test"),
       ("first.last@xn--mnchen-3ya.example", "first.last@xn--mnchen-3ya.example"),
       ("a@b.co", "a@b.co"),

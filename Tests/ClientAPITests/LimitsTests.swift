@@ -71,6 +71,60 @@ struct LimitsTests {
   }
 
   @Test(
+    "a browser that signed in before is not held by a stranger's lock of its email; its own failures lock it")
+  func trustedDevice() throws {
+    let f = try SessionFixture()
+    let hash = f.pages.context.hasher.hash("the right password")
+    _ = try f.store.createAccount(
+      email: "tom@example.test", displayName: "Tom", passwordHash: hash, actor: "test")
+    let store = try f.pages.context.store()
+    let device = try #require(
+      try f.pages.checkPassword(email: "tom@example.test", password: "the right password", store: store)
+        .deviceCookie)
+    // A stranger keeps the email locked, attempt after attempt, lock after lock.
+    for _ in 0..<9 {
+      _ = try f.pages.checkPassword(email: "tom@example.test", password: "guess", store: store)
+      f.clock.advance(Lockout.longest)
+    }
+    _ = try f.pages.checkPassword(email: "tom@example.test", password: "guess", store: store)
+    #expect(
+      try f.pages.checkPassword(email: "tom@example.test", password: "the right password", store: store)
+        == .locked)
+    // Tom's own browser signs in all the same, and gets a fresh cookie.
+    let again = try f.pages.checkPassword(
+      email: "tom@example.test", password: "the right password", store: store, device: device)
+    #expect(again.passed && again.deviceCookie != device)
+    // Its own failures count against it alone: 5 lock it, the email's count is its own.
+    let own = try #require(again.deviceCookie)
+    for i in 0..<5 {
+      let result = try f.pages.checkPassword(
+        email: "tom@example.test", password: "typo", store: store, device: own)
+      #expect(result == (i < 4 ? .refused : .locked))
+    }
+    #expect(
+      try f.pages.checkPassword(
+        email: "tom@example.test", password: "the right password", store: store, device: own)
+        == .locked)
+    // The stranger locks the email again: a cookie for another email or a forged one is no trust.
+    for _ in 0..<5 {
+      _ = try f.pages.checkPassword(email: "tom@example.test", password: "guess", store: store)
+    }
+    let other = store.deviceCookie(email: "cy@example.test")
+    var forged = Array(device)
+    forged[forged.count - 10] = forged[forged.count - 10] == "x" ? "y" : "x"
+    for cookie in [other, String(forged), "1.2.3", "", String(repeating: "9", count: 300)] {
+      #expect(
+        try f.pages.checkPassword(
+          email: "tom@example.test", password: "the right password", store: store, device: cookie) == .locked,
+        "\(cookie)")
+    }
+    // A device stays trusted for 180 days from the sign-in that made its cookie.
+    #expect(store.trustedDevice(device, email: "tom@example.test") != nil)
+    f.clock.advance(TrustedDevice.lifetime)
+    #expect(store.trustedDevice(device, email: "tom@example.test") == nil)
+  }
+
+  @Test(
     "an attacker's spellings of a locked email never reach the account",
     arguments: [
       "tom@example.test\u{0}x", "\u{0}tom@example.test", "tom@example.test\u{0}", "tom\u{0}@example.test",
@@ -91,7 +145,9 @@ struct LimitsTests {
 
   @Test(
     "the same address however it is typed counts as one: case and white space at the ends",
-    arguments: ["TOM@EXAMPLE.TEST", " tom@example.test", "tom@example.test\t", "\u{00A0}Tom@Example.Test"])
+    arguments: [
+      "TOM@EXAMPLE.TEST", " tom@example.test", "tom@example.test\u{2003}", "\u{00A0}Tom@Example.Test",
+    ])
   func sameAddress(spelling: String) throws {
     let f = try SessionFixture()
     let store = try f.pages.context.store()
@@ -227,4 +283,19 @@ struct PruneTests {
 
 extension SignInCheck {
   var passed: Bool { if case .passed = self { true } else { false } }
+
+  /// The trusted-device cookie a pass leaves behind.
+  var deviceCookie: String? { if case .passed(_, _, let cookie) = self { cookie } else { nil } }
+}
+
+extension WebPages {
+  /// A check from a browser that presents `device` as its trusted-device cookie (nil: none).
+  func checkPassword(email: String, password: String, store: ClientStore, device: String? = nil)
+    throws(StoreError) -> SignInCheck
+  {
+    let headers = device.map { [("Cookie", "\(TrustedDevice.cookie)=\($0)")] } ?? []
+    return try checkPassword(
+      email: email, password: password, store: store,
+      request: Request(method: .post, target: "/sign-in", headers: headers))
+  }
 }

@@ -260,13 +260,12 @@ struct WebPagesTests {
   }
 
   @Test(
-    "a failed sign-in shows the typed email again, escaped; never control characters",
+    "a failed sign-in shows the typed email again, normalised and escaped; nothing that is not an address",
     arguments: [
       ("ada@example.test", " value=\"ada@example.test\""),
-      (
-        "\"><script>x</script>@example.test",
-        " value=\"&quot;&gt;&lt;script&gt;x&lt;/script&gt;@example.test\""
-      ),
+      ("Ada@Example.TEST", " value=\"ada@example.test\""),
+      ("o'brien&co@example.test", " value=\"o&#39;brien&amp;co@example.test\""),
+      ("\"><script>x</script>@example.test", nil), ("My Secret Passw0rd!", nil),
       ("ada@example.test\u{0}x", nil), ("ada@example.test\n", nil),
     ] as [(String, String?)])
   func keepsEmail(email: String, shown: String?) throws {

@@ -112,3 +112,29 @@ def test_the_exchange_is_limited_too(make_server):
     app = App(server)
     statuses = [app.exchange("x" * 43).status for _ in range(3)]
     assert statuses == [400, 400, 429]
+
+
+@pytest.mark.parametrize("form", ["web", "native"])
+def test_a_strangers_lock_does_not_hold_the_browser_the_person_signed_in_with_before(make_server, form):
+    """The lock anyone can set by typing wrong passwords for an email holds every other client, but
+    not a browser that proved the password before (its __Host-bl_device cookie)."""
+    server = make_server()
+    add_account(server, "tom@example.test", "Tom Example")
+    from test_native_handoff import App, sign_in_through_the_browser
+    if form == "web":
+        toms, signed = attempt(server, "tom@example.test", PASSWORD)
+    else:
+        toms, signed = sign_in_through_the_browser(server, App(server), email="tom@example.test")
+    assert signed.status == 303
+    device = next(v for v in toms.set_cookie_lines if v.startswith("__Host-bl_device="))
+    name_value, *attributes = [part.strip() for part in device.split(";")]
+    assert {a for a in attributes if not a.startswith("Max-Age=")} == {"Path=/", "Secure", "HttpOnly", "SameSite=Lax"}
+    toms.cookies.pop("__Host-bl_session", None)  # signed out; the device cookie stays
+    for _ in range(6):
+        attempt(server, "tom@example.test", "a stranger's guess")
+    assert b"Too many attempts" in attempt(server, "tom@example.test", PASSWORD)[1].body, "locked for everyone else"
+    page = toms.send("GET", "/sign-in")
+    csrf = re.search(rb'name="csrf" value="([^"]+)"', page.body).group(1).decode()
+    again = toms.send("POST", "/sign-in", form={"csrf": csrf, "email": "tom@example.test", "password": PASSWORD})
+    assert again.status == 303, "Tom's own browser still signs in"
+    assert "__Host-bl_session" in toms.cookies

@@ -324,7 +324,8 @@ def test_deletion_re_asks_the_password_ends_everything_and_retention_erases(web)
 def test_a_failed_attempt_keeps_the_typed_email_escaped_and_never_the_password(web):
     browser = Browser(web)
     for typed, shown in [("ada@example.test", b'value="ada@example.test"'),
-                         ('"><b>x</b>@example.test', b'value="&quot;&gt;&lt;b&gt;x&lt;/b&gt;@example.test"'),
+                         ("o'brien&co@example.test", b'value="o&#39;brien&amp;co@example.test"'),
+                         ('"><b>x</b>@example.test', None), ("My Secret Passw0rd!", None),
                          ("ada@example.test\x00x", None)]:
         form = browser.send("GET", "/sign-in")
         response = browser.send("POST", "/sign-in",
@@ -335,7 +336,7 @@ def test_a_failed_attempt_keeps_the_typed_email_escaped_and_never_the_password(w
             assert shown in response.body
         else:
             assert b" value=" not in response.body.split(b'id="email"')[1].split(b">")[0]
-        assert b"wrong-password-1" not in response.body
+        assert b"wrong-password-1" not in response.body and b"Passw0rd" not in response.body
 
 
 def test_the_account_page_sends_a_signed_out_person_to_sign_in_and_back(web):
