@@ -31,7 +31,8 @@ enum ConfigCommand {
     DeploymentLoader.load(environment: ProcessEnvironment.all(), configPath: configPath(path)).flatMap {
       deployment in
       var scratch = ServeSettings()
-      let problems = LimitTable.apply(file: deployment.limits, except: [], to: &scratch)
+      var problems = LimitTable.apply(file: deployment.limits, except: [], to: &scratch)
+      if problems.isEmpty { problems = LimitTable.crossCheck(scratch) }
       return problems.isEmpty ? .success(deployment) : .failure(DeploymentProblems(lines: problems))
     }
   }

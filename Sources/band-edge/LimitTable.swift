@@ -106,7 +106,7 @@ enum LimitTable {
       $0.server.poolThreads = $1
     },
     count(
-      "pool-queue", 0...1_000_000, "pooled requests that may wait for a worker; one more gets 503 at once"
+      "pool-queue", 1...1_000_000, "pooled requests that may wait for a worker; one more gets 503 at once"
     ) {
       $0.server.poolQueue
     } set: {
@@ -120,7 +120,7 @@ enum LimitTable {
     } set: {
       $0.server.backgroundThreads = $1
     },
-    count("background-queue", 0...1_000_000, "password checks that may wait; one more gets 503") {
+    count("background-queue", 1...1_000_000, "password checks that may wait; one more gets 503") {
       $0.server.backgroundQueue
     } set: {
       $0.server.backgroundQueue = $1
@@ -285,6 +285,18 @@ enum LimitTable {
       case .failure(let problem): problems.append("limits." + problem.message)
       case .success(let checked): if !given.contains(name) { limit.write(&settings, checked) }
       }
+    }
+    return problems
+  }
+
+  /// Problems between limits that are each in range but cannot work together.
+  static func crossCheck(_ settings: ServeSettings) -> [String] {
+    let limits = settings.server.limits
+    var problems: [String] = []
+    if limits.maxBodyBytes > limits.maxBufferedRequestBytes {
+      problems.append(
+        "max-body-bytes (\(limits.maxBodyBytes)) is larger than max-buffered-request-bytes "
+          + "(\(limits.maxBufferedRequestBytes)): a body that large could never be accepted")
     }
     return problems
   }

@@ -136,6 +136,11 @@ enum ServeCommand {
     if !listen.isEmpty { settings.server.listen = listen }
     // Checked already by ConfigCommand.load: only the applying is left.
     _ = LimitTable.apply(file: deployment.limits, except: givenLimits, to: &settings)
+    let conflicts = LimitTable.crossCheck(settings)
+    guard conflicts.isEmpty else {
+      for line in conflicts { fail(line) }
+      return 1
+    }
     if deployment.environment == .development,
       let open = settings.server.listen.first(where: { !$0.isLoopback })
     {

@@ -43,6 +43,9 @@ def test_every_limit_is_a_flag_in_help():
     ({"max-body-bytes": -1}, "limits.max-body-bytes takes a whole number from 0 to 1073741824, not -1"),
     ({"pool-threads": 1e9}, "limits.pool-threads takes a whole number from 1 to 1024, not 1000000000"),
     ({"max-fun": 1}, "limits.max-fun is not a limit; see band-edge config limits"),
+    ({"pool-queue": 0}, "limits.pool-queue takes a whole number from 1 to 1000000, not 0"),
+    ({"max-body-bytes": 100_000_000}, "max-body-bytes (100000000) is larger than max-buffered-request-bytes (67108864): "
+                                      "a body that large could never be accepted"),
     ({"idle-timeout": "60"}, "limits.idle-timeout must be a number"),
 ])
 def test_config_check_applies_the_flags_ranges_to_the_file(tmp_path, limits, problem):
@@ -61,6 +64,7 @@ def test_config_check_applies_the_flags_ranges_to_the_file(tmp_path, limits, pro
     ("--head-timeout", "-1", "--head-timeout takes seconds, not '-1'"),
     ("--head-timeout", "nan", "--head-timeout takes seconds, not 'nan'"),
     ("--retention-days", "36501", "--retention-days takes whole days from 0 to 36500, not 36501"),
+    ("--background-queue", "0", "--background-queue takes a whole number from 1 to 1000000, not 0"),
 ])
 def test_flags_out_of_range_are_usage_errors(flag, value, message):
     result = run("serve", flag, value)
@@ -82,3 +86,11 @@ def test_a_file_limit_applies_and_a_flag_overrides_it(tmp_path):
         assert client.read_response().status == 200, "the flag's max-header-count wins over the file's"
     finally:
         server.stop()
+
+
+def test_limits_that_cannot_work_together_stop_start_up():
+    result = run("serve", "--listen", "127.0.0.1:0", "--max-body-bytes", "2000000", "--max-buffered-request-bytes",
+                 "1000000")
+    assert result.returncode == 1
+    assert result.stderr == ("band-edge: error: max-body-bytes (2000000) is larger than max-buffered-request-bytes "
+                             "(1000000): a body that large could never be accepted\n")
