@@ -38,6 +38,7 @@ public enum ErrorPages {
       )
     case 431: ("Request too large", nil)
     case 500: ("Something went wrong", "Something went wrong on our side. Please try again.")
+    case 501: ("Not possible here", "This page cannot be used that way. Start again from the start page.")
     case 503: ("Busy just now", "Band Licence is busy just now. Wait a moment, then try again.")
     case 500...: ("Something went wrong", nil)
     default: ("This cannot be shown", nil)

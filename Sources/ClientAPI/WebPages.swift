@@ -167,7 +167,20 @@ public struct WebPages: Sendable {
     guard bytes.count == 1 || (bytes[1] != UInt8(ascii: "/") && bytes[1] != UInt8(ascii: "\\")),
       bytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\\") })
     else { return nil }
-    return text
+    // RFC 3986 §3.3/§3.4: what is neither pchar, "/", "?" nor a percent-escape is escaped, so the
+    // `Location` field is a valid URI reference (`"`, `<`, `>`, `{`, `|`, ...).
+    let allowed = Set("-._~!$&'()*+,;=:@/?%#".utf8)
+    var out = ""
+    for byte in bytes {
+      let alphanumeric =
+        (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+      if alphanumeric || allowed.contains(byte) {
+        out.unicodeScalars.append(Unicode.Scalar(byte))
+      } else {
+        out += "%" + String(byte, radix: 16, uppercase: true)
+      }
+    }
+    return out
   }
 
   // MARK: sign out, account, revoke
@@ -294,11 +307,15 @@ public struct WebPages: Sendable {
     }
     if let refusal = refusal(request, binding: signed.token) { return refusal }
     let password = WebSecurity.form(request)?["password"] ?? ""
-    guard !password.isEmpty, password.utf8.count <= Self.maxPasswordBytes,
-      case .passed = try checkPassword(
-        email: signed.account.email, password: password, store: store, request: request)
-    else {
+    guard !password.isEmpty, password.utf8.count <= Self.maxPasswordBytes else {
+      return try deletionPage(request, status: .badRequest, message: "Enter your password.")
+    }
+    switch try checkPassword(email: signed.account.email, password: password, store: store, request: request)
+    {
+    case .passed: break
+    case .refused:
       return try deletionPage(request, status: .badRequest, message: "That password is not right. Try again.")
+    case .locked: return try deletionPage(request, status: .badRequest, message: Self.lockedMessage)
     }
     try store.requestDeletion(accountID: signed.account.id)
     return Self.redirect(
@@ -318,6 +335,13 @@ public struct WebPages: Sendable {
   /// or a missing or wrong CSRF token. `signedOut` posts carry no session to bind a token to, so
   /// only the origin is checked (they change nothing but the caller's own cookie).
   func refusal(_ request: Request, binding: String?, signedOut: Bool = false) -> Response? {
+    if let type = request.mediaType, !(type.is("application", "x-www-form-urlencoded") && type.isUTF8) {
+      // Our forms send URL-encoded UTF-8 (HTML §4.10.21.7); anything else is not one of our forms.
+      return HTMLPage.problem(
+        .unsupportedMediaType, "Form not readable",
+        "This form was sent in a way Band Licence cannot read (it must be URL-encoded UTF-8). "
+          + "Open the page again and resend it.", context: context)
+    }
     guard WebSecurity.sameOrigin(request, deployment: context.deployment) else {
       return HTMLPage.problem(
         .forbidden, "Request refused",

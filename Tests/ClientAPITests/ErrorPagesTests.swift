@@ -30,8 +30,11 @@ struct PageFrameTests {
     ] {
       #expect(page.contains(part), "\(code) lacks \(part)")
     }
-    let (_, own) = ErrorPages.wording(Status(code, ""))
+    let (title, own) = ErrorPages.wording(Status(code, ""))
     #expect(page.contains(own ?? "The engine&#39;s sentence."))
+    // Only a fault of ours is called one.
+    #expect(
+      (code >= 500 && code != 501 && code != 503) == (title == "Something went wrong"), "\(code): \(title)")
   }
 
   @Test("a production page carries no label")
@@ -92,6 +95,7 @@ struct PageFrameTests {
       ("evil.example", nil),
       ("/\t/evil.example", nil), ("/%0a", "/%0a"), ("/a\\b", nil), ("/\u{7F}", nil), ("/é", nil), ("", nil),
       ("javascript:alert(1)", nil), (" /account", nil), ("/a b", nil),
+      ("/a\"><script>", "/a%22%3E%3Cscript%3E"), ("/a{b}|c^`", "/a%7Bb%7D%7Cc%5E%60"),
     ] as [(String, String?)])
   func returnPaths(text: String, expected: String?) {
     #expect(WebPages.returnPath(text) == expected)

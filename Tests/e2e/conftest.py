@@ -9,6 +9,13 @@ import edge  # noqa: E402
 from edge import Server  # noqa: E402
 
 
+def pytest_configure(config):
+    """tmp_path directories live in this session's own directory (not pytest's shared numbered
+    ones, which a second session running at the same time would prune), removed at the end."""
+    if not config.option.basetemp:
+        config.option.basetemp = str(edge.temporary_directory("band-edge-pytest-"))
+
+
 def pytest_sessionfinish(session, exitstatus):
     """Every server still running is stopped and every temporary directory removed, pass or fail."""
     edge.cleanup()

@@ -43,3 +43,22 @@ def test_exchange_media_types(make_server, content_type, status):
                          {"Idempotency-Key": "k"}, content_type=content_type)
     assert response.status == status, response.body
     assert response.header("content-type") == "application/json; charset=utf-8"
+
+
+@pytest.mark.parametrize("content_type", [
+    "application/x-www-form-urlencoded; charset=latin1", "text/plain", "multipart/form-data; boundary=x",
+])
+def test_a_form_in_another_encoding_gets_415_and_a_page_that_says_so(make_server, content_type):
+    server = make_server()
+    browser = Browser(server)
+    page = browser.send("GET", "/sign-in")
+    csrf = re.search(rb'name="csrf" value="([^"]+)"', page.body).group(1).decode()
+    body = f"csrf={csrf}&email=ada%40example.test&password=x".encode()
+    client = server.connect()
+    cookies = "; ".join(f"{k}={v}" for k, v in browser.cookies.items())
+    client.send((f"POST /sign-in HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nConnection: close\r\n"
+                 f"Origin: http://127.0.0.1:{server.port}\r\nCookie: {cookies}\r\n"
+                 f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body)
+    answer = client.read_response()
+    assert answer.status == 415
+    assert answer.header("content-type") == "text/html; charset=utf-8" and b"URL-encoded UTF-8" in answer.body

@@ -367,3 +367,29 @@ def test_sign_in_never_returns_to_another_site(web, target):
     assert location in ("/", target) and location.startswith("/") and not location.startswith(("//", "/\\"))
     assert "\r" not in location and "\n" not in location and "\t" not in location
     assert len([v for v in browser.set_cookie_lines if v.startswith("x=")]) == 0
+
+
+def test_the_return_path_is_written_as_a_valid_uri_reference(web):
+    browser = Browser(web)
+    target = '/account?x="><script>'
+    form = browser.send("GET", "/sign-in?" + urlencode({"return": target}))
+    response = browser.send("POST", "/sign-in", form={"csrf": browser.csrf(form), "email": "ada@example.test",
+                                                      "password": PASSWORD, "return": target})
+    assert response.status == 303
+    assert response.header("location") == "/account?x=%22%3E%3Cscript%3E"
+
+
+def test_deletion_while_the_email_is_locked_says_so(web):
+    browser = Browser(web)
+    browser.sign_in("ada@example.test")
+    for _ in range(5):
+        Browser(web).send("POST", "/sign-in", form={"csrf": "", "email": "ada@example.test", "password": "guess"})
+        stranger = Browser(web)
+        page = stranger.send("GET", "/sign-in")
+        stranger.send("POST", "/sign-in", form={"csrf": stranger.csrf(page), "email": "ada@example.test",
+                                                "password": "guess"})
+    browser.cookies.pop("__Host-bl_device", None)  # a browser the lock holds
+    page = browser.send("GET", "/account/delete")
+    answer = browser.send("POST", "/account/delete", form={"csrf": browser.csrf(page), "password": PASSWORD})
+    assert answer.status == 400 and b"Too many attempts" in answer.body
+    assert browser.send("GET", "/api/client/v1/session").status == 200, "nothing was deleted"
