@@ -172,6 +172,28 @@ public final class ClientStore {
     guard let (account, _) = try self.account(email: email) else {
       throw StoreError("no account with that email")
     }
+    return try setDisabled(account, disabled, actor: actor)
+  }
+
+  /// Disables or enables the account with `id` (for accounts whose stored email is not an address
+  /// any more, see `accountsWithUnusableEmails`).
+  public func setDisabled(id: String, _ disabled: Bool, actor: String) throws(StoreError) -> Account {
+    guard let account = try self.account(id: id) else { throw StoreError("no account with that ID") }
+    return try setDisabled(account, disabled, actor: actor)
+  }
+
+  /// IDs of live accounts whose stored email is not in the one normalised form: written before
+  /// `EmailAddress` (any text with an `@` was taken), they can no longer be signed in to or named
+  /// by email; operators address them by ID.
+  public func accountsWithUnusableEmails() throws(StoreError) -> [String] {
+    try db.query("SELECT id, email FROM accounts WHERE erased_at IS NULL ORDER BY id").compactMap { row in
+      guard case .text(let id) = row[0], case .text(let email) = row[1] else { return nil }
+      return EmailAddress(email)?.normalised == email ? nil : id
+    }
+  }
+
+  private func setDisabled(_ account: Account, _ disabled: Bool, actor: String) throws(StoreError) -> Account
+  {
     return try db.transaction { () throws(StoreError) -> Account in
       let deleted = try db.query(
         "SELECT 1 FROM accounts WHERE id = ? AND deleted_at IS NOT NULL", [.text(account.id)])

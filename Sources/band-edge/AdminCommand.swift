@@ -11,11 +11,12 @@ enum AdminCommand {
     Usage: band-edge admin [--data DIR] <command>
 
       account create --email E --name N     the password is read from standard input (never an argument)
-      account disable|enable --email E      disabling ends every session of the account at once
+      account disable|enable (--email E | --id ACCOUNT-ID)
+                                            disabling ends every session of the account at once
       school create --name N --slug S
       member add --email E --school SLUG --role administrator|teacher|read_only
       member revoke --email E --school SLUG
-      sessions list|revoke (--account E | --all | --platform ios|android [--below-version V])
+      sessions list|revoke (--account E | --account-id ID | --all | --platform ios|android [--below-version V])
       audit [--json] [--since EPOCH-SECONDS]
       seed-demo                             fictional demo data; development only (BAND_LICENCE_ENV)
       migrate                               apply migrations and exit (serve runs this at every start)
@@ -52,7 +53,12 @@ enum AdminCommand {
         print("created account \(account.id) \(account.email)")
       case ("account", "disable"), ("account", "enable"):
         let disable = options.verb == "disable"
-        let account = try store.setDisabled(email: try options.email("--email"), disable, actor: "cli")
+        let account =
+          if let id = options.value("--id") {
+            try store.setDisabled(id: id, disable, actor: "cli")
+          } else {
+            try store.setDisabled(email: try options.email("--email"), disable, actor: "cli")
+          }
         print("\(disable ? "disabled" : "enabled") account \(account.id) \(account.email)")
       case ("school", "create"):
         let school = try store.createSchool(
@@ -103,6 +109,21 @@ enum AdminCommand {
       case ("migrate", _):
         // Serve runs this at every start: a store that cannot write is a failed start, not a 500 later.
         try store.checkServable(path: data + "/band-edge.sqlite")
+        // Accounts written before emails had one normalisation, which nobody can sign in to now:
+        // said at every start (IDs only, never an address) until an operator deals with them.
+        let unusable = try store.accountsWithUnusableEmails()
+        if !unusable.isEmpty {
+          Log.event(
+            "warning", "emails_not_addresses",
+            [
+              ("count", "\(unusable.count)"), ("accounts", unusable.prefix(20).joined(separator: " ")),
+              (
+                "advice",
+                "these accounts' stored email is not an address band-edge accepts, so they cannot sign in; "
+                  + "disable them with band-edge admin account disable --id ID"
+              ),
+            ])
+        }
         // --quiet when serve runs it: the server's standard output is the JSON access log.
         if !options.flag("--quiet") { print("schema version \(Migrations.latest)") }
       default:
@@ -225,12 +246,14 @@ enum AdminCommand {
 
     func sessionFilter() throws(UsageError) -> SessionFilter {
       if values["--account"] != nil { return .account(email: try email("--account")) }
+      if let id = values["--account-id"] { return .accountID(id) }
       if flags.contains("--all") { return .all }
       if let platform = values["--platform"], platform == "ios" || platform == "android" {
         return .platform(platform, below: values["--below-version"])
       }
       throw UsageError(
-        "say which sessions: --account EMAIL, --all, or --platform ios|android [--below-version V]")
+        "say which sessions: --account EMAIL, --account-id ID, --all, or --platform ios|android [--below-version V]"
+      )
     }
   }
 }

@@ -59,3 +59,25 @@ def test_two_processes_migrating_a_new_database_at_once_both_succeed(tmp_path):
                                       stderr=subprocess.PIPE, text=True, env={}) for _ in range(3)]
         results = [(p.wait(timeout=60), p.stderr.read()) for p in processes]
         assert all(code == 0 for code, _ in results), results
+
+
+def test_accounts_from_before_one_email_normalisation_are_reported_by_id_and_addressable(tmp_path):
+    import sqlite3
+    assert admin(tmp_path, "migrate").returncode == 0
+    db = sqlite3.connect(tmp_path / "band-edge.sqlite")
+    for id_, email in (("acc_legacy1", "admin@localhost"), ("acc_legacy2", "josé@example.test")):
+        db.execute("INSERT INTO accounts (id, email, display_name, password_hash, created_at) VALUES (?, ?, 'L', 'x', 0)",
+                   (id_, email))
+    db.commit()
+    db.close()
+    migrated = admin(tmp_path, "migrate", "--quiet")
+    assert migrated.returncode == 0
+    events = [json.loads(line) for line in migrated.stderr.splitlines()]
+    assert [e["event"] for e in events] == ["emails_not_addresses"]
+    assert events[0]["count"] == "2" and events[0]["accounts"] == "acc_legacy1 acc_legacy2"
+    assert "localhost" not in migrated.stderr and "jos" not in migrated.stderr, "never an address in the log"
+    assert admin(tmp_path, "account", "disable", "--email", "admin@localhost").returncode == 2
+    disabled = admin(tmp_path, "account", "disable", "--id", "acc_legacy1")
+    assert disabled.returncode == 0 and disabled.stdout.startswith("disabled account acc_legacy1")
+    listed = admin(tmp_path, "sessions", "list", "--account-id", "acc_legacy2")
+    assert listed.returncode == 0
