@@ -262,6 +262,20 @@ enum ServeCommand {
               Log.event(
                 "info", "deployment",
                 [("environment", next.environment.rawValue), ("origin", next.origin), ("label", next.label)])
+              // Limits and listeners are fixed at start: say which changes wait for a restart.
+              let changed =
+                Set(next.limits.keys).union(deployment.limits.keys)
+                .filter { next.limits[$0] != deployment.limits[$0] }.sorted()
+                + (next.listen != deployment.listen ? ["listen"] : [])
+                + (next.tls.listen != deployment.tls.listen ? ["tls.listen"] : [])
+              if !changed.isEmpty {
+                Log.event(
+                  "warning", "restart_needed",
+                  [
+                    ("settings", changed.joined(separator: " ")),
+                    ("advice", "these take effect at the next start"),
+                  ])
+              }
               return Snapshot(
                 router: router, tls: tls,
                 httpsRedirect: tls != nil && next.environment != .development ? next.origin : nil)

@@ -80,3 +80,21 @@ def test_fifty_reloads_under_traffic_keep_descriptors_buckets_and_sessions(make_
     assert resident_kib(server) < rss_before + 8 * 1024, "50 reloads grew the process by more than 8 MiB"
     refused = attempt(server, "nobody@example.test", "wrong")[1]
     assert refused.status == 429, "a reload refilled the rate-limit bucket"
+
+
+def test_a_reload_says_which_changed_settings_wait_for_a_restart(tmp_path):
+    import json
+    from edge import Server
+    path = tmp_path / "dev.json"
+    path.write_text(json.dumps({"limits": {"max-body-bytes": 1000}}))
+    server = Server("--config", str(path))
+    try:
+        path.write_text(json.dumps({"limits": {"max-body-bytes": 5000, "idle-timeout": 30}}))
+        reload_and_wait(server, 1)
+        warnings = [e for e in server.events() if e["event"] == "restart_needed"]
+        assert [w["settings"] for w in warnings] == ["idle-timeout max-body-bytes"]
+        client = server.connect()
+        client.send(request("POST", "/_test/echo", body=b"x" * 1001))
+        assert client.read_response().status == 413, "limits stay as they were at start"
+    finally:
+        server.stop()
