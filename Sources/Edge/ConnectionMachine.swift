@@ -136,11 +136,17 @@ struct ConnectionMachine<Clock: EdgeClock> {
 
   /// A TLS listener received bytes that are not a TLS record (plain HTTP sent to the HTTPS port):
   /// answer 400 in the clear, like nginx, then close. From now on the connection is plain.
-  mutating func refusePlainHTTP(context: inout ConnectionContext) {
+  ///
+  /// `received` is what has arrived so far (left unread on the socket): when it shows a target
+  /// under `/api/`, the answer is the API's JSON error; otherwise, or before that, plain text.
+  mutating func refusePlainHTTP(_ received: UnsafeRawBufferPointer, context: inout ConnectionContext) {
     secure = false
+    var probe = HTTP1Parser(limits: limits)
+    _ = try? probe.advance(received)
     failRequest(
-      .text(.badRequest, "Bad Request: plain HTTP was sent to the HTTPS port; use https://.\n"),
-      context: &context)
+      Self.refusal(
+        .badRequest, path: probe.errorContext(received)?.path, accept: nil,
+        "Bad Request: plain HTTP was sent to the HTTPS port; use https://."), context: &context)
   }
 
   /// Reserves (or gives back) what this connection now holds for a body in the process-wide

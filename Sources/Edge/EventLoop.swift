@@ -342,7 +342,12 @@ final class EventLoop {
       // answer it in the clear, like nginx, and close.
       if first != 0x16 && first & 0x80 == 0 {
         connection.tls = nil
-        connection.machine.refusePlainHTTP(context: &context)
+        // What has arrived so far, left on the socket: its target may show the answer's shape.
+        repeat {
+          n = recv(connection.fd, readBuffer.baseAddress, Self.readBufferSize, Int32(MSG_PEEK))
+        } while n < 0 && errno == EINTR
+        connection.machine.refusePlainHTTP(
+          UnsafeRawBufferPointer(rebasing: readBuffer[0..<max(n, 0)]), context: &context)
         pump(connection)
         return
       }

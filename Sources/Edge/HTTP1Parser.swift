@@ -99,9 +99,12 @@ public struct HTTP1Parser: Sendable {
   var requestKeepAlive: Bool { keepAlive }
 
   /// What an error answer may depend on, for the message being parsed (or refused) in `buffer`:
-  /// its path once the request line is read (nil before), and its `Accept` field once every field
-  /// line is.
+  /// its path once the request line is read (nil before), and its `Accept` field: the parsed one
+  /// once every field line is read, else whatever complete `Accept` lines the buffered bytes hold
+  /// (so a browser's 414 or 431 still gets its page; only the answer's shape depends on them).
   func errorContext(_ buffer: UnsafeRawBufferPointer) -> (path: String, accept: String?)? {
+    // Nothing past the largest head is looked at.
+    let window = UnsafeRawBufferPointer(rebasing: buffer[0..<min(buffer.count, limits.maxHeadBytes)])
     if case .requestLine = phase {
       // A refused request line: the target as far as it was read (a 414's prefix still says /api/).
       let end =
@@ -113,9 +116,16 @@ public struct HTTP1Parser: Sendable {
       guard lineState == .target || lineState == .version, end > targetStart,
         buffer[targetStart] == UInt8(ascii: "/")
       else { return nil }
-      return (Request.splitTarget(buffer.bytes(targetStart..<end)).path, nil)
+      // The field lines, if any arrived, follow the request line's line feed.
+      let accept = Self.findLineFeed(window, from: scanned).flatMap { lf in
+        Self.bufferedAccept(window, from: lf + 1, to: min(window.count, lf + 1 + limits.maxHeaderBytes))
+      }
+      return (Request.splitTarget(buffer.bytes(targetStart..<end)).path, accept)
     }
-    guard fieldsComplete else { return (path(buffer), nil) }
+    guard fieldsComplete else {
+      let end = min(window.count, fieldsStart + limits.maxHeaderBytes)
+      return (path(buffer), Self.bufferedAccept(window, from: fieldsStart, to: end))
+    }
     return (
       path(buffer), HTTPFields(bytes: Array(buffer.bytes(0..<headEnd)), fields: fields).combined("accept")
     )

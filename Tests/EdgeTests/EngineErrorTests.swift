@@ -36,6 +36,37 @@ struct EngineErrorTests {
         #""error":"request_header_fields_too_large""#
       ),
       ("GET /x HTTP/1.1\r\nHost: a\r\nX: " + String(repeating: "b", count: 17000), "431", "too large.\n"),
+      // A browser's 414 and 431 get its page: Accept is read from what arrived (points 8 and 12).
+      (
+        "GET /" + String(repeating: "a", count: 9000) + " HTTP/1.1\r\nHost: a\r\nAccept: text/html\r\n\r\n",
+        "414", "page 414"
+      ),
+      (
+        "GET /x HTTP/1.1\r\nAccept: text/html,*/*;q=0.8\r\nHost: a\r\nX: "
+          + String(repeating: "b", count: 17000),
+        "431", "page 431"
+      ),
+      (
+        "GET /api/" + String(repeating: "a", count: 9000) + " HTTP/1.1\r\nAccept: text/html\r\n\r\n", "414",
+        #""error":"uri_too_long""#
+      ),
+      (
+        "GET /api/x HTTP/1.1\r\nAccept: text/html\r\nX: " + String(repeating: "b", count: 17000), "431",
+        #""error":"request_header_fields_too_large""#
+      ),
+      (
+        "GET /" + String(repeating: "a", count: 9000) + " HTTP/1.1\r\nHost: a\r\nAccept: text/plain\r\n\r\n",
+        "414", "too long.\n"
+      ),
+      (
+        "GET /.well-known/" + String(repeating: "a", count: 9000) + " HTTP/1.1\r\nAccept: text/html\r\n\r\n",
+        "414", "too long.\n"
+      ),
+      (
+        "GET /x HTTP/1.1\r\nHost: a\r\nX: " + String(repeating: "b", count: 17000)
+          + "\r\nAccept: text/html\r\n",
+        "431", "too large.\n"
+      ),
       // Before the target is known: plain text.
       (
         "GET /api/x HTTP/1.1\nHost: a\r\n\r\n", "400",

@@ -29,13 +29,32 @@ struct TLSContextTests {
     #expect(list.withUnsafeBufferPointer { TLSContext.selectProtocol($0) } == nil)
   }
 
-  @Test("plain HTTP on a TLS port is answered 400 in the clear, without HSTS, then closed")
-  func plainHTTP() {
+  @Test(
+    "plain HTTP on a TLS port is answered 400 in the clear, without HSTS, then closed; JSON under /api/",
+    arguments: [
+      ("", false),
+      ("G", false),
+      ("GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n", false),
+      ("GET /healthz HTTP/1.1\r\nHost: a\r\nAccept: text/html\r\n\r\n", false),
+      ("GET /ap", false),
+      ("GET /api/x HTTP/1.1\r\nHost: a\r\n\r\n", true),
+      ("GET /api/x HTTP/1.1\r\n", true),
+      ("POST /api/client/v1/session HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nab", true),
+      ("GET /api/x HTTP/1.1\r\nHost:\r\n\r\n", true),
+    ])
+  func plainHTTP(received: String, json: Bool) {
     var h = Harness(secure: true)
-    h.machine.refusePlainHTTP(context: &h.context)
+    Array(received.utf8).withUnsafeBytes { h.machine.refusePlainHTTP($0, context: &h.context) }
     let (out, step) = h.drainOutput()
     #expect(out.hasPrefix("HTTP/1.1 400 Bad Request\r\n"))
-    #expect(out.contains("plain HTTP was sent to the HTTPS port"))
+    let message = "Bad Request: plain HTTP was sent to the HTTPS port; use https://."
+    if json {
+      #expect(out.contains("Content-Type: application/json; charset=utf-8\r\n"), "\(out)")
+      #expect(out.hasSuffix("\r\n\r\n{\"error\":\"bad_request\",\"message\":\"\(message)\"}"), "\(out)")
+    } else {
+      #expect(out.contains("Content-Type: text/plain; charset=utf-8\r\n"), "\(out)")
+      #expect(out.hasSuffix("\r\n\r\n\(message)\n"), "\(out)")
+    }
     #expect(out.contains("Connection: close\r\n") && !out.contains("Strict-Transport-Security"))
     #expect(step.close == .shutdownWrite)
   }

@@ -267,3 +267,48 @@ def test_engine_errors_under_api_are_json(server, name, raw, status, code, close
     if closes:
         assert response.header("connection") == "close"
         assert client.closed_by_peer()
+
+
+BROWSER = b"Accept: text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8\r\n"
+
+# (name, raw request, status, content type): the head is refused before it is complete, so the
+# shape comes from the Accept line that arrived with it.
+EARLY_REFUSALS = [
+    ("browser 414", b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\nHost: a\r\n" + BROWSER + b"\r\n", 414,
+     "text/html; charset=utf-8"),
+    ("browser 431", b"GET /x HTTP/1.1\r\nHost: a\r\n" + BROWSER + b"X: " + b"b" * 20000 + b"\r\n\r\n", 431,
+     "text/html; charset=utf-8"),
+    ("browser 414 under /api/", b"GET /api/" + b"a" * 9000 + b" HTTP/1.1\r\nHost: a\r\n" + BROWSER + b"\r\n",
+     414, "application/json; charset=utf-8"),
+    ("browser 431 under /api/", b"GET /api/x HTTP/1.1\r\nHost: a\r\n" + BROWSER + b"X: " + b"b" * 20000
+     + b"\r\n\r\n", 431, "application/json; charset=utf-8"),
+    ("browser 414 under /.well-known/", b"GET /.well-known/" + b"a" * 9000 + b" HTTP/1.1\r\nHost: a\r\n" + BROWSER
+     + b"\r\n", 414, "text/plain; charset=utf-8"),
+    ("non-browser 414", b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\nHost: a\r\nAccept: */*\r\n\r\n", 414,
+     "text/plain; charset=utf-8"),
+    ("non-browser 431", b"GET /x HTTP/1.1\r\nHost: a\r\nAccept: application/json\r\nX: " + b"b" * 20000
+     + b"\r\n\r\n", 431, "text/plain; charset=utf-8"),
+]
+
+
+@pytest.mark.parametrize("name,raw,status,content_type", EARLY_REFUSALS, ids=[r[0] for r in EARLY_REFUSALS])
+def test_a_head_refused_before_its_end_takes_its_shape_from_the_accept_that_arrived(
+        server, name, raw, status, content_type):
+    """Issue 12, points 8 and 12: a browser's 414 and 431 are pages; /api/ is JSON; others plain."""
+    client = server.connect()
+    client.send(raw)
+    response = client.read_response()
+    assert response.status == status
+    assert response.header("content-type") == content_type
+    assert response.header("cache-control") == "no-store"
+    assert response.header("connection") == "close"
+    if content_type.startswith("text/html"):
+        page = response.body.decode()
+        assert page.startswith('<!doctype html>\n<html lang="en-GB"') and 'href="/">Go to the start page</a>' in page
+    elif content_type.startswith("application/json"):
+        body = json.loads(response.body)
+        assert set(body) == {"error", "message"}
+        assert body["error"] == ("uri_too_long" if status == 414 else "request_header_fields_too_large")
+    else:
+        assert response.body.startswith(response.reason.encode() + b": ")
+    assert client.closed_by_peer()

@@ -3,6 +3,7 @@ Python's ssl connect, TLS 1.0/1.1 are refused, ALPN says http/1.1, TLS 1.2 sessi
 bodies arrive intact, a stalled handshake is cut off, and bad key files or certificates stop
 start-up with one clear line."""
 
+import json
 import os
 import socket
 import sys
@@ -427,3 +428,19 @@ def test_plain_http_sent_to_the_tls_port_gets_400_then_a_close(make_server, pki)
     assert data.startswith(b"HTTP/1.1 400 Bad Request\r\n")
     assert b"Connection: close\r\n" in data and b"plain HTTP was sent to the HTTPS port" in data
     assert b"Strict-Transport-Security" not in data
+
+
+def test_plain_http_under_api_sent_to_the_tls_port_gets_a_json_400_then_a_close(make_server, pki):
+    """The request line that arrived shows /api/: the 400 takes the API's error shape."""
+    _, port = tls_server(make_server, pki)
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(b"GET /api/x HTTP/1.1\r\nHost: a\r\n\r\n")
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    head, body = data.split(b"\r\n\r\n", 1)
+    assert head.startswith(b"HTTP/1.1 400 Bad Request\r\n")
+    assert b"\r\nContent-Type: application/json; charset=utf-8" in head
+    assert b"\r\nConnection: close" in head and b"Strict-Transport-Security" not in head
+    assert json.loads(body) == {
+        "error": "bad_request", "message": "Bad Request: plain HTTP was sent to the HTTPS port; use https://."}
