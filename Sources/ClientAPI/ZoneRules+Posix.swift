@@ -1,3 +1,5 @@
+import Edge
+
 /// A POSIX TZ rule (`GMT0BST,M3.5.0/1,M10.5.0`; POSIX.1-2017 §8.3, as RFC 8536 §3.3 extends it):
 /// standard time and, optionally, daylight time with the yearly dates it starts and ends.
 struct PosixRule: Sendable, Equatable {
@@ -162,32 +164,3 @@ struct PosixRule: Sendable, Equatable {
 }
 
 /// Proleptic Gregorian calendar arithmetic on days since 1970-01-01 (H. Hinnant's algorithms).
-enum Civil {
-  static func floorDiv(_ a: Int, _ b: Int) -> Int { a >= 0 ? a / b : -((-a + b - 1) / b) }
-  static func floorMod(_ a: Int, _ b: Int) -> Int { a - floorDiv(a, b) * b }
-  static func isLeap(_ y: Int) -> Bool { y % 4 == 0 && (y % 100 != 0 || y % 400 == 0) }
-  /// 0 = Sunday.
-  static func weekday(_ days: Int) -> Int { floorMod(days + 4, 7) }
-
-  static func days(year: Int, month: Int, day: Int) -> Int {
-    let y = month <= 2 ? year - 1 : year
-    let era = floorDiv(y, 400)
-    let yoe = y - era * 400
-    let mp = (month + 9) % 12
-    let doy = (153 * mp + 2) / 5 + day - 1
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-    return era * 146097 + doe - 719468
-  }
-
-  static func date(days: Int) -> (year: Int, month: Int, day: Int) {
-    let z = days + 719468
-    let era = floorDiv(z, 146097)
-    let doe = z - era * 146097
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-    let mp = (5 * doy + 2) / 153
-    let day = doy - (153 * mp + 2) / 5 + 1
-    let month = mp < 10 ? mp + 3 : mp - 9
-    return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
-  }
-}

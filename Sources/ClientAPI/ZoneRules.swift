@@ -1,3 +1,5 @@
+import Edge
+
 #if canImport(Glibc)
   import Glibc
 #endif

@@ -64,16 +64,5 @@ public func parseHTTPDate(_ text: String) -> Int? {
   guard clock.count == 3, clock.allSatisfy({ $0.count == 2 }), let h = Int(clock[0]), let m = Int(clock[1]),
     let s = Int(clock[2]), h < 24, m < 60, s < 61, day >= 1, day <= 31
   else { return nil }
-  return daysFromCivil(year: year, month: monthIndex + 1, day: day) * 86400 + h * 3600 + m * 60 + s
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
-public func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
-  let y = month <= 2 ? year - 1 : year
-  let era = (y >= 0 ? y : y - 399) / 400
-  let yoe = y - era * 400
-  let mp = (month + 9) % 12
-  let doy = (153 * mp + 2) / 5 + day - 1
-  let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-  return era * 146097 + doe - 719468
+  return Civil.days(year: year, month: monthIndex + 1, day: day) * 86400 + h * 3600 + m * 60 + s
 }

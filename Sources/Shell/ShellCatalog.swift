@@ -168,19 +168,10 @@ public struct ShellCatalog: Sendable {
 
   /// IMF-fixdate of epoch seconds.
   static func httpDate(_ seconds: Int) -> String {
-    let days = seconds / 86400
-    let rest = seconds % 86400
-    // civil from days (H. Hinnant)
-    let z = days + 719468
-    let era = (z >= 0 ? z : z - 146096) / 146097
-    let doe = z - era * 146097
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-    let mp = (5 * doy + 2) / 153
-    let day = doy - (153 * mp + 2) / 5 + 1
-    let month = mp < 10 ? mp + 3 : mp - 9
-    let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
-    let weekday = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][days % 7]
+    let days = Civil.floorDiv(seconds, 86400)
+    let rest = Civil.floorMod(seconds, 86400)
+    let (year, month, day) = Civil.date(days: days)
+    let weekday = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"][Civil.weekday(days)]
     let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
     func two(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
     return
