@@ -92,14 +92,21 @@ def test_client_that_does_not_read_is_cut_at_the_write_deadline(make_server):
     assert received < size
 
 
-def test_full_pool_queue_answers_503_with_retry_after_at_once(make_server):
-    # --busy-hold 0: sent at once (the default holds it a second, as a tarpit; see ConnectionMachineTests).
+def full_pool(make_server):
+    """A server whose one worker is busy and whose one queue place is taken: (server, running,
+    waiting, a third connection). --busy-hold 0: a refusal is sent at once (the default holds it a
+    second, as a tarpit; see ConnectionMachineTests)."""
     server = make_server("--threads", "1", "--pool-threads", "1", "--pool-queue", "1", "--busy-hold", "0")
     running, waiting, refused = server.connect(), server.connect(), server.connect()
     running.send(request("GET", "/_test/sleep?ms=1500"))
     time.sleep(0.3)  # let the only worker take it
     waiting.send(request("GET", "/_test/sleep?ms=10"))
     time.sleep(0.1)
+    return server, running, waiting, refused
+
+
+def test_full_pool_queue_answers_503_with_retry_after_at_once(make_server):
+    _, running, waiting, refused = full_pool(make_server)
     started = time.monotonic()
     refused.send(request("GET", "/_test/sleep?ms=10"))
     busy = refused.read_response()
@@ -227,12 +234,7 @@ def test_listens_on_ipv6_loopback_too(tmp_path):
 
 def test_full_pool_queue_answers_503_in_json_under_api(make_server):
     """Issue 12, point 8: the pool's 503 under /api/ has the contract's shape."""
-    server = make_server("--threads", "1", "--pool-threads", "1", "--pool-queue", "1", "--busy-hold", "0")
-    running, waiting, refused = server.connect(), server.connect(), server.connect()
-    running.send(request("GET", "/_test/sleep?ms=1500"))
-    time.sleep(0.3)  # let the only worker take it
-    waiting.send(request("GET", "/_test/sleep?ms=10"))
-    time.sleep(0.1)
+    _, running, waiting, refused = full_pool(make_server)
     refused.send(request("DELETE", "/api/client/v1/session"))
     busy = refused.read_response()
     assert busy.status == 503 and busy.header("retry-after") == "1"
