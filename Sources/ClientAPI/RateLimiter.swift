@@ -114,10 +114,7 @@ struct BucketTable {
   private var tail: Int32 = -1
   let capacity: Int
 
-  init(capacity: Int) {
-    self.capacity = max(1, capacity)
-    slots.reserveCapacity(min(self.capacity, 4096))
-  }
+  init(capacity: Int) { self.capacity = max(1, capacity) }
 
   var count: Int { slots.count }
 

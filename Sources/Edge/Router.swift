@@ -165,7 +165,8 @@ public struct Router: Sendable {
   /// Whether `method` is one this server knows: a registered method or one some route serves.
   /// RFC 9110 §9.1: any other is answered 501 wherever it is sent.
   public func recognizes(_ method: HTTPMethod) -> Bool {
-    methods.contains(method) || Self.registeredMethods.contains(method)
+    // GET and HEAD are registered, and most requests: no hashing for them.
+    method == .get || method == .head || methods.contains(method) || Self.registeredMethods.contains(method)
   }
 
   /// The route for `method` and `path` (RFC 9110 §9.3.2: HEAD is answered by GET without content).
