@@ -156,8 +156,7 @@ extension ClientStore {
     return targets.count
   }
 
-  private static func `where`(_ filter: SessionFilter) throws(StoreError) -> (String, [SQLiteDatabase.Value])
-  {
+  private static func `where`(_ filter: SessionFilter) throws(StoreError) -> (String, [DatabaseValue]) {
     switch filter {
     case .all: ("1 = 1", [])
     case .account(let email): ("a.email = ?", [.text(email.normalised)])
@@ -183,9 +182,9 @@ extension ClientStore {
     return 0
   }
 
-  static func session(_ row: [SQLiteDatabase.Value], revokedAt: Int?, reason: String?) -> SessionRecord {
-    func text(_ v: SQLiteDatabase.Value) -> String? { if case .text(let s) = v { s } else { nil } }
-    func int(_ v: SQLiteDatabase.Value) -> Int { if case .integer(let n) = v { Int(n) } else { 0 } }
+  static func session(_ row: [DatabaseValue], revokedAt: Int?, reason: String?) -> SessionRecord {
+    func text(_ v: DatabaseValue) -> String? { if case .text(let s) = v { s } else { nil } }
+    func int(_ v: DatabaseValue) -> Int { if case .integer(let n) = v { Int(n) } else { 0 } }
     return SessionRecord(
       id: text(row[0]) ?? "", accountID: text(row[1]) ?? "", kind: text(row[2]) ?? "", platform: text(row[3]),
       appVersion: text(row[4]), createdAt: int(row[5]), lastSeenAt: int(row[6]), expiresAt: int(row[7]),

@@ -55,7 +55,7 @@ public struct AuditEvent: Equatable, Sendable {
 /// The data the API core owns, on SQLite. Every change writes its audit event in the same
 /// transaction. Emails arrive as `EmailAddress`, already in their one normalised form.
 public final class ClientStore {
-  let db: SQLiteDatabase
+  let db: any Database
   let clock: @Sendable () -> Int
   /// The server's key for identifiers people type (emails), made at first start and kept in the
   /// database so that every process (and later every instance) keys alike. Never logged.
@@ -63,41 +63,26 @@ public final class ClientStore {
   /// The server's key for trusted-device cookies (`TrustedDevice`). Never logged.
   let deviceKey: [UInt8]
 
-  /// Opens the database at `path`, applying migrations.
-  public init(path: String, clock: @escaping @Sendable () -> Int) throws(StoreError) {
-    db = try SQLiteDatabase(path: path)
+  /// Opens the SQLite database at `path`, applying migrations.
+  public convenience init(path: String, clock: @escaping @Sendable () -> Int) throws(StoreError) {
+    try self.init(database: try SQLiteDatabase(path: path), clock: clock)
+  }
+
+  /// A store over an open `database` of either engine, applying migrations.
+  public init(database: any Database, clock: @escaping @Sendable () -> Int) throws(StoreError) {
+    db = database
     self.clock = clock
     try Migrations.apply(to: db)
     identifierKey = try Self.serverKey("identifier", db: db, clock: clock)
     deviceKey = try Self.serverKey("device", db: db, clock: clock)
   }
 
-  /// Checks that this database can serve: its structure is sound (`PRAGMA quick_check`) and a
-  /// write commits (a read-only file, directory or mount, or a full disk, fails here rather than at
-  /// the first sign-in). Writes nothing that changes any answer: the schema version, rewritten.
-  public func checkServable(path: String) throws(StoreError) {
-    let report = try db.query("PRAGMA quick_check").compactMap { row -> String? in
-      if case .text(let line) = row.first { line } else { nil }
-    }
-    guard report == ["ok"] else {
-      throw StoreError(
-        "the database \(path) is damaged (quick_check: \(report.prefix(3).joined(separator: "; ")))")
-    }
-    guard !db.isReadOnly else {
-      throw StoreError("the database \(path) cannot be written (a read-only file, directory or file system)")
-    }
-    do {
-      try db.transaction { () throws(StoreError) in
-        try db.execute("PRAGMA user_version = \(try Migrations.version(of: db))")
-      }
-    } catch {
-      throw StoreError("the database \(path) cannot be written: \(error)")
-    }
-  }
+  /// Checks that this database can serve (see `Database.checkServable`); `name` names it in the error.
+  public func checkServable(path name: String) throws(StoreError) { try db.checkServable(name: name) }
 
   /// The key named `name`, made now (256 random bits) if the database has none; concurrent first
   /// starts agree on one, since the insert and the read share a write transaction.
-  private static func serverKey(_ name: String, db: SQLiteDatabase, clock: () -> Int) throws(StoreError)
+  private static func serverKey(_ name: String, db: any Database, clock: () -> Int) throws(StoreError)
     -> [UInt8]
   {
     let select = "SELECT key FROM server_keys WHERE name = ?"
@@ -297,7 +282,7 @@ public final class ClientStore {
         .integer(Int64(since))
       ]
     ).map { row in
-      func text(_ v: SQLiteDatabase.Value) -> String? { if case .text(let s) = v { s } else { nil } }
+      func text(_ v: DatabaseValue) -> String? { if case .text(let s) = v { s } else { nil } }
       let at: Int = if case .integer(let n) = row[0] { Int(n) } else { 0 }
       return AuditEvent(
         at: at, actor: text(row[1]), action: text(row[2]) ?? "", subject: text(row[3]), detail: text(row[4]))
@@ -315,8 +300,8 @@ public final class ClientStore {
     return (account, School(id: id, name: name, slug: slug))
   }
 
-  static func account(_ row: [SQLiteDatabase.Value]) -> Account {
-    func text(_ v: SQLiteDatabase.Value) -> String { if case .text(let s) = v { s } else { "" } }
+  static func account(_ row: [DatabaseValue]) -> Account {
+    func text(_ v: DatabaseValue) -> String { if case .text(let s) = v { s } else { "" } }
     let disabled: Bool = if case .integer(let n) = row[3] { n != 0 } else { false }
     return Account(id: text(row[0]), email: text(row[1]), displayName: text(row[2]), disabled: disabled)
   }

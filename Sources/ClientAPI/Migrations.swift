@@ -111,8 +111,7 @@ public enum Migrations {
   /// Applies every missing migration; refuses a database newer than `latest`.
   /// - Returns: the versions applied.
   @discardableResult
-  public static func apply(to database: SQLiteDatabase, upTo target: Int = latest) throws(StoreError) -> [Int]
-  {
+  public static func apply(to database: any Database, upTo target: Int = latest) throws(StoreError) -> [Int] {
     let current = try version(of: database)
     guard current <= latest else {
       throw StoreError(
@@ -126,7 +125,7 @@ public enum Migrations {
       let ran = try database.transaction { () throws(StoreError) -> Bool in
         guard try version(of: database) == number - 1 else { return false }
         try database.execute(steps[number - 1])
-        try database.execute("PRAGMA user_version = \(number)")
+        try database.recordSchemaVersion(number)
         return true
       }
       if ran { applied.append(number) }
@@ -135,8 +134,7 @@ public enum Migrations {
   }
 
   /// The schema version recorded in the database.
-  public static func version(of database: SQLiteDatabase) throws(StoreError) -> Int {
-    guard case .integer(let n)? = try database.query("PRAGMA user_version").first?.first else { return 0 }
-    return Int(n)
+  public static func version(of database: any Database) throws(StoreError) -> Int {
+    try database.schemaVersion()
   }
 }

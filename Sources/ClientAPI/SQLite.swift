@@ -4,16 +4,9 @@ import CSQLite
   import Glibc
 #endif
 
-/// Why the store failed. The message is for operators and logs; clients get a generic 500.
-public struct StoreError: Error, CustomStringConvertible, Sendable {
-  public let description: String
-  /// An error with `description` as its message.
-  public init(_ description: String) { self.description = description }
-}
-
-/// One SQLite connection with cached prepared statements. Used by one thread at a time (each pool
-/// worker opens its own), so it is not Sendable.
-public final class SQLiteDatabase {
+/// The embedded engine: one SQLite connection with cached prepared statements. Used by one thread
+/// at a time (each pool worker opens its own), so it is not Sendable.
+public final class SQLiteDatabase: Database {
   private var handle: OpaquePointer?
   private var statements: [String: OpaquePointer] = [:]
 
@@ -58,17 +51,12 @@ public final class SQLiteDatabase {
     }
   }
 
-  /// A value bound to a `?` parameter.
-  public enum Value: Sendable, Equatable {
-    case null
-    case integer(Int64)
-    case text(String)
-    case blob([UInt8])
-  }
+  /// The engine-neutral value (kept under its old name for the SQLite-only tools).
+  public typealias Value = DatabaseValue
 
   /// Runs one statement with `parameters`, returning every row (columns as values).
   @discardableResult
-  public func query(_ sql: String, _ parameters: [Value] = []) throws(StoreError) -> [[Value]] {
+  public func query(_ sql: String, _ parameters: [Value]) throws(StoreError) -> [[Value]] {
     let statement = try prepared(sql)
     defer {
       sqlite3_reset(statement)
@@ -140,6 +128,37 @@ public final class SQLiteDatabase {
 
   /// Rows changed by the last statement.
   public var changes: Int { Int(sqlite3_changes(handle)) }
+
+  /// `PRAGMA user_version`.
+  public func schemaVersion() throws(StoreError) -> Int {
+    guard case .integer(let n)? = try query("PRAGMA user_version").first?.first else { return 0 }
+    return Int(n)
+  }
+
+  public func recordSchemaVersion(_ version: Int) throws(StoreError) {
+    try execute("PRAGMA user_version = \(version)")
+  }
+
+  /// `PRAGMA quick_check` passes, SQLite did not fall back to read-only, and a write commits (a
+  /// read-only file, directory or mount, or a full disk, fails here rather than at the first
+  /// sign-in). The write changes no answer: the schema version, rewritten.
+  public func checkServable(name: String) throws(StoreError) {
+    let report = try query("PRAGMA quick_check").compactMap { row -> String? in
+      if case .text(let line) = row.first { line } else { nil }
+    }
+    guard report == ["ok"] else {
+      throw StoreError(
+        "the database \(name) is damaged (quick_check: \(report.prefix(3).joined(separator: "; ")))")
+    }
+    guard !isReadOnly else {
+      throw StoreError("the database \(name) cannot be written (a read-only file, directory or file system)")
+    }
+    do {
+      try transaction { () throws(StoreError) in try recordSchemaVersion(try schemaVersion()) }
+    } catch {
+      throw StoreError("the database \(name) cannot be written: \(error)")
+    }
+  }
 
   private func prepared(_ sql: String) throws(StoreError) -> OpaquePointer {
     if let statement = statements[sql] { return statement }
