@@ -123,8 +123,9 @@ public enum Migrations {
       // Checked again under the write lock: another process starting at the same moment may have
       // applied this step already.
       let ran = try database.transaction { () throws(StoreError) -> Bool in
+        try database.lockForMigration()
         guard try version(of: database) == number - 1 else { return false }
-        try database.execute(steps[number - 1])
+        try database.execute(database.dialect.schema(steps[number - 1]))
         try database.recordSchemaVersion(number)
         return true
       }

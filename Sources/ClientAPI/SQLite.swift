@@ -129,6 +129,11 @@ public final class SQLiteDatabase: Database {
   /// Rows changed by the last statement.
   public var changes: Int { Int(sqlite3_changes(handle)) }
 
+  public var dialect: SQLDialect { .sqlite }
+
+  /// Nothing: BEGIN IMMEDIATE already lets one writer in at a time.
+  public func lockForMigration() throws(StoreError) {}
+
   /// `PRAGMA user_version`.
   public func schemaVersion() throws(StoreError) -> Int {
     guard case .integer(let n)? = try query("PRAGMA user_version").first?.first else { return 0 }
