@@ -16,6 +16,7 @@ let package = Package(
     .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
     .systemLibrary(name: "CLinux"),
     .systemLibrary(name: "CArgon2", pkgConfig: "libargon2", providers: [.apt(["libargon2-dev"])]),
+    .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
     // The HTTP engine. Knows nothing about Band Licence.
     .target(
@@ -25,7 +26,8 @@ let package = Package(
       swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
     .target(name: "Shell", dependencies: ["Edge", "CZlib", "CBrotli", "COpenSSL"]),
     .target(name: "LinkAssoc", dependencies: ["Edge"]),
-    .target(name: "ClientAPI", dependencies: ["Edge", "LinkAssoc", "CSQLite", "CArgon2", "COpenSSL"]),
+    .target(
+      name: "ClientAPI", dependencies: ["Edge", "LinkAssoc", "CSQLite", "CPostgres", "CArgon2", "COpenSSL"]),
     .executableTarget(name: "band-edge", dependencies: ["Edge", "Shell", "LinkAssoc", "ClientAPI"]),
 
     // libFuzzer target for the HTTP/1.1 parser: build/fuzz builds it with --sanitize=fuzzer.

@@ -23,7 +23,7 @@ ensure_packages() {
 
 # The C libraries the package links (module maps in Sources/C*).
 ensure_build_packages() {
-  ensure_packages libssl-dev zlib1g-dev libbrotli-dev libsqlite3-dev libargon2-dev pkg-config
+  ensure_packages libssl-dev zlib1g-dev libbrotli-dev libsqlite3-dev libargon2-dev libpq-dev pkg-config
   command -v swift >/dev/null || { echo "band-edge: error: the Swift 6 toolchain is not on PATH (expected /opt/swift)" >&2; exit 1; }
 }
 
@@ -53,4 +53,47 @@ wait_for_http() {
   done
   echo "band-edge: error: nothing answered at $1" >&2
   return 1
+}
+
+# A throwaway PostgreSQL 15 for the tests, in DIR (an empty directory, e.g. from mktemp -d): a
+# cluster in DIR/data with trust authentication for the role band_edge, listening only on a Unix
+# socket in DIR (no TCP), fsync off, and a database band_edge_test. Exports
+# BAND_EDGE_TEST_POSTGRES, the libpq URI the tests connect with. PostgreSQL refuses to run as
+# root, so as root the server runs as the Debian package's postgres user, which then owns DIR.
+postgres_bin=/usr/lib/postgresql/15/bin
+start_test_postgres() {
+  local dir=$1
+  local as=()
+  if ((EUID == 0)); then
+    chown postgres: "$dir"
+    as=(runuser -u postgres --)
+  fi
+  "${as[@]}" "$postgres_bin/initdb" -D "$dir/data" -U band_edge --auth=trust -E UTF8 --locale=C \
+    --no-sync >"$dir/initdb.log" 2>&1 || {
+    cat "$dir/initdb.log" >&2
+    echo "band-edge: error: initdb failed in $dir" >&2
+    return 1
+  }
+  "${as[@]}" "$postgres_bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" \
+    -o "-k $dir -c listen_addresses='' -c fsync=off" -w start >/dev/null || {
+    cat "$dir/server.log" >&2
+    echo "band-edge: error: PostgreSQL did not start in $dir" >&2
+    return 1
+  }
+  "${as[@]}" "$postgres_bin/createdb" -h "$dir" -U band_edge band_edge_test || return 1
+  export BAND_EDGE_TEST_POSTGRES="postgresql:///band_edge_test?host=$dir&user=band_edge"
+  log "PostgreSQL 15 for the tests: $BAND_EDGE_TEST_POSTGRES"
+}
+
+# Stops the server start_test_postgres started in DIR (if it is running) and removes DIR.
+stop_test_postgres() {
+  local dir=$1
+  [[ -n $dir && -d $dir ]] || return 0
+  if [[ -f $dir/data/postmaster.pid ]]; then
+    local as=()
+    ((EUID == 0)) && as=(runuser -u postgres --)
+    "${as[@]}" "$postgres_bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null ||
+      echo "band-edge: warning: PostgreSQL in $dir did not stop" >&2
+  fi
+  rm -rf "$dir"
 }

@@ -1,0 +1,167 @@
+import CPostgres
+
+/// One PostgreSQL connection through libpq. Used by one thread at a time (each pool worker opens
+/// its own), so it is not Sendable. Every statement with values goes through `PQexecParams`
+/// with `$1...$n` placeholders: values are never interpolated into SQL.
+public final class PostgresConnection {
+  private let handle: OpaquePointer
+  private var lastChanges = 0
+
+  /// Connects to the libpq URI (or key=value string) `uri`. The error never holds the password.
+  public init(uri: String) throws(StoreError) {
+    guard !uri.utf8.contains(0) else { throw StoreError("cannot connect to PostgreSQL: the URI holds a NUL") }
+    guard let handle = PQconnectdb(uri) else {
+      throw StoreError("cannot connect to PostgreSQL: out of memory")
+    }
+    guard PQstatus(handle) == CONNECTION_OK else {
+      let message = Self.message(PQerrorMessage(handle))
+      PQfinish(handle)
+      throw StoreError(
+        "cannot connect to PostgreSQL at \(Self.maskedURI(uri)): \(Self.scrubbed(message, of: uri))")
+    }
+    self.handle = handle
+    // NOTICEs (e.g. from DROP ... IF EXISTS) would go to stderr; errors arrive as results anyway.
+    PQsetNoticeProcessor(handle, { _, _ in }, nil)
+    guard PQsetClientEncoding(handle, "UTF8") == 0 else {
+      let message = Self.message(PQerrorMessage(handle))
+      PQfinish(handle)
+      throw StoreError("cannot set the PostgreSQL client encoding to UTF8: \(message)")
+    }
+  }
+
+  deinit { PQfinish(handle) }
+
+  /// Runs SQL without parameters through `PQexec`, returning the rows of the last statement.
+  /// Several statements are allowed; without BEGIN/COMMIT of their own they run as one implicit
+  /// transaction (all or none).
+  @discardableResult
+  public func execute(_ sql: String) throws(StoreError) -> [[SQLiteDatabase.Value]] {
+    guard !sql.utf8.contains(0) else { throw StoreError("SQL holds a NUL") }
+    return try rows(of: PQexec(handle, sql))
+  }
+
+  /// Runs one statement with `parameters` bound to `$1...$n`, returning every row. Integers are
+  /// sent as int8, blobs as binary bytea, text as text of the type the server infers; text
+  /// holding a NUL is refused (PostgreSQL text cannot hold one). Columns of type int2, int4 and
+  /// int8 come back as `.integer`, bytea as `.blob`, SQL NULL as `.null`, anything else as the
+  /// server's text form.
+  @discardableResult
+  public func query(_ sql: String, _ parameters: [SQLiteDatabase.Value] = []) throws(StoreError)
+    -> [[SQLiteDatabase.Value]]
+  {
+    guard !sql.utf8.contains(0) else { throw StoreError("SQL holds a NUL") }
+    guard parameters.count <= Int(Int32.max) else { throw StoreError("too many parameters") }
+    var types: [Oid] = []
+    var values: [UnsafePointer<CChar>?] = []
+    var lengths: [Int32] = []
+    var formats: [Int32] = []
+    var buffers: [UnsafeMutablePointer<CChar>] = []
+    defer { for buffer in buffers { buffer.deallocate() } }
+    /// A copy of `bytes` that libpq can read (never a null pointer, which would mean SQL NULL).
+    func copy(_ bytes: some Collection<UInt8>, terminated: Bool) -> UnsafePointer<CChar> {
+      let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: bytes.count + 1)
+      for (i, byte) in bytes.enumerated() { buffer[i] = CChar(bitPattern: byte) }
+      if terminated { buffer[bytes.count] = 0 }
+      buffers.append(buffer)
+      return UnsafePointer(buffer)
+    }
+    for (i, value) in parameters.enumerated() {
+      switch value {
+      case .null:
+        types.append(0)
+        values.append(nil)
+        lengths.append(0)
+        formats.append(0)
+      case .integer(let n):
+        types.append(Self.int8)
+        values.append(copy(String(n).utf8, terminated: true))
+        lengths.append(0)
+        formats.append(0)
+      case .text(let s):
+        guard !s.utf8.contains(0) else {
+          throw StoreError("parameter $\(i + 1) is text holding a NUL, which PostgreSQL text cannot hold")
+        }
+        types.append(0)
+        values.append(copy(s.utf8, terminated: true))
+        lengths.append(0)
+        formats.append(0)
+      case .blob(let b):
+        guard b.count <= Int(Int32.max) else { throw StoreError("parameter $\(i + 1) is too long") }
+        types.append(Self.bytea)
+        values.append(copy(b, terminated: false))
+        lengths.append(Int32(b.count))
+        formats.append(1)
+      }
+    }
+    let result = PQexecParams(handle, sql, Int32(parameters.count), types, values, lengths, formats, 0)
+    return try rows(of: result)
+  }
+
+  /// Rows changed (or returned) by the last command, from `PQcmdTuples`; 0 for commands that
+  /// report no count.
+  public var changes: Int { lastChanges }
+
+  private static let int2: Oid = 21
+  private static let int4: Oid = 23
+  private static let int8: Oid = 20
+  private static let bytea: Oid = 17
+
+  private static func message(_ text: UnsafePointer<CChar>?) -> String {
+    guard let text else { return "unknown error" }
+    var message = String(cString: text)
+    while message.last?.isWhitespace == true { message.removeLast() }
+    return message.isEmpty ? "unknown error" : message
+  }
+
+  /// The rows of `result` (which this clears), or its error.
+  private func rows(of result: OpaquePointer?) throws(StoreError) -> [[SQLiteDatabase.Value]] {
+    guard let result else { throw StoreError("PostgreSQL: \(Self.message(PQerrorMessage(handle)))") }
+    defer { PQclear(result) }
+    let status = PQresultStatus(result)
+    guard status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK || status == PGRES_EMPTY_QUERY else {
+      throw StoreError("PostgreSQL: \(Self.message(PQresultErrorMessage(result)))")
+    }
+    lastChanges = PQcmdTuples(result).flatMap { Int(String(cString: $0)) } ?? 0
+    let columns = PQnfields(result)
+    let types = (0..<columns).map { PQftype(result, $0) }
+    var rows: [[SQLiteDatabase.Value]] = []
+    rows.reserveCapacity(Int(PQntuples(result)))
+    for row in 0..<PQntuples(result) {
+      var values: [SQLiteDatabase.Value] = []
+      values.reserveCapacity(Int(columns))
+      for column in 0..<columns {
+        values.append(try value(result, row, column, type: types[Int(column)]))
+      }
+      rows.append(values)
+    }
+    return rows
+  }
+
+  /// One field of a text-format result.
+  private func value(_ result: OpaquePointer, _ row: Int32, _ column: Int32, type: Oid) throws(StoreError)
+    -> SQLiteDatabase.Value
+  {
+    if PQgetisnull(result, row, column) == 1 { return .null }
+    guard let field = PQgetvalue(result, row, column) else { return .null }
+    let count = Int(PQgetlength(result, row, column))
+    switch type {
+    case Self.int2, Self.int4, Self.int8:
+      guard let n = Int64(String(cString: field)) else {
+        throw StoreError("PostgreSQL sent an integer that is not one: \(String(cString: field))")
+      }
+      return .integer(n)
+    case Self.bytea:
+      // The text form (hex, or the older escape form): libpq decodes both.
+      var length = 0
+      guard let bytes = PQunescapeBytea(UnsafeRawPointer(field).assumingMemoryBound(to: UInt8.self), &length)
+      else {
+        throw StoreError("PostgreSQL sent bytea that cannot be decoded")
+      }
+      defer { PQfreemem(bytes) }
+      return .blob(Array(UnsafeBufferPointer(start: bytes, count: length)))
+    default:
+      let bytes = UnsafeRawBufferPointer(start: field, count: count)
+      return .text(String(decoding: bytes, as: UTF8.self))
+    }
+  }
+}
