@@ -6,6 +6,8 @@ import CPostgres
 public final class PostgresConnection {
   private let handle: OpaquePointer
   private var lastChanges = 0
+  /// The SQLSTATE of the last statement that failed (`40001`: a serialization failure), else nil.
+  public private(set) var lastSQLState: String? = nil
 
   /// Connects to the libpq URI (or key=value string) `uri`. The error never holds the password.
   public init(uri: String) throws(StoreError) {
@@ -35,7 +37,7 @@ public final class PostgresConnection {
   /// Several statements are allowed; without BEGIN/COMMIT of their own they run as one implicit
   /// transaction (all or none).
   @discardableResult
-  public func execute(_ sql: String) throws(StoreError) -> [[SQLiteDatabase.Value]] {
+  public func execute(_ sql: String) throws(StoreError) -> [[DatabaseValue]] {
     guard !sql.utf8.contains(0) else { throw StoreError("SQL holds a NUL") }
     return try rows(of: PQexec(handle, sql))
   }
@@ -46,8 +48,8 @@ public final class PostgresConnection {
   /// int8 come back as `.integer`, bytea as `.blob`, SQL NULL as `.null`, anything else as the
   /// server's text form.
   @discardableResult
-  public func query(_ sql: String, _ parameters: [SQLiteDatabase.Value] = []) throws(StoreError)
-    -> [[SQLiteDatabase.Value]]
+  public func query(_ sql: String, _ parameters: [DatabaseValue] = []) throws(StoreError)
+    -> [[DatabaseValue]]
   {
     guard !sql.utf8.contains(0) else { throw StoreError("SQL holds a NUL") }
     guard parameters.count <= Int(Int32.max) else { throw StoreError("too many parameters") }
@@ -114,20 +116,23 @@ public final class PostgresConnection {
   }
 
   /// The rows of `result` (which this clears), or its error.
-  private func rows(of result: OpaquePointer?) throws(StoreError) -> [[SQLiteDatabase.Value]] {
+  private func rows(of result: OpaquePointer?) throws(StoreError) -> [[DatabaseValue]] {
+    lastSQLState = nil
     guard let result else { throw StoreError("PostgreSQL: \(Self.message(PQerrorMessage(handle)))") }
     defer { PQclear(result) }
     let status = PQresultStatus(result)
     guard status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK || status == PGRES_EMPTY_QUERY else {
+      // PG_DIAG_SQLSTATE is the field code 'C'.
+      lastSQLState = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
       throw StoreError("PostgreSQL: \(Self.message(PQresultErrorMessage(result)))")
     }
     lastChanges = PQcmdTuples(result).flatMap { Int(String(cString: $0)) } ?? 0
     let columns = PQnfields(result)
     let types = (0..<columns).map { PQftype(result, $0) }
-    var rows: [[SQLiteDatabase.Value]] = []
+    var rows: [[DatabaseValue]] = []
     rows.reserveCapacity(Int(PQntuples(result)))
     for row in 0..<PQntuples(result) {
-      var values: [SQLiteDatabase.Value] = []
+      var values: [DatabaseValue] = []
       values.reserveCapacity(Int(columns))
       for column in 0..<columns {
         values.append(try value(result, row, column, type: types[Int(column)]))
@@ -139,7 +144,7 @@ public final class PostgresConnection {
 
   /// One field of a text-format result.
   private func value(_ result: OpaquePointer, _ row: Int32, _ column: Int32, type: Oid) throws(StoreError)
-    -> SQLiteDatabase.Value
+    -> DatabaseValue
   {
     if PQgetisnull(result, row, column) == 1 { return .null }
     guard let field = PQgetvalue(result, row, column) else { return .null }

@@ -15,7 +15,7 @@ func testPostgres() throws -> PostgresConnection {
   "PostgresConnection against a live PostgreSQL",
   .enabled(if: testPostgresURI != nil, "BAND_EDGE_TEST_POSTGRES is not set (build/test sets it)"))
 struct PostgresConnectionTests {
-  static let values: [SQLiteDatabase.Value] = [
+  static let values: [DatabaseValue] = [
     .integer(0), .integer(-1), .integer(-9_007_199_254_740_993), .integer(Int64.max), .integer(Int64.min),
     .text(""), .text("it's \"quoted\"; \\ back'slash' $1 ?"), .text("é ü 🎸 Ω"),
     .blob([]), .blob([0]), .blob([0, 0, 1, 0x5C, 0x78, 255, 0]), .blob(Array(0...255)),
@@ -23,13 +23,13 @@ struct PostgresConnectionTests {
   ]
 
   @Test("a value bound to $1 comes back as the same value", arguments: values)
-  func selectRoundTrip(_ value: SQLiteDatabase.Value) throws {
+  func selectRoundTrip(_ value: DatabaseValue) throws {
     let db = try testPostgres()
     #expect(try db.query("SELECT $1", [value]) == [[value]])
   }
 
   @Test("a value stored in a column of its type and read back is the same value", arguments: values)
-  func columnRoundTrip(_ value: SQLiteDatabase.Value) throws {
+  func columnRoundTrip(_ value: DatabaseValue) throws {
     let db = try testPostgres()
     try db.execute("CREATE TEMP TABLE kinds (n bigint, i integer, s text, b bytea)")
     let column =

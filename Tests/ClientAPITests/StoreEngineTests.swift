@@ -1,0 +1,96 @@
+import Testing
+
+@testable import ClientAPI
+
+/// A fresh store on each engine: SQLite in a temporary directory, PostgreSQL in a schema of its
+/// own on the test server (dropped by `Engine.finish`).
+enum Engine: String, CaseIterable, Sendable {
+  case sqlite
+  case postgres
+
+  /// The engines this run can reach: PostgreSQL only when build/test started one.
+  static var available: [Engine] { testPostgresURI == nil ? [.sqlite] : allCases }
+
+  /// A new, empty database of this engine, and what removes it afterwards.
+  func database() throws -> (any Database, () -> Void) {
+    switch self {
+    case .sqlite:
+      let path = try TestDirectory.make("engine").appendingPathComponent("test.sqlite").path
+      return (try SQLiteDatabase(path: path), {})
+    case .postgres:
+      let base = try #require(testPostgresURI)
+      let schema =
+        "t_" + Secrets.base64url(Secrets.randomBytes(9)).lowercased().filter { $0.isLetter || $0.isNumber }
+      let admin = try PostgresConnection(uri: base)
+      try admin.execute("CREATE SCHEMA \(schema)")
+      let database = try PostgresDatabase(uri: base + "&options=-csearch_path%3D\(schema)")
+      return (database, { _ = try? admin.execute("DROP SCHEMA \(schema) CASCADE") })
+    }
+  }
+}
+
+@Suite("The store's rules on every engine")
+struct StoreEngineTests {
+  @Test("migrations apply once, in order, and a second start applies nothing", arguments: Engine.available)
+  func migrations(engine: Engine) throws {
+    let (db, finish) = try engine.database()
+    defer { finish() }
+    #expect(try Migrations.apply(to: db) == Array(1...Migrations.latest))
+    #expect(try db.schemaVersion() == Migrations.latest)
+    #expect(try Migrations.apply(to: db) == [])
+    try db.checkServable(name: "test")
+  }
+
+  @Test("accounts, memberships, sessions and the audit trail", arguments: Engine.available)
+  func accountsAndSessions(engine: Engine) throws {
+    let (db, finish) = try engine.database()
+    defer { finish() }
+    let clock = TestClock()
+    let store = try ClientStore(database: db, clock: clock.read)
+    let ada = try store.createAccount(
+      email: "ada@example.test", displayName: "Ada", passwordHash: "x", actor: "t")
+    #expect(throws: StoreError.self) {
+      try store.createAccount(email: "ada@example.test", displayName: "Again", passwordHash: "x", actor: "t")
+    }
+    #expect(try store.account(email: "ada@example.test")?.0 == ada)
+    _ = try store.createSchool(name: "Northfield Primary", slug: "northfield", actor: "t")
+    try store.addMember(email: "ada@example.test", schoolSlug: "northfield", role: .teacher, actor: "t")
+    #expect(try store.memberships(accountID: ada.id).map(\.role) == [.teacher])
+    let token = Secrets.token()
+    let session = try store.signIn(
+      accountID: ada.id, token: token, replacing: nil, upgradedHash: nil, lifetimes: SessionLifetimes(),
+      browser: "Firefox on Linux")
+    let (read, account, schools) = try #require(
+      try store.sessionView(token: token, lifetimes: SessionLifetimes()))
+    #expect(
+      read.id == session.id && read.browser == "Firefox on Linux" && account == ada && schools.count == 1)
+    #expect(try store.revokeOwnSession(id: session.id, accountID: ada.id, reason: "signed_out"))
+    #expect(try store.sessionView(token: token, lifetimes: SessionLifetimes()) == nil)
+    #expect(
+      try store.auditEvents().map(\.action) == [
+        "account.created", "school.created", "membership.granted", "session.created", "sign_in.succeeded",
+        "session.revoked",
+      ])
+  }
+
+  @Test("the lockout schedule, keyed by the server's own key", arguments: Engine.available)
+  func lockout(engine: Engine) throws {
+    let (db, finish) = try engine.database()
+    defer { finish() }
+    let clock = TestClock()
+    let store = try ClientStore(database: db, clock: clock.read)
+    for i in 1...5 {
+      #expect(try store.recordSignInFailure(accountID: nil, email: "tom@example.test") == (i == 5))
+    }
+    #expect(try store.isLocked(email: "tom@example.test"))
+    clock.advance(30)
+    #expect(try store.recordSignInFailure(accountID: nil, email: "tom@example.test"), "while locked")
+    clock.advance(30)
+    #expect(try !store.isLocked(email: "tom@example.test"), "the failure while locked did not extend it")
+    #expect(try store.recordSignInFailure(accountID: nil, email: "tom@example.test"))
+    clock.advance(119)
+    #expect(try store.isLocked(email: "tom@example.test"), "the 6th failure doubled the lock")
+    let again = try ClientStore(database: db, clock: clock.read)
+    #expect(again.identifierDigest("tom@example.test") == store.identifierDigest("tom@example.test"))
+  }
+}
