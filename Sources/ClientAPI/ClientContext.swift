@@ -26,18 +26,33 @@ public final class ClientServices: Sendable {
   /// How long a rate-limit refusal is held before it is sent (a tarpit; zero sends it at once).
   let refusalHold: Duration
 
-  /// The services over the database at `databasePath`.
-  public init(
+  /// The services over the SQLite database at `databasePath`.
+  public convenience init(
     databasePath: String, lifetimes: SessionLifetimes, hasher: PasswordHasher = PasswordHasher(),
     sessionCacheEntries: Int = 4096, signInLimit: RateLimit = RateLimit(burst: 20, perMinute: 30),
     exchangeLimit: RateLimit = RateLimit(burst: 20, perMinute: 60), trustedProxies: Set<String> = [],
     refusalHold: Duration = .seconds(1), clock: @escaping @Sendable () -> Int
   ) {
-    stores = ThreadLocal { try ClientStore(path: databasePath, clock: clock) }
+    self.init(
+      database: .sqlite(file: databasePath), lifetimes: lifetimes, hasher: hasher,
+      sessionCacheEntries: sessionCacheEntries, signInLimit: signInLimit, exchangeLimit: exchangeLimit,
+      trustedProxies: trustedProxies, refusalHold: refusalHold, clock: clock)
+  }
+
+  /// The services over the store at `database`. The loop-side session cache watches SQLite's WAL
+  /// index, so on PostgreSQL it is off until the fleet's invalidation arrives (issue 13).
+  public init(
+    database: DatabaseLocation, lifetimes: SessionLifetimes, hasher: PasswordHasher = PasswordHasher(),
+    sessionCacheEntries: Int = 4096, signInLimit: RateLimit = RateLimit(burst: 20, perMinute: 30),
+    exchangeLimit: RateLimit = RateLimit(burst: 20, perMinute: 60), trustedProxies: Set<String> = [],
+    refusalHold: Duration = .seconds(1), clock: @escaping @Sendable () -> Int
+  ) {
+    stores = ThreadLocal { try ClientStore(database: try database.open(), clock: clock) }
     self.lifetimes = lifetimes
     self.hasher = hasher
     self.clock = clock
-    sessionCache = SessionCache(databasePath: databasePath, capacity: sessionCacheEntries)
+    sessionCache = SessionCache(
+      databasePath: database.sqlitePath ?? "", capacity: database.sqlitePath == nil ? 0 : sessionCacheEntries)
     signInLimiter = RateLimiter(signInLimit)
     exchangeLimiter = RateLimiter(exchangeLimit)
     self.trustedProxies = trustedProxies

@@ -57,6 +57,9 @@ public struct Deployment: Equatable, Sendable {
   public var tls = TLSSettings()
   /// The IANA time zone server-rendered pages show times in (`"timezone"`, default `Europe/London`).
   public var timezone = "Europe/London"
+  /// Where the store lives, as the file says it (`"database"`: `sqlite:DIR` or a libpq URI; the
+  /// executable checks its form; `--database` and `BAND_LICENCE_DATABASE_URL` win).
+  public var database: String? = nil
 
   /// The default label of each environment.
   public static func defaultLabel(_ environment: Environment) -> String {

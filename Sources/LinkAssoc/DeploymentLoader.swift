@@ -14,7 +14,7 @@ public enum DeploymentLoader {
   static let knownKeys: Set<String> = [
     "environment", "origin", "label", "apple", "android", "verifiedLinkPaths", "capabilities",
     "killSwitches", "minimumAppVersion", "handoffLifetimeSeconds", "linkFileMaxAgeSeconds", "knownIdentities",
-    "listen", "limits", "tls", "timezone",
+    "listen", "limits", "tls", "timezone", "database",
   ]
 
   /// Reads `configPath` (if any) and validates it together with `environment` variables.
@@ -304,7 +304,7 @@ public enum DeploymentLoader {
       capabilities: Capabilities(values: capabilities), killSwitches: killSwitches, minimumIOSVersion: ios,
       minimumAndroidVersion: androidVersion, handoffLifetimeSeconds: handoff, linkFileMaxAge: maxAge,
       listen: listen,
-      limits: limits, tls: tls, timezone: timezone)
+      limits: limits, tls: tls, timezone: timezone, database: r.string("database"))
   }
 
   /// Why `name` cannot be the display time zone, or nil: an IANA name (`Area/City`, letters,

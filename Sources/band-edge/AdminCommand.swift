@@ -8,7 +8,7 @@ import Edge
 /// `band-edge admin ...`: accounts, schools, memberships, sessions and the audit trail.
 enum AdminCommand {
   static let help = """
-    Usage: band-edge admin [--data DIR] <command>
+    Usage: band-edge admin [--data DIR | --database URL] <command>
 
       account create --email E --name N     the password is read from standard input (never an argument)
       account disable|enable (--email E | --id ACCOUNT-ID)
@@ -24,24 +24,36 @@ enum AdminCommand {
                                             (default 30), and forget handoffs and failure counts a day
                                             old; serve runs this at start and hourly
 
-    The database is DIR/band-edge.sqlite (default DIR: data); migrations apply on open. Each command
+    The store is --database URL (sqlite:DIR or a postgresql:// URI), --data DIR (DIR/band-edge.sqlite),
+    else BAND_LICENCE_DATABASE_URL, else data/band-edge.sqlite; migrations apply on open. Each command
     prints what it changed. Exit status: 0 done; 1 refused (one line on stderr says why); 2 usage error.
     """
 
   static func run(_ arguments: Arguments) throws(UsageError) -> Int32 {
     var arguments = arguments
-    var data = "data"
+    var location: DatabaseLocation? = nil
     var words: [String] = []
     while let word = arguments.next() {
-      if word == "--data" { data = try arguments.value(of: word, inline: nil) } else { words.append(word) }
+      switch word {
+      case "--data": location = .sqlite(directory: try arguments.value(of: word, inline: nil))
+      case "--database":
+        location = try databaseLocation(try arguments.value(of: word, inline: nil), "--database")
+      default: words.append(word)
+      }
     }
+    // Serve hands its children the location through the environment: a URI's password never
+    // stands on a command line, where other users could read it.
+    if location == nil, let text = ProcessEnvironment.value("BAND_LICENCE_DATABASE_URL"), !text.isEmpty {
+      location = try databaseLocation(text, "BAND_LICENCE_DATABASE_URL")
+    }
+    let database = location ?? .sqlite(directory: "data")
     guard let noun = words.first, noun != "--help", noun != "-h" else {
       print(help)
       return words.isEmpty ? 2 : 0
     }
     let options = Options(words.dropFirst())
     do {
-      let store = try open(data)
+      let store = try open(database)
       switch (noun, options.verb) {
       case ("account", "create"):
         let email = try options.email("--email")
@@ -108,7 +120,7 @@ enum AdminCommand {
         if !options.flag("--quiet") { print("erased \(erased) deleted account\(erased == 1 ? "" : "s")") }
       case ("migrate", _):
         // Serve runs this at every start: a store that cannot write is a failed start, not a 500 later.
-        try store.checkServable(path: data + "/band-edge.sqlite")
+        try store.checkServable(path: database.description)
         // Accounts written before emails had one normalisation, which nobody can sign in to now:
         // said at every start (IDs only, never an address) until an operator deals with them.
         let unusable = try store.accountsWithUnusableEmails()
@@ -139,9 +151,19 @@ enum AdminCommand {
     }
   }
 
-  static func open(_ data: String) throws -> ClientStore {
-    mkdir(data, 0o700)
-    return try ClientStore(path: data + "/band-edge.sqlite", clock: { Int(time(nil)) })
+  static func open(_ location: DatabaseLocation) throws -> ClientStore {
+    if let file = location.sqlitePath {
+      mkdir(String(file.dropLast("/band-edge.sqlite".count)), 0o700)
+    }
+    return try ClientStore(database: try location.open(), clock: { Int(time(nil)) })
+  }
+
+  /// The location `text` names, or a usage error saying what the forms are.
+  static func databaseLocation(_ text: String, _ source: String) throws(UsageError) -> DatabaseLocation {
+    guard let location = DatabaseLocation(text) else {
+      throw UsageError("\(source) takes sqlite:DIR or a postgresql:// URI")
+    }
+    return location
   }
 
   /// Fictional demo data for development: two schools, an administrator, a teacher and a
@@ -261,18 +283,27 @@ enum AdminCommand {
 /// Runs `band-edge admin --data DIR migrate` as a short-lived child and waits for it: migrations
 /// apply at every start, while the server process itself loads SQLite only when a pooled request
 /// first needs it (a server answering static routes never does). The child prints its own error line.
-func migrateInChild(dataDirectory: String) -> Bool {
-  adminInChild(["--data", dataDirectory, "migrate", "--quiet"])
+func migrateInChild(_ database: DatabaseLocation) -> Bool {
+  adminInChild(["migrate", "--quiet"], database: database)
 }
 
-/// Runs `band-edge admin ARGUMENTS` as a short-lived child and waits for it: the serving process
-/// never loads SQLite for maintenance work. True when it exited 0.
-func adminInChild(_ words: [String]) -> Bool {
+/// Runs `band-edge admin ARGUMENTS` against `database` as a short-lived child and waits for it: the
+/// serving process never loads a store for maintenance work. The location goes in the child's
+/// environment (`BAND_LICENCE_DATABASE_URL`), never on its command line. True when it exited 0.
+func adminInChild(_ words: [String], database: DatabaseLocation) -> Bool {
   let arguments = ["band-edge", "admin"] + words
   var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
   defer { for p in argv { free(p) } }
+  var environment: [UnsafeMutablePointer<CChar>?] = [strdup("BAND_LICENCE_DATABASE_URL=" + database.argument)]
+  var i = 0
+  while let entry = environ[i] {
+    if strncmp(entry, "BAND_LICENCE_DATABASE_URL=", 26) != 0 { environment.append(strdup(entry)) }
+    i += 1
+  }
+  environment.append(nil)
+  defer { for p in environment { free(p) } }
   var pid = pid_t()
-  guard posix_spawn(&pid, "/proc/self/exe", nil, nil, &argv, environ) == 0 else { return false }
+  guard posix_spawn(&pid, "/proc/self/exe", nil, nil, &argv, &environment) == 0 else { return false }
   var status: Int32 = 0
   while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
   return status == 0

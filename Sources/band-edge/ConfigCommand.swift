@@ -1,3 +1,4 @@
+import ClientAPI
 import LinkAssoc
 
 #if canImport(Glibc)
@@ -60,6 +61,11 @@ enum ConfigCommand {
     case .success(let deployment):
       let files = LinkFiles(deployment)
       print(deployment.summary)
+      if let text = deployment.database {
+        print(
+          "database:           \(DatabaseLocation(text).map(\.description) ?? "(not sqlite:DIR or postgresql://)")"
+        )
+      }
       print("\n/.well-known/apple-app-site-association (\(files.apple.count) bytes):")
       print(String(decoding: files.apple, as: UTF8.self))
       print("\n/.well-known/assetlinks.json (\(files.android.count) bytes):")

@@ -32,6 +32,9 @@ enum ServeCommand {
     Content and deployment:
       --shell DIR             the built public shell to serve (default shell-build; see band-edge shell build)
       --data DIR              the database directory (default data; band-edge.sqlite inside, migrated at start)
+      --database URL          the store: sqlite:DIR (as --data) or a libpq URI postgresql://user@host/db
+                              (also the config file's "database" and BAND_LICENCE_DATABASE_URL; this
+                              flag wins); a password in the URI is never printed or logged
       --config FILE           deployment settings (JSON; also BAND_LICENCE_CONFIG); BAND_LICENCE_ENV and
                               BAND_LICENCE_APP_URL override it; flags override its listen and limits.
                               Any problem stops start-up (see band-edge config check).
@@ -61,7 +64,7 @@ enum ServeCommand {
     var testRoutes = false
     var shellDirectory = ShellCommand.defaultDestination
     var configFlag: String? = nil
-    var dataDirectory = "data"
+    var databaseFlag: DatabaseLocation? = nil
     var givenLimits: Set<String> = []
     var printRoutes = false
     var trustedProxies: Set<String> = []
@@ -106,7 +109,8 @@ enum ServeCommand {
       case "--print-routes": printRoutes = true
       case "--shell": shellDirectory = try value()
       case "--config": configFlag = try value()
-      case "--data": dataDirectory = try value()
+      case "--data": databaseFlag = .sqlite(directory: try value())
+      case "--database": databaseFlag = try AdminCommand.databaseLocation(try value(), "--database")
       default:
         throw UsageError("serve does not know '\(word)'; see band-edge serve --help")
       }
@@ -187,21 +191,36 @@ enum ServeCommand {
     }
 
     // Migrations run at every start, before any worker opens its own connection, in a child process.
-    let databasePath = dataDirectory + "/band-edge.sqlite"
-    guard migrateInChild(dataDirectory: dataDirectory) else { return 1 }
+    // The store: --database (or --data), else BAND_LICENCE_DATABASE_URL, else the file's
+    // "database", else sqlite:data.
+    var database = databaseFlag
+    if database == nil, let text = ProcessEnvironment.value("BAND_LICENCE_DATABASE_URL"), !text.isEmpty {
+      guard let location = DatabaseLocation(text) else {
+        fail("BAND_LICENCE_DATABASE_URL takes sqlite:DIR or a postgresql:// URI")
+        return 1
+      }
+      database = location
+    }
+    if database == nil, let text = deployment.database {
+      guard let location = DatabaseLocation(text) else {
+        fail("database in the configuration takes sqlite:DIR or a postgresql:// URI")
+        return 1
+      }
+      database = location
+    }
+    let store = database ?? .sqlite(directory: "data")
+    guard migrateInChild(store) else { return 1 }
     // The retention job: at start, then hourly, each run a short-lived child.
-    let retention = [
-      "--data", dataDirectory, "retention", "--days", String(settings.retentionDays), "--quiet",
-    ]
+    let retention = ["retention", "--days", String(settings.retentionDays), "--quiet"]
     @Sendable func retain() {
-      if !adminInChild(retention) { Log.event("error", "retention_failed", []) }
+      if !adminInChild(retention, database: store) { Log.event("error", "retention_failed", []) }
       DispatchQueue.global().asyncAfter(deadline: .now() + 3600, execute: retain)
     }
     if !printRoutes { retain() }
     // What lives as long as the process (store connections, the session cache, the rate limiters'
     // buckets) is built once here; a reload builds only what the configuration determines.
     let services = ClientServices(
-      databasePath: databasePath, lifetimes: settings.lifetimes,
+      database: store, lifetimes: settings.lifetimes,
       sessionCacheEntries: settings.sessionCacheEntries,
       signInLimit: settings.signInLimit, exchangeLimit: settings.exchangeLimit,
       trustedProxies: trustedProxies,
