@@ -77,6 +77,9 @@ public final class ClientStore {
     deviceKey = try Self.serverKey("device", db: db, clock: clock)
   }
 
+  /// The schema version the database records (a cheap question that proves it answers).
+  public func schemaVersion() throws(StoreError) -> Int { try db.schemaVersion() }
+
   /// Checks that this database can serve (see `Database.checkServable`); `name` names it in the error.
   public func checkServable(path name: String) throws(StoreError) { try db.checkServable(name: name) }
 

@@ -33,12 +33,21 @@ public final class PostgresConnection {
 
   deinit { PQfinish(handle) }
 
+  /// A connection the server dropped (a restart, `pg_terminate_backend`) is made again before the
+  /// next statement; if that fails too, the statement fails, and the next one tries again.
+  private func reconnectIfLost() {
+    guard PQstatus(handle) != CONNECTION_OK else { return }
+    PQreset(handle)
+    if PQstatus(handle) == CONNECTION_OK { PQsetClientEncoding(handle, "UTF8") }
+  }
+
   /// Runs SQL without parameters through `PQexec`, returning the rows of the last statement.
   /// Several statements are allowed; without BEGIN/COMMIT of their own they run as one implicit
   /// transaction (all or none).
   @discardableResult
   public func execute(_ sql: String) throws(StoreError) -> [[DatabaseValue]] {
     guard !sql.utf8.contains(0) else { throw StoreError("SQL holds a NUL") }
+    reconnectIfLost()
     return try rows(of: PQexec(handle, sql))
   }
 
@@ -53,6 +62,7 @@ public final class PostgresConnection {
   {
     guard !sql.utf8.contains(0) else { throw StoreError("SQL holds a NUL") }
     guard parameters.count <= Int(Int32.max) else { throw StoreError("too many parameters") }
+    reconnectIfLost()
     var types: [Oid] = []
     var values: [UnsafePointer<CChar>?] = []
     var lengths: [Int32] = []

@@ -6,7 +6,7 @@ public struct ConnectionContext: Sendable {
   /// The loop's access-log buffer.
   public var log: AccessLog
   /// Where plain-HTTP requests are sent (`308` to this origin plus the same path and query), when
-  /// set; `/healthz` is still answered in the clear, for load balancers.
+  /// set; `/healthz` and `/readyz` are still answered in the clear, for load balancers.
   public var httpsRedirect: String? = nil
   var date = HTTPDate()
 
@@ -374,7 +374,7 @@ struct ConnectionMachine<Clock: EdgeClock> {
         headOnly: false, connection: connection, method: method, path: path, started: now, context: &context)
       return nil
     }
-    if !secure, let origin = context.httpsRedirect, path != "/healthz" {
+    if !secure, let origin = context.httpsRedirect, path != "/healthz", path != "/readyz" {
       // HTTPS only: the same path and query on the configured origin, method and body kept (308).
       let request = parser.takeRequest(window, path: path)
       let location = origin + request.path + (request.query.map { "?" + $0 } ?? "")

@@ -331,6 +331,7 @@ enum ServeCommand {
       EdgeRoutes.health() + shell.routes + (favicon.map { [$0] } ?? [])
       + files.routes(maxAge: deployment.linkFileMaxAge)
       + SessionAPI(client).routes + WebPages(client).routes + NativeSignIn(client).routes
+      + Readiness.routes(client)
       + OpenAPIDocument.routes
       + (testRoutes ? EdgeRoutes.testing() : [])
     // Every approved app-link path nothing else answers gets its web page (the app is not installed).

@@ -63,3 +63,33 @@ def test_a_password_in_the_uri_is_never_printed(tmp_path):
     checked = subprocess.run([str(binary()), "config", "check", "--config", str(path)], capture_output=True,
                              text=True, timeout=30, env={})
     assert checked.returncode == 0 and "s3cret-word" not in checked.stdout and "***" in checked.stdout
+
+
+def test_readyz_follows_the_database_and_healthz_stays_alive(make_server, database):
+    import psycopg
+    server = make_server("--database", database)
+    from edge import fetch
+    assert fetch(server, "/readyz").status == 200
+    schema = database.rsplit("%3D", 1)[1]
+    with psycopg.connect(BASE, autocommit=True) as admin:
+        admin.execute(f"ALTER SCHEMA {schema} RENAME TO {schema}_away")
+    try:
+        gone = fetch(server, "/readyz")
+        assert gone.status == 503 and gone.header("retry-after") == "1" and gone.header("cache-control") == "no-store"
+        assert fetch(server, "/healthz").status == 200, "alive, though not ready"
+    finally:
+        with psycopg.connect(BASE, autocommit=True) as admin:
+            admin.execute(f"ALTER SCHEMA {schema}_away RENAME TO {schema}")
+    assert fetch(server, "/readyz").status == 200, "ready again once the database answers"
+
+
+def test_a_connection_the_server_dropped_is_made_again(make_server, database):
+    import psycopg
+    server = make_server("--database", database, "--pool-threads", "1")
+    from edge import fetch
+    assert fetch(server, "/readyz").status == 200
+    with psycopg.connect(BASE, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid() "
+                      "AND datname = current_database() AND backend_type = 'client backend'")
+    answers = [fetch(server, "/readyz").status for _ in range(3)]
+    assert answers[-1] == 200 and answers.count(503) <= 1, answers

@@ -91,3 +91,10 @@ def test_a_file_that_is_not_a_database_is_a_failed_start(data_dir):
     assert status == 1
     assert err.count("\n") == 1, err
     assert "not a database" in err, err
+
+
+def test_readyz_answers_when_the_store_does(make_server):
+    from edge import fetch
+    server = make_server()
+    ready = fetch(server, "/readyz")
+    assert ready.status == 200 and ready.body == b"ready\n" and ready.header("cache-control") == "no-store"
