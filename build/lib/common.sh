@@ -7,6 +7,16 @@ debug_binary=.build/debug/band-edge
 
 log() { printf '==> %s\n' "$*" >&2; }
 
+# SwiftPM leaves an empty TemporaryDirectory.* in $TMPDIR at every run: each run gets a scratch
+# directory of its own, removed when it ends (pass or fail).
+swift() {
+  local scratch status=0
+  scratch=$(mktemp -d /tmp/band-edge-swift.XXXXXX)
+  TMPDIR=$scratch command swift "$@" || status=$?
+  rm -rf "$scratch"
+  return "$status"
+}
+
 # Installs Debian packages that are missing (apt-get update once, only when needed).
 ensure_packages() {
   local missing=()
