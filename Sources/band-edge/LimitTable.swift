@@ -344,25 +344,33 @@ enum LimitTable {
 
   // MARK: building the table
 
-  private static func count(
-    _ name: String, _ range: ClosedRange<Double>, note: String? = nil, _ help: String,
+  /// A limit held as an `Int` in the settings: a count, bytes or whole seconds.
+  private static func whole(
+    _ unit: Limit.Unit, _ name: String, _ range: ClosedRange<Double>, note: String?, _ help: String,
     get: @escaping @Sendable (ServeSettings) -> Int,
     set: @escaping @Sendable (inout ServeSettings, Int) -> Void
   ) -> Limit {
     Limit(
-      name: name, unit: .count, range: range, defaultNote: note, help: help, read: { Double(get($0)) },
+      name: name, unit: unit, range: range, defaultNote: note, help: help, read: { Double(get($0)) },
       write: { set(&$0, Int($1)) })
   }
+
+  private static func count(
+    _ name: String, _ range: ClosedRange<Double>, note: String? = nil, _ help: String,
+    get: @escaping @Sendable (ServeSettings) -> Int,
+    set: @escaping @Sendable (inout ServeSettings, Int) -> Void
+  ) -> Limit { whole(.count, name, range, note: note, help, get: get, set: set) }
 
   private static func bytes(
     _ name: String, _ range: ClosedRange<Double>, _ help: String,
     get: @escaping @Sendable (ServeSettings) -> Int,
     set: @escaping @Sendable (inout ServeSettings, Int) -> Void
-  ) -> Limit {
-    Limit(
-      name: name, unit: .bytes, range: range, defaultNote: nil, help: help, read: { Double(get($0)) },
-      write: { set(&$0, Int($1)) })
-  }
+  ) -> Limit { whole(.bytes, name, range, note: nil, help, get: get, set: set) }
+
+  private static func wholeSeconds(
+    _ name: String, _ help: String, get: @escaping @Sendable (ServeSettings) -> Int,
+    set: @escaping @Sendable (inout ServeSettings, Int) -> Void
+  ) -> Limit { whole(.wholeSeconds, name, 1...2_147_483_648, note: nil, help, get: get, set: set) }
 
   private static func seconds(
     _ name: String, _ range: ClosedRange<Double>, _ help: String,
@@ -376,14 +384,5 @@ enum LimitTable {
         return Double(s) + Double(attoseconds) / 1e18
       },
       write: { set(&$0, .nanoseconds(Int64(($1 * 1e9).rounded()))) })
-  }
-
-  private static func wholeSeconds(
-    _ name: String, _ help: String, get: @escaping @Sendable (ServeSettings) -> Int,
-    set: @escaping @Sendable (inout ServeSettings, Int) -> Void
-  ) -> Limit {
-    Limit(
-      name: name, unit: .wholeSeconds, range: 1...2_147_483_648, defaultNote: nil, help: help,
-      read: { Double(get($0)) }, write: { set(&$0, Int($1)) })
   }
 }

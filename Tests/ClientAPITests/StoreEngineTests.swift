@@ -31,6 +31,12 @@ enum Engine: String, CaseIterable, Sendable {
 
 @Suite("The store's rules on every engine")
 struct StoreEngineTests {
+  /// A store over `db` with a clock the test moves.
+  static func store(_ db: any Database) throws -> (ClientStore, TestClock) {
+    let clock = TestClock()
+    return (try ClientStore(database: db, clock: clock.read), clock)
+  }
+
   @Test("migrations apply once, in order, and a second start applies nothing", arguments: Engine.available)
   func migrations(engine: Engine) throws {
     let (db, finish) = try engine.database()
@@ -45,8 +51,7 @@ struct StoreEngineTests {
   func accountsAndSessions(engine: Engine) throws {
     let (db, finish) = try engine.database()
     defer { finish() }
-    let clock = TestClock()
-    let store = try ClientStore(database: db, clock: clock.read)
+    let (store, _) = try Self.store(db)
     let ada = try store.createAccount(
       email: "ada@example.test", displayName: "Ada", passwordHash: "x", actor: "t")
     #expect(throws: StoreError.self) {
@@ -77,8 +82,7 @@ struct StoreEngineTests {
   func lockout(engine: Engine) throws {
     let (db, finish) = try engine.database()
     defer { finish() }
-    let clock = TestClock()
-    let store = try ClientStore(database: db, clock: clock.read)
+    let (store, clock) = try Self.store(db)
     for i in 1...5 {
       #expect(try store.recordSignInFailure(accountID: nil, email: "tom@example.test") == (i == 5))
     }
