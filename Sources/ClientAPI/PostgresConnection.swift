@@ -134,7 +134,10 @@ public final class PostgresConnection {
     guard status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK || status == PGRES_EMPTY_QUERY else {
       // PG_DIAG_SQLSTATE is the field code 'C'.
       lastSQLState = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
-      throw StoreError("PostgreSQL: \(Self.message(PQresultErrorMessage(result)))")
+      // The primary message and SQLSTATE only: DETAIL lines quote row values (a duplicate key's
+      // email, a digest), which must not reach a log.
+      let primary = PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) }
+      throw StoreError("PostgreSQL \(lastSQLState ?? "error"): \(primary ?? "the statement failed")")
     }
     lastChanges = PQcmdTuples(result).flatMap { Int(String(cString: $0)) } ?? 0
     let columns = PQnfields(result)

@@ -102,6 +102,18 @@ struct PostgresConnectionTests {
     }
     #expect(try db.query("SELECT $1::int4 + 1", [.integer(41)]) == [[.integer(42)]])
   }
+
+  @Test("an error never quotes a row's values (PostgreSQL's DETAIL), only its SQLSTATE and message")
+  func noValuesInErrors() throws {
+    let db = try testPostgres()
+    try db.execute("CREATE TEMP TABLE people (email text UNIQUE)")
+    try db.query("INSERT INTO people (email) VALUES ($1)", [.text("tom.private@example.test")])
+    let error = #expect(throws: StoreError.self) {
+      try db.query("INSERT INTO people (email) VALUES ($1)", [.text("tom.private@example.test")])
+    }
+    #expect(error?.description.contains("23505") == true, "\(String(describing: error))")
+    #expect(error?.description.contains("tom.private") == false)
+  }
 }
 
 @Suite("PostgresConnection without a server")
