@@ -1,5 +1,6 @@
 import Edge
 import LinkAssoc
+import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -17,6 +18,8 @@ public final class ClientServices: Sendable {
   let clock: @Sendable () -> Int
   /// Session answers the loops may send without the pool while the database is unchanged.
   let sessionCache: SessionCache
+  /// On PostgreSQL with a session cache: the connection that hears of other instances' changes.
+  public let listener: ChangeListener?
   /// Attempts per client address at `POST /sign-in` and `POST /native/sign-in` together.
   let signInLimiter: RateLimiter
   /// Attempts per client address at the native exchange.
@@ -39,24 +42,77 @@ public final class ClientServices: Sendable {
       trustedProxies: trustedProxies, refusalHold: refusalHold, clock: clock)
   }
 
-  /// The services over the store at `database`. The loop-side session cache watches SQLite's WAL
-  /// index, so on PostgreSQL it is off until the fleet's invalidation arrives (issue 13).
+  /// The services over the store at `database`, reached with `settings`. The loop-side session
+  /// cache watches SQLite's WAL index, or on PostgreSQL a `ChangeListener` started here (on
+  /// `settings.listenURI` when given).
   public init(
-    database: DatabaseLocation, lifetimes: SessionLifetimes, hasher: PasswordHasher = PasswordHasher(),
+    database: DatabaseLocation, settings: DatabaseSettings = DatabaseSettings(), lifetimes: SessionLifetimes,
+    hasher: PasswordHasher = PasswordHasher(),
     sessionCacheEntries: Int = 4096, signInLimit: RateLimit = RateLimit(burst: 20, perMinute: 30),
     exchangeLimit: RateLimit = RateLimit(burst: 20, perMinute: 60), trustedProxies: Set<String> = [],
     refusalHold: Duration = .seconds(1), clock: @escaping @Sendable () -> Int
   ) {
-    stores = ThreadLocal { try ClientStore(database: try database.open(), clock: clock) }
+    let gate = ConnectGate(settings)
+    stores = ThreadLocal {
+      try gate.attempt { () throws(StoreError) in
+        try ClientStore(database: try database.open(settings), clock: clock)
+      }
+    }
     self.lifetimes = lifetimes
     self.hasher = hasher
     self.clock = clock
-    sessionCache = SessionCache(
-      databasePath: database.sqlitePath ?? "", capacity: database.sqlitePath == nil ? 0 : sessionCacheEntries)
+    switch database {
+    case .sqlite(let file):
+      listener = nil
+      sessionCache = SessionCache(databasePath: file, capacity: sessionCacheEntries)
+    case .postgres(let uri):
+      let listener =
+        sessionCacheEntries > 0 ? ChangeListener(uri: settings.listenURI ?? uri, settings: settings) : nil
+      self.listener = listener
+      sessionCache = SessionCache(capacity: listener == nil ? 0 : sessionCacheEntries) { listener }
+    }
     signInLimiter = RateLimiter(signInLimit)
     exchangeLimiter = RateLimiter(exchangeLimit)
     self.trustedProxies = trustedProxies
     self.refusalHold = refusalHold
+  }
+}
+
+/// Spaces out new connections while the database is out of reach: after a failed one, every
+/// worker's next attempt waits until the backoff has passed (0.1 s doubling to 2 s by default) and
+/// fails at once meanwhile as `unavailable`, so a pool never queues behind connection timeouts.
+final class ConnectGate: Sendable {
+  private struct State {
+    var retryAt: ContinuousClock.Instant? = nil
+    var backoff: Duration
+  }
+  private let state: Mutex<State>
+  private let settings: DatabaseSettings
+
+  init(_ settings: DatabaseSettings) {
+    self.settings = settings
+    state = Mutex(State(backoff: settings.firstBackoff))
+  }
+
+  /// `connect()`, unless a recent failure says to wait; its failure sets the next wait.
+  func attempt<T>(_ connect: () throws(StoreError) -> T) throws(StoreError) -> T {
+    let now = ContinuousClock.now
+    if let retryAt = state.withLock({ $0.retryAt }), now < retryAt {
+      throw StoreError("the database is out of reach; trying again shortly", unavailable: true)
+    }
+    do {
+      let made = try connect()
+      state.withLock { $0 = State(backoff: settings.firstBackoff) }
+      return made
+    } catch {
+      if error.unavailable {
+        state.withLock { state in
+          state.retryAt = now + state.backoff
+          state.backoff = min(state.backoff * 2, settings.longestBackoff)
+        }
+      }
+      throw error
+    }
   }
 }
 
@@ -165,8 +221,16 @@ extension ClientContext {
     return Signed(session: session, account: account, token: token)
   }
 
-  /// The 500 answer: a plain sentence, the cause in the error log only.
+  /// The 500 answer: a plain sentence, the cause in the error log only. A database out of reach
+  /// for now is a 503 with `Retry-After: 1` instead, so clients and balancers try again shortly.
   static func storeFailure(_ error: any Error, html: Bool) -> Response {
+    if let error = error as? StoreError, error.unavailable {
+      Log.event("error", "store_unavailable", [("error", "\(error)")])
+      let message = "The service cannot reach its database just now. Please try again in a moment."
+      let retry = [(name: "Retry-After", value: "1")]
+      if html { return Response.text(.serviceUnavailable, message + "\n", headers: retry) }
+      return JSONBody.error(.serviceUnavailable, "unavailable", message, headers: retry)
+    }
     Log.event("error", "client_store", [("error", "\(error)")])
     let message = "Something went wrong on our side. Please try again."
     if html { return Response.text(.internalServerError, message + "\n") }

@@ -29,7 +29,10 @@ extension ClientStore {
     -> Bool
   {
     let key = failureKey(email, device: device)
-    return try db.transaction { () throws(StoreError) -> Bool in
+    // One counter at a time, fleet-wide: each failure reads the count the one before it wrote, so
+    // none is lost however many instances take failures for this email at once (and none has to
+    // be retried, as concurrent SERIALIZABLE transactions on one row would be).
+    return try db.exclusiveTransaction(.failures(key)) { () throws(StoreError) -> Bool in
       let now = clock()
       let row = try db.query(
         "SELECT failures, locked_until FROM sign_in_failures WHERE email_key = ?", [.blob(key)]

@@ -264,9 +264,47 @@ public final class ClientStore {
     }
   }
 
+  // MARK: fleet-wide jobs
+
+  /// Runs the periodic job `name` unless it already ran, on this database, less than `period`
+  /// seconds ago (0: always runs) — so N instances each starting it hourly run it once an hour
+  /// between them. Instances starting it at the same moment queue on one lock, and each sees the
+  /// run of the one before. Returns the job's result, or nil when it was not due.
+  public func runJob<T>(_ name: String, oncePer period: Int, _ job: () throws(StoreError) -> T)
+    throws(StoreError) -> T?
+  {
+    try db.exclusiveTransaction(.jobs) { () throws(StoreError) -> T? in
+      let now = clock()
+      if period > 0,
+        case .integer(let last)? = try db.query(
+          "SELECT last_run_at FROM job_runs WHERE job = ?", [.text(name)]
+        )
+        .first?.first, now - Int(last) < period
+      {
+        return nil
+      }
+      let result = try job()
+      try db.query(
+        """
+        INSERT INTO job_runs (job, last_run_at) VALUES (?, ?)
+        ON CONFLICT (job) DO UPDATE SET last_run_at = excluded.last_run_at
+        """, [.text(name), .integer(Int64(now))])
+      return result
+    }
+  }
+
   // MARK: audit
 
-  /// Appends an audit event (inside the caller's transaction).
+  /// The audited actions after which a session's answer (`GET /session`: live or not, the account,
+  /// its schools) may differ. Every change of access is a security action and so audited; the
+  /// audit is where it is announced, so no such change can forget to be.
+  static let changesSessionAnswers: Set<String> = [
+    "session.revoked", "account.disabled", "account.enabled", "account.deletion_requested", "account.erased",
+    "membership.granted", "membership.revoked",
+  ]
+
+  /// Appends an audit event (inside the caller's transaction); for an action that changes session
+  /// answers, also bumps the change counter and announces the change to the fleet at commit.
   func audit(actor: String?, action: String, subject: String?, detail: String? = nil) throws(StoreError) {
     try db.query(
       "INSERT INTO audit_events (at, actor, action, subject, detail) VALUES (?, ?, ?, ?, ?)",
@@ -275,6 +313,19 @@ public final class ClientStore {
         subject.map { .text($0) } ?? .null,
         detail.map { .text($0) } ?? .null,
       ])
+    if Self.changesSessionAnswers.contains(action) {
+      try db.query("UPDATE change_counter SET n = n + 1 WHERE id = 1")
+      try db.announceChange()
+    }
+  }
+
+  /// The change counter: how many transactions have changed session answers.
+  public func changeCount() throws(StoreError) -> Int {
+    guard case .integer(let n)? = try db.query("SELECT n FROM change_counter WHERE id = 1").first?.first
+    else {
+      return 0
+    }
+    return Int(n)
   }
 
   /// Audit events at or after `since`, oldest first.

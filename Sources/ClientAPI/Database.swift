@@ -1,8 +1,38 @@
-/// Why the store failed. The message is for operators and logs; clients get a generic 500.
+/// Why the store failed. The message is for operators and logs; clients get a generic 500, or a
+/// 503 with `Retry-After` when the database is out of reach for now.
 public struct StoreError: Error, CustomStringConvertible, Sendable {
   public let description: String
+  /// The database could not be reached or did not answer in time (down, restarting, a statement
+  /// timeout): worth retrying in a moment, unlike a broken rule.
+  public let unavailable: Bool
   /// An error with `description` as its message.
-  public init(_ description: String) { self.description = description }
+  public init(_ description: String, unavailable: Bool = false) {
+    self.description = description
+    self.unavailable = unavailable
+  }
+}
+
+/// How a server database is reached: how long to wait for a connection and for each statement,
+/// and how quickly to try again once it has gone away.
+public struct DatabaseSettings: Sendable, Equatable {
+  /// The longest wait for a new connection (libpq's `connect_timeout`, unless the URI sets one).
+  public var connectTimeout: Duration = .seconds(5)
+  /// The longest a statement may run before the server cancels it (`statement_timeout`).
+  public var statementTimeout: Duration = .seconds(5)
+  /// After a failed connection, the first wait before the next attempt; it doubles up to `longestBackoff`.
+  public var firstBackoff: Duration = .milliseconds(100)
+  public var longestBackoff: Duration = .seconds(2)
+  /// Where the change listener connects, when not the pool's URI (a transaction-mode pooler
+  /// cannot carry `LISTEN`: point this straight at PostgreSQL).
+  public var listenURI: String? = nil
+
+  /// The defaults: 5 s to connect, 5 s per statement, reconnecting after 0.1 s doubling to 2 s.
+  public init() {}
+
+  /// Milliseconds of `d`, at least 1.
+  static func milliseconds(_ d: Duration) -> Int64 {
+    max(1, d.components.seconds * 1000 + d.components.attoseconds / 1_000_000_000_000_000)
+  }
 }
 
 /// A value bound to a `?` parameter or read from a column, in every engine.
@@ -46,9 +76,34 @@ public protocol Database: AnyObject {
   /// The SQL dialect the schema is written in for this engine.
   var dialect: SQLDialect { get }
 
-  /// Inside a migration's transaction: waits until no other process migrates this database (the
-  /// version is read again afterwards, so each migration runs exactly once).
-  func lockForMigration() throws(StoreError)
+  /// Runs `body` in a write transaction that no other process runs an exclusive transaction
+  /// of `lock` beside: it first waits for theirs to end, and then reads everything they committed.
+  /// How a migration runs exactly once, and a fleet-wide job once per period, however many
+  /// processes start it at the same moment.
+  func exclusiveTransaction<T>(_ lock: ExclusiveLock, _ body: () throws(StoreError) -> T) throws(StoreError)
+    -> T
+
+  /// Inside a transaction: tells every other process watching this database, once it commits,
+  /// that a session's answer may have changed (SQLite's watchers see any commit; PostgreSQL's
+  /// listen for a notification).
+  func announceChange() throws(StoreError)
+}
+
+/// The locks `exclusiveTransaction` takes: one per kind of fleet-wide work, and one per email
+/// for counting its failures.
+public struct ExclusiveLock: Sendable, Equatable {
+  /// The advisory lock's 64-bit key.
+  public let key: Int64
+
+  /// Migrations ("bandedge" in ASCII, as a 64-bit number).
+  public static let migration = ExclusiveLock(key: 0x6261_6e64_6564_6765)
+  /// Periodic jobs (retention, clean-up): "bejobs01".
+  public static let jobs = ExclusiveLock(key: 0x6265_6a6f_6273_3031)
+
+  /// The lock of one sign-in failure counter, from the first 8 bytes of its (keyed) digest.
+  public static func failures(_ digest: [UInt8]) -> ExclusiveLock {
+    ExclusiveLock(key: Int64(bitPattern: digest.prefix(8).reduce(0) { $0 << 8 | UInt64($1) }))
+  }
 }
 
 /// The two dialects, and the one place the schema's differences live: migrations are written in

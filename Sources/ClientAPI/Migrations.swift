@@ -103,6 +103,21 @@ public enum Migrations {
     """
     ALTER TABLE sessions ADD COLUMN browser TEXT;
     """,
+    // 8: a fleet's shared state. `change_counter` is bumped by every transaction that can change
+    // a session's answer (revocations, disabling, memberships), so an instance that may have
+    // missed a change notification sees it within a second; `job_runs` records when each periodic
+    // job last ran, so the fleet runs it once per period.
+    """
+    CREATE TABLE change_counter (
+      id INTEGER PRIMARY KEY CHECK (id = 1),
+      n INTEGER NOT NULL
+    );
+    INSERT INTO change_counter (id, n) VALUES (1, 0);
+    CREATE TABLE job_runs (
+      job TEXT PRIMARY KEY,
+      last_run_at INTEGER NOT NULL
+    );
+    """,
   ]
 
   /// The schema version this build writes.
@@ -122,8 +137,7 @@ public enum Migrations {
     for number in (current + 1)...max(current + 1, target) where number <= target {
       // Checked again under the write lock: another process starting at the same moment may have
       // applied this step already.
-      let ran = try database.transaction { () throws(StoreError) -> Bool in
-        try database.lockForMigration()
+      let ran = try database.exclusiveTransaction(.migration) { () throws(StoreError) -> Bool in
         guard try version(of: database) == number - 1 else { return false }
         try database.execute(database.dialect.schema(steps[number - 1]))
         try database.recordSchemaVersion(number)

@@ -1,44 +1,92 @@
 import CPostgres
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// One PostgreSQL connection through libpq. Used by one thread at a time (each pool worker opens
 /// its own), so it is not Sendable. Every statement with values goes through `PQexecParams`
 /// with `$1...$n` placeholders: values are never interpolated into SQL.
 public final class PostgresConnection {
-  private let handle: OpaquePointer
+  let handle: OpaquePointer
+  private let settings: DatabaseSettings
   private var lastChanges = 0
+  /// The connection failed to come back; `retryAt` is the earliest next attempt.
+  private var lost = false
+  private var retryAt: ContinuousClock.Instant? = nil
+  private var backoff: Duration
   /// The SQLSTATE of the last statement that failed (`40001`: a serialization failure), else nil.
   public private(set) var lastSQLState: String? = nil
 
-  /// Connects to the libpq URI (or key=value string) `uri`. The error never holds the password.
-  public init(uri: String) throws(StoreError) {
+  /// Connects to the libpq URI (or key=value string) `uri` with `settings`' connect and statement
+  /// timeouts. The error never holds the password; a server that cannot be reached is `unavailable`.
+  /// `name` is the connection's `application_name` unless the URI sets one, so an operator can
+  /// tell the pool's connections from the change listener's in `pg_stat_activity`.
+  public init(uri: String, settings: DatabaseSettings = DatabaseSettings(), name: String = "band-edge")
+    throws(StoreError)
+  {
     guard !uri.utf8.contains(0) else { throw StoreError("cannot connect to PostgreSQL: the URI holds a NUL") }
-    guard let handle = PQconnectdb(uri) else {
+    self.settings = settings
+    self.backoff = settings.firstBackoff
+    // The URI comes second, so a connect_timeout it names wins over the default.
+    let timeout = String(max(1, settings.connectTimeout.components.seconds))
+    let made: OpaquePointer? = ["connect_timeout", "fallback_application_name", "dbname"].withCStrings {
+      keywords in [timeout, name, uri].withCStrings { values in PQconnectdbParams(keywords, values, 1) }
+    }
+    guard let handle = made else {
       throw StoreError("cannot connect to PostgreSQL: out of memory")
     }
     guard PQstatus(handle) == CONNECTION_OK else {
       let message = Self.message(PQerrorMessage(handle))
       PQfinish(handle)
       throw StoreError(
-        "cannot connect to PostgreSQL at \(Self.maskedURI(uri)): \(Self.scrubbed(message, of: uri))")
+        "cannot connect to PostgreSQL at \(Self.maskedURI(uri)): \(Self.scrubbed(message, of: uri))",
+        unavailable: true)
     }
     self.handle = handle
     // NOTICEs (e.g. from DROP ... IF EXISTS) would go to stderr; errors arrive as results anyway.
     PQsetNoticeProcessor(handle, { _, _ in }, nil)
-    guard PQsetClientEncoding(handle, "UTF8") == 0 else {
-      let message = Self.message(PQerrorMessage(handle))
-      PQfinish(handle)
-      throw StoreError("cannot set the PostgreSQL client encoding to UTF8: \(message)")
-    }
+    // Every property is set: if this throws, deinit runs and closes the handle (closing it here
+    // too would free it twice).
+    try prepareSession()
   }
 
   deinit { PQfinish(handle) }
 
+  /// What each new or remade connection is set to: UTF-8, and the statement timeout.
+  private func prepareSession() throws(StoreError) {
+    guard PQsetClientEncoding(handle, "UTF8") == 0 else {
+      throw StoreError(
+        "cannot set the PostgreSQL client encoding to UTF8: \(Self.message(PQerrorMessage(handle)))",
+        unavailable: true)
+    }
+    _ = try rows(
+      of: PQexec(
+        handle, "SET statement_timeout = \(DatabaseSettings.milliseconds(settings.statementTimeout))"))
+  }
+
   /// A connection the server dropped (a restart, `pg_terminate_backend`) is made again before the
-  /// next statement; if that fails too, the statement fails, and the next one tries again.
-  private func reconnectIfLost() {
-    guard PQstatus(handle) != CONNECTION_OK else { return }
+  /// next statement. While that keeps failing, attempts are spaced out (0.1 s doubling to 2 s, by
+  /// default) and statements meanwhile fail at once as `unavailable`, so a request never waits on
+  /// a database that is down.
+  private func reconnectIfLost() throws(StoreError) {
+    guard PQstatus(handle) != CONNECTION_OK || lost else { return }
+    let now = ContinuousClock.now
+    if let retryAt, now < retryAt {
+      throw StoreError("PostgreSQL is out of reach; trying again shortly", unavailable: true)
+    }
     PQreset(handle)
-    if PQstatus(handle) == CONNECTION_OK { PQsetClientEncoding(handle, "UTF8") }
+    if PQstatus(handle) == CONNECTION_OK, (try? prepareSession()) != nil {
+      lost = false
+      retryAt = nil
+      backoff = settings.firstBackoff
+      return
+    }
+    lost = true
+    retryAt = now + backoff
+    backoff = min(backoff * 2, settings.longestBackoff)
+    throw StoreError(
+      "PostgreSQL is out of reach: \(Self.message(PQerrorMessage(handle)))", unavailable: true)
   }
 
   /// Runs SQL without parameters through `PQexec`, returning the rows of the last statement.
@@ -47,7 +95,7 @@ public final class PostgresConnection {
   @discardableResult
   public func execute(_ sql: String) throws(StoreError) -> [[DatabaseValue]] {
     guard !sql.utf8.contains(0) else { throw StoreError("SQL holds a NUL") }
-    reconnectIfLost()
+    try reconnectIfLost()
     return try rows(of: PQexec(handle, sql))
   }
 
@@ -62,7 +110,7 @@ public final class PostgresConnection {
   {
     guard !sql.utf8.contains(0) else { throw StoreError("SQL holds a NUL") }
     guard parameters.count <= Int(Int32.max) else { throw StoreError("too many parameters") }
-    reconnectIfLost()
+    try reconnectIfLost()
     var types: [Oid] = []
     var values: [UnsafePointer<CChar>?] = []
     var lengths: [Int32] = []
@@ -113,6 +161,14 @@ public final class PostgresConnection {
   /// report no count.
   public var changes: Int { lastChanges }
 
+  /// SQLSTATEs that mean "not now" rather than "not so": connection exceptions (class 08), a
+  /// cancelled statement (57014, the statement timeout), the server shutting down or starting
+  /// (57P01-57P03), too many connections (53300).
+  static func isUnavailable(_ state: String?) -> Bool {
+    guard let state else { return false }
+    return state.hasPrefix("08") || ["57014", "57P01", "57P02", "57P03", "53300"].contains(state)
+  }
+
   private static let int2: Oid = 21
   private static let int4: Oid = 23
   private static let int8: Oid = 20
@@ -128,7 +184,9 @@ public final class PostgresConnection {
   /// The rows of `result` (which this clears), or its error.
   private func rows(of result: OpaquePointer?) throws(StoreError) -> [[DatabaseValue]] {
     lastSQLState = nil
-    guard let result else { throw StoreError("PostgreSQL: \(Self.message(PQerrorMessage(handle)))") }
+    guard let result else {
+      throw StoreError("PostgreSQL: \(Self.message(PQerrorMessage(handle)))", unavailable: true)
+    }
     defer { PQclear(result) }
     let status = PQresultStatus(result)
     guard status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK || status == PGRES_EMPTY_QUERY else {
@@ -137,7 +195,9 @@ public final class PostgresConnection {
       // The primary message and SQLSTATE only: DETAIL lines quote row values (a duplicate key's
       // email, a digest), which must not reach a log.
       let primary = PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) }
-      throw StoreError("PostgreSQL \(lastSQLState ?? "error"): \(primary ?? "the statement failed")")
+      throw StoreError(
+        "PostgreSQL \(lastSQLState ?? "error"): \(primary ?? "the statement failed")",
+        unavailable: Self.isUnavailable(lastSQLState) || PQstatus(handle) != CONNECTION_OK)
     }
     lastChanges = PQcmdTuples(result).flatMap { Int(String(cString: $0)) } ?? 0
     let columns = PQnfields(result)
@@ -181,5 +241,15 @@ public final class PostgresConnection {
       let bytes = UnsafeRawBufferPointer(start: field, count: count)
       return .text(String(decoding: bytes, as: UTF8.self))
     }
+  }
+}
+
+extension Array where Element == String {
+  /// Calls `body` with the strings as a NULL-terminated array of C strings (libpq's keyword and
+  /// value lists), valid only during the call.
+  fileprivate func withCStrings<R>(_ body: ([UnsafePointer<CChar>?]) -> R) -> R {
+    let copies = map { strdup($0) }
+    defer { for copy in copies { free(copy) } }
+    return body(copies.map { $0.map { UnsafePointer($0) } } + [nil])
   }
 }

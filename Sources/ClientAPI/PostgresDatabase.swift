@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// The fleet engine: the `Database` seam over one PostgreSQL connection (libpq). Used by one thread
 /// at a time, like the SQLite engine.
 ///
@@ -6,8 +10,11 @@
 ///   a deadlock (SQLSTATE 40001, 40P01), so a rule written once — read a failure count, then write
 ///   it — holds when several instances run it at the same moment, as SQLite's single writer makes
 ///   it hold for one.
-/// - The schema version lives in `band_edge_schema`; migrations take a transaction-level advisory
-///   lock (it survives transaction pooling, and is released by COMMIT or ROLLBACK).
+/// - The schema version lives in `band_edge_schema`; migrations and fleet-wide jobs run in READ
+///   COMMITTED transactions that first take a transaction-level advisory lock (it survives
+///   transaction pooling and is released by COMMIT or ROLLBACK), so every statement after the lock
+///   sees what the previous holder committed — a SERIALIZABLE snapshot would be taken before the
+///   wait and miss it.
 public final class PostgresDatabase: Database {
   private let connection: PostgresConnection
   private let name: String
@@ -15,15 +22,14 @@ public final class PostgresDatabase: Database {
   private var placeholders: [String: String] = [:]
   /// Attempts of one transaction before a serialization failure is passed on.
   static let attempts = 8
-  /// The advisory lock key migrations take ("bandedge" in ASCII, as a 64-bit number).
-  static let migrationLock: Int64 = 0x6261_6e64_6564_6765
+  /// The channel session changes are announced on (`NOTIFY`, delivered at commit).
+  public static let changeChannel = "band_edge_changes"
 
   /// Connects to the libpq URI `uri` (the password may come from the URI, PGPASSWORD or a
   /// PGPASSFILE) and makes the schema-version table if the database has none.
-  public init(uri: String) throws(StoreError) {
-    connection = try PostgresConnection(uri: uri)
+  public init(uri: String, settings: DatabaseSettings = DatabaseSettings()) throws(StoreError) {
+    connection = try PostgresConnection(uri: uri, settings: settings)
     name = PostgresConnection.maskedURI(uri)
-    try connection.execute("CREATE TABLE IF NOT EXISTS band_edge_schema (version BIGINT NOT NULL)")
   }
 
   public var dialect: SQLDialect { .postgres }
@@ -54,24 +60,54 @@ public final class PostgresDatabase: Database {
         let state = connection.lastSQLState
         _ = try? connection.execute("ROLLBACK")
         guard attempt < Self.attempts, state == "40001" || state == "40P01" else { throw error }
+        // Those that collided start again at spread-out moments, so they do not collide again.
+        var pause = timespec(tv_sec: 0, tv_nsec: Int.random(in: 0...(1 << min(attempt, 6))) * 500_000)
+        nanosleep(&pause, nil)
       }
     }
   }
 
+  /// The version in `band_edge_schema`; 0 while that table does not exist (a new database: it is
+  /// made by the first migration's `recordSchemaVersion`, under the migration lock, so instances
+  /// starting together never race to create it).
   public func schemaVersion() throws(StoreError) -> Int {
+    // pg_tables is read with the statement's snapshot (after the migration lock, fresh under READ
+    // COMMITTED); to_regclass would use the catalog cache, which can miss a table just committed.
     guard
+      case .integer(1)? = try connection.query(
+        "SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = 'band_edge_schema'"
+      ).first?.first,
       case .integer(let n)? = try connection.query("SELECT max(version) FROM band_edge_schema").first?.first
     else { return 0 }
     return Int(n)
   }
 
   public func recordSchemaVersion(_ version: Int) throws(StoreError) {
-    try connection.execute("DELETE FROM band_edge_schema")
+    try connection.execute(
+      "CREATE TABLE IF NOT EXISTS band_edge_schema (version BIGINT NOT NULL); DELETE FROM band_edge_schema")
     try connection.query("INSERT INTO band_edge_schema (version) VALUES ($1)", [.integer(Int64(version))])
   }
 
-  public func lockForMigration() throws(StoreError) {
-    try connection.query("SELECT pg_advisory_xact_lock($1)", [.integer(Self.migrationLock)])
+  public func exclusiveTransaction<T>(_ lock: ExclusiveLock, _ body: () throws(StoreError) -> T)
+    throws(StoreError) -> T
+  {
+    if depth > 0 { return try body() }
+    try connection.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+    depth += 1
+    defer { depth -= 1 }
+    do {
+      try connection.query("SELECT pg_advisory_xact_lock($1)", [.integer(lock.key)])
+      let result = try body()
+      try connection.execute("COMMIT")
+      return result
+    } catch {
+      _ = try? connection.execute("ROLLBACK")
+      throw error
+    }
+  }
+
+  public func announceChange() throws(StoreError) {
+    try connection.execute("NOTIFY \(Self.changeChannel)")
   }
 
   /// The server is not read-only (a standby, or `default_transaction_read_only`) and a write commits.
@@ -82,7 +118,9 @@ public final class PostgresDatabase: Database {
       throw StoreError("the database \(self.name) cannot be written (a read-only server or standby)")
     }
     do {
-      try transaction { () throws(StoreError) in try recordSchemaVersion(try schemaVersion()) }
+      try exclusiveTransaction(.migration) { () throws(StoreError) in
+        try recordSchemaVersion(try schemaVersion())
+      }
     } catch {
       throw StoreError("the database \(self.name) cannot be written: \(error)")
     }

@@ -132,7 +132,14 @@ public final class SQLiteDatabase: Database {
   public var dialect: SQLDialect { .sqlite }
 
   /// Nothing: BEGIN IMMEDIATE already lets one writer in at a time.
-  public func lockForMigration() throws(StoreError) {}
+  /// SQLite has one writer at a time per file: `BEGIN IMMEDIATE` takes the write lock first, so
+  /// every write transaction is already exclusive.
+  public func exclusiveTransaction<T>(_ lock: ExclusiveLock, _ body: () throws(StoreError) -> T)
+    throws(StoreError) -> T
+  { try transaction(body) }
+
+  /// Nothing to send: the loops' watchers read the WAL index, which every commit changes.
+  public func announceChange() throws(StoreError) {}
 
   /// `PRAGMA user_version`.
   public func schemaVersion() throws(StoreError) -> Int {

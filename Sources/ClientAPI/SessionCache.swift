@@ -6,17 +6,26 @@ import Synchronization
   import Glibc
 #endif
 
-/// The database's WAL-index header, as a value: SQLite rewrites it at every commit, by any
-/// connection of any process (its `iChange` field counts commits; sqlite.org/walformat.html §2.1).
-/// Two equal stamps mean no write happened between them.
-struct WALStamp: Equatable {
+/// The state of the database as a change watcher sees it: two equal stamps mean no change that
+/// could alter a session's answer happened between them. On SQLite it is the WAL-index header,
+/// which SQLite rewrites at every commit by any connection of any process (its `iChange` field
+/// counts commits; sqlite.org/walformat.html §2.1); on PostgreSQL, the listener's generation.
+struct ChangeStamp: Equatable {
   var words: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64)
 
-  static func == (a: WALStamp, b: WALStamp) -> Bool {
+  static func == (a: ChangeStamp, b: ChangeStamp) -> Bool {
     a.words.0 == b.words.0 && a.words.1 == b.words.1 && a.words.2 == b.words.2 && a.words.3 == b.words.3
       && a.words.4 == b.words.4 && a.words.5 == b.words.5
   }
 }
+
+/// What tells a session cache whether the database changed since an answer was read.
+protocol ChangeWatch: AnyObject, Sendable {
+  /// The state now, or nil when it cannot be known (then nothing is answered from the cache).
+  func stamp() -> ChangeStamp?
+}
+
+extension ChangeListener: ChangeWatch {}
 
 /// Reads the WAL-index header of a database from its `-shm` file, mapped read-only.
 ///
@@ -28,7 +37,7 @@ struct WALStamp: Equatable {
 // read-only shared mapping that lives until deinit, when no other reference can exist. Reads of
 // memory another process writes may tear; a torn read makes the copies differ, which is answered
 // as "changed" (a cache miss), never as "unchanged".
-final class WALWatch: @unchecked Sendable {
+final class WALWatch: ChangeWatch, @unchecked Sendable {
   private let connection: OpaquePointer
   private let mapping: UnsafeMutableRawPointer
   private static let length = 4096
@@ -67,7 +76,7 @@ final class WALWatch: @unchecked Sendable {
   }
 
   /// The header now, or nil while a writer is between its two copies.
-  func stamp() -> WALStamp? {
+  func stamp() -> ChangeStamp? {
     atomicMemoryFence(ordering: .acquiring)
     let first = Self.read(mapping)
     let second = Self.read(mapping + 48)
@@ -75,9 +84,9 @@ final class WALWatch: @unchecked Sendable {
     return first == second ? first : nil
   }
 
-  private static func read(_ p: UnsafeMutableRawPointer) -> WALStamp {
+  private static func read(_ p: UnsafeMutableRawPointer) -> ChangeStamp {
     let r = UnsafeRawPointer(p)
-    return WALStamp(
+    return ChangeStamp(
       words: (
         r.loadUnaligned(fromByteOffset: 0, as: UInt64.self),
         r.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
@@ -90,9 +99,10 @@ final class WALWatch: @unchecked Sendable {
 }
 
 /// Session answers the loop may send without the pool: each entry is the exact body the store
-/// gave for a token digest, valid only while the database has not been written since it was read
-/// (any commit anywhere — a revoked session or membership, a disabled account — invalidates every
-/// entry at once) and while the session's lifetimes and last-seen resolution allow.
+/// gave for a token digest, valid only while its watch sees no change since it was read (on
+/// SQLite any commit anywhere, on PostgreSQL any announced change — a revoked session or
+/// membership, a disabled account — invalidates every entry at once) and while the session's
+/// lifetimes and last-seen resolution allow.
 final class SessionCache: Sendable {
   struct Key: Hashable {
     let a: UInt64, b: UInt64, c: UInt64, d: UInt64
@@ -105,14 +115,14 @@ final class SessionCache: Sendable {
 
   struct Entry {
     let body: [UInt8]
-    let stamp: WALStamp
+    let stamp: ChangeStamp
     /// The session stays answerable until the first of these instants (epoch seconds).
     let validUntil: Int
   }
 
   private enum Watch {
     case notYet
-    case ready(WALWatch)
+    case ready(any ChangeWatch)
     case unavailable
   }
 
@@ -122,14 +132,20 @@ final class SessionCache: Sendable {
   }
 
   private let state = Mutex(State())
-  private let databasePath: String
+  private let makeWatch: @Sendable () -> (any ChangeWatch)?
   /// Most entries kept; when full, all are dropped (each is one cheap store read to refill). 0 turns
   /// the cache off: every read goes to the pool.
   let capacity: Int
 
-  init(databasePath: String, capacity: Int = 4096) {
-    self.databasePath = databasePath
+  /// A cache whose watch `makeWatch` makes at the first read (nil: no watch, no caching).
+  init(capacity: Int = 4096, watch makeWatch: @escaping @Sendable () -> (any ChangeWatch)?) {
+    self.makeWatch = makeWatch
     self.capacity = capacity
+  }
+
+  /// A cache over the SQLite database at `databasePath`, watching its WAL index.
+  convenience init(databasePath: String, capacity: Int = 4096) {
+    self.init(capacity: capacity) { WALWatch(databasePath: databasePath) }
   }
 
   /// The cached body for `digest` if the database is unchanged since it was read and `now` is
@@ -147,15 +163,15 @@ final class SessionCache: Sendable {
 
   /// The stamp to take before a store read whose answer will be cached (on a pool thread; opens
   /// the watch on first use, so a server that never reads sessions never loads it).
-  func stampBeforeRead() -> WALStamp? {
+  func stampBeforeRead() -> ChangeStamp? {
     guard capacity > 0 else { return nil }
-    let current: WALWatch? = state.withLock { state in
+    let current: (any ChangeWatch)? = state.withLock { state in
       if case .ready(let watch) = state.watch { return watch }
       return nil
     }
     if let current { return current.stamp() }
     guard state.withLock({ if case .notYet = $0.watch { true } else { false } }) else { return nil }
-    let made = WALWatch(databasePath: databasePath)
+    let made = makeWatch()
     return state.withLock { state in
       if case .notYet = state.watch { state.watch = made.map { .ready($0) } ?? .unavailable }
       guard case .ready(let watch) = state.watch else { return nil }
@@ -164,7 +180,7 @@ final class SessionCache: Sendable {
   }
 
   /// Keeps `body` for `digest`, read at `stamp`, answerable until `validUntil`.
-  func store(_ body: [UInt8], for digest: [UInt8], stamp: WALStamp, validUntil: Int) {
+  func store(_ body: [UInt8], for digest: [UInt8], stamp: ChangeStamp, validUntil: Int) {
     state.withLock { state in
       if state.entries.count >= capacity { state.entries.removeAll(keepingCapacity: true) }
       state.entries[Key(digest)] = Entry(body: body, stamp: stamp, validUntil: validUntil)

@@ -370,9 +370,17 @@ public struct WebPages: Sendable {
     do { return try body() } catch {
       // The failure is logged there; the person gets a page, not its plain text.
       let plain = ClientContext.storeFailure(error, html: true)
-      return HTMLPage.problem(
-        plain.status, "Something went wrong", "Something went wrong on our side. Please try again.",
+      guard plain.status == .serviceUnavailable else {
+        return HTMLPage.problem(
+          plain.status, "Something went wrong", "Something went wrong on our side. Please try again.",
+          context: context, next: ("/", "Go to the start page"))
+      }
+      var page = HTMLPage.problem(
+        plain.status, "Try again in a moment",
+        "Band Licence cannot reach its database just now. Please try again in a moment.",
         context: context, next: ("/", "Go to the start page"))
+      page.add("Retry-After", "1")
+      return page
     }
   }
 

@@ -10,7 +10,7 @@ private final class ThreadBody: Sendable {
 /// Starts an OS thread running `body` (threads of our own, off Swift's cooperative pool:
 /// event loops and pool workers block in epoll, SQLite and Argon2).
 @discardableResult
-func startThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
+public func startThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
   let context = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
   var thread = pthread_t()
   let result = pthread_create(

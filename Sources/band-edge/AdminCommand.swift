@@ -20,9 +20,10 @@ enum AdminCommand {
       audit [--json] [--since EPOCH-SECONDS]
       seed-demo                             fictional demo data; development only (BAND_LICENCE_ENV)
       migrate                               apply migrations and exit (serve runs this at every start)
-      retention [--days N]                  erase the personal fields of accounts deleted N days ago or more
+      retention [--days N] [--once-per S]   erase the personal fields of accounts deleted N days ago or more
                                             (default 30), and forget handoffs and failure counts a day
-                                            old; serve runs this at start and hourly
+                                            old; serve runs this at start and hourly with --once-per, so
+                                            that a fleet on one database runs it once an hour in all
 
     The store is --database URL (sqlite:DIR or a postgresql:// URI), --data DIR (DIR/band-edge.sqlite),
     else BAND_LICENCE_DATABASE_URL, else data/band-edge.sqlite; migrations apply on open. Each command
@@ -115,9 +116,23 @@ enum AdminCommand {
         if let text = options.value("--days") {
           days = try Arguments.integer(text, "--days", min: 0, max: 36500)
         }
-        let erased = try store.eraseDeletedAccounts(window: days * 86400)
-        try store.pruneExpired()
-        if !options.flag("--quiet") { print("erased \(erased) deleted account\(erased == 1 ? "" : "s")") }
+        var every = 0
+        if let text = options.value("--once-per") {
+          every = try Arguments.integer(text, "--once-per", min: 1, max: 86400 * 366)
+        }
+        // With --once-per (serve's hourly job): once per period for every instance on this database.
+        let ran = try store.runJob("retention", oncePer: every) { () throws(StoreError) -> Int in
+          let erased = try store.eraseDeletedAccounts(window: days * 86400)
+          try store.pruneExpired()
+          return erased
+        }
+        if !options.flag("--quiet") {
+          if let erased = ran {
+            print("erased \(erased) deleted account\(erased == 1 ? "" : "s")")
+          } else {
+            print("retention already ran within the last \(every) seconds (another instance); nothing done")
+          }
+        }
       case ("migrate", _):
         // Serve runs this at every start: a store that cannot write is a failed start, not a 500 later.
         try store.checkServable(path: database.description)

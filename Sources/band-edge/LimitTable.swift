@@ -10,6 +10,7 @@ struct ServeSettings {
   var refusalHold = Duration.seconds(1)
   var retentionDays = 30
   var sessionCacheEntries = 4096
+  var database = DatabaseSettings()
 }
 
 /// One configurable limit: the flag `--NAME` and the file's `"limits": {"NAME": value}` alike,
@@ -261,6 +262,22 @@ enum LimitTable {
       $0.sessionCacheEntries
     } set: {
       $0.sessionCacheEntries = $1
+    },
+    seconds(
+      "database-connect-timeout", 1...3600,
+      "PostgreSQL: longest wait for a connection (the URI's connect_timeout wins)"
+    ) {
+      $0.database.connectTimeout
+    } set: {
+      $0.database.connectTimeout = $1
+    },
+    seconds(
+      "database-statement-timeout", 0.001...3600,
+      "PostgreSQL: a statement running longer is cancelled; then 503"
+    ) {
+      $0.database.statementTimeout
+    } set: {
+      $0.database.statementTimeout = $1
     },
   ]
 

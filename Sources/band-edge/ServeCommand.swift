@@ -35,6 +35,9 @@ enum ServeCommand {
       --database URL          the store: sqlite:DIR (as --data) or a libpq URI postgresql://user@host/db
                               (also the config file's "database" and BAND_LICENCE_DATABASE_URL; this
                               flag wins); a password in the URI is never printed or logged
+      --database-listen URL   PostgreSQL: where the change listener connects (LISTEN), when the
+                              store URL goes through a transaction-mode pooler such as pgbouncer;
+                              default the store URL (see docs/fleet.md)
       --config FILE           deployment settings (JSON; also BAND_LICENCE_CONFIG); BAND_LICENCE_ENV and
                               BAND_LICENCE_APP_URL override it; flags override its listen and limits.
                               Any problem stops start-up (see band-edge config check).
@@ -65,6 +68,7 @@ enum ServeCommand {
     var shellDirectory = ShellCommand.defaultDestination
     var configFlag: String? = nil
     var databaseFlag: DatabaseLocation? = nil
+    var listenURI: String? = nil
     var givenLimits: Set<String> = []
     var printRoutes = false
     var trustedProxies: Set<String> = []
@@ -111,6 +115,12 @@ enum ServeCommand {
       case "--config": configFlag = try value()
       case "--data": databaseFlag = .sqlite(directory: try value())
       case "--database": databaseFlag = try AdminCommand.databaseLocation(try value(), "--database")
+      case "--database-listen":
+        let uri = try value()
+        guard case .postgres = DatabaseLocation(uri) else {
+          throw UsageError("--database-listen takes a postgresql:// URI")
+        }
+        listenURI = uri
       default:
         throw UsageError("serve does not know '\(word)'; see band-edge serve --help")
       }
@@ -209,9 +219,11 @@ enum ServeCommand {
       database = location
     }
     let store = database ?? .sqlite(directory: "data")
+    settings.database.listenURI = listenURI
     guard migrateInChild(store) else { return 1 }
     // The retention job: at start, then hourly, each run a short-lived child.
-    let retention = ["retention", "--days", String(settings.retentionDays), "--quiet"]
+    // With several instances on one database, the first to reach each hour runs it (--once-per).
+    let retention = ["retention", "--days", String(settings.retentionDays), "--once-per", "3000", "--quiet"]
     @Sendable func retain() {
       if !adminInChild(retention, database: store) { Log.event("error", "retention_failed", []) }
       DispatchQueue.global().asyncAfter(deadline: .now() + 3600, execute: retain)
@@ -220,7 +232,7 @@ enum ServeCommand {
     // What lives as long as the process (store connections, the session cache, the rate limiters'
     // buckets) is built once here; a reload builds only what the configuration determines.
     let services = ClientServices(
-      database: store, lifetimes: settings.lifetimes,
+      database: store, settings: settings.database, lifetimes: settings.lifetimes,
       sessionCacheEntries: settings.sessionCacheEntries,
       signInLimit: settings.signInLimit, exchangeLimit: settings.exchangeLimit,
       trustedProxies: trustedProxies,

@@ -1,0 +1,109 @@
+import Edge
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// How the loops' session caches learn, on PostgreSQL, that another instance (or the CLI) changed
+/// a session's answer: one dedicated connection per process `LISTEN`s on the change channel, and
+/// its thread bumps a local generation at each notification — delivered at the writer's commit,
+/// so within milliseconds. Lost notifications are covered twice over: the shared change counter
+/// (bumped in the same transactions) is read again at least every `recheck`, and whenever the
+/// connection is not known good — not yet connected, closed by the server, reconnecting — there
+/// is no stamp at all, so every read goes to the database.
+public final class ChangeListener: Sendable {
+  private final class Shared: Sendable {
+    let generation = Atomic<UInt64>(0)
+    let live = Atomic<Bool>(false)
+    let stopped = Atomic<Bool>(false)
+    /// Times the connection was (re)made, for tests and logs.
+    let connections = Atomic<Int>(0)
+    /// The server process of the current connection (for tests that kill it).
+    let backendPID = Atomic<Int>(0)
+  }
+
+  private let shared = Shared()
+
+  /// Starts the listening thread on `uri` (which may differ from the pool's: a transaction-mode
+  /// pgbouncer cannot carry LISTEN, so the listener may go straight to PostgreSQL).
+  public init(uri: String, settings: DatabaseSettings = DatabaseSettings(), recheck: Duration = .seconds(1)) {
+    let shared = self.shared
+    let thread = startThread { Self.run(uri: uri, settings: settings, recheck: recheck, shared) }
+    pthread_detach(thread)
+  }
+
+  /// The thread ends within `recheck` of the last reference going.
+  deinit { shared.stopped.store(true, ordering: .sequentiallyConsistent) }
+
+  /// The state now: equal stamps mean no announced change between them; nil while the listening
+  /// connection is not known to be live (then nothing may be answered from a cache).
+  func stamp() -> ChangeStamp? {
+    guard shared.live.load(ordering: .sequentiallyConsistent) else { return nil }
+    let generation = shared.generation.load(ordering: .sequentiallyConsistent)
+    guard shared.live.load(ordering: .sequentiallyConsistent) else { return nil }
+    return ChangeStamp(words: (generation, 1, 0, 0, 0, 0))
+  }
+
+  /// Whether the listening connection is up (for tests).
+  public var isLive: Bool { shared.live.load(ordering: .sequentiallyConsistent) }
+
+  /// The PostgreSQL server process serving the listening connection (for tests).
+  public var backendPID: Int { shared.backendPID.load(ordering: .sequentiallyConsistent) }
+
+  /// How many times the listening connection has been made (for tests).
+  public var connections: Int { shared.connections.load(ordering: .sequentiallyConsistent) }
+
+  private static func run(uri: String, settings: DatabaseSettings, recheck: Duration, _ shared: Shared) {
+    var backoff = settings.firstBackoff
+    let recheckMilliseconds = DatabaseSettings.milliseconds(recheck)
+    while !shared.stopped.load(ordering: .sequentiallyConsistent) {
+      do {
+        let connection = try PostgresConnection(uri: uri, settings: settings, name: "band-edge-listener")
+        try connection.listen(PostgresDatabase.changeChannel)
+        var counter = try Self.counter(connection)
+        shared.backendPID.store(connection.backendPID, ordering: .sequentiallyConsistent)
+        // Whatever was cached before this connection existed is stale from now on.
+        shared.generation.add(1, ordering: .sequentiallyConsistent)
+        shared.live.store(true, ordering: .sequentiallyConsistent)
+        if shared.connections.add(1, ordering: .sequentiallyConsistent).oldValue > 0 {
+          Log.event("info", "change_listener_reconnected", [])
+        }
+        backoff = settings.firstBackoff
+        var nextCheck = ContinuousClock.now + recheck
+        while !shared.stopped.load(ordering: .sequentiallyConsistent) {
+          let left = ContinuousClock.now.duration(to: nextCheck)
+          let wait = left <= .zero ? 0 : Int32(min(DatabaseSettings.milliseconds(left), recheckMilliseconds))
+          if try connection.notifications(waitingUpTo: wait) > 0 {
+            shared.generation.add(1, ordering: .sequentiallyConsistent)
+          }
+          if ContinuousClock.now >= nextCheck {
+            let now = try Self.counter(connection)
+            if now != counter {
+              counter = now
+              shared.generation.add(1, ordering: .sequentiallyConsistent)
+            }
+            nextCheck = ContinuousClock.now + recheck
+          }
+        }
+        shared.live.store(false, ordering: .sequentiallyConsistent)
+      } catch {
+        let wasLive = shared.live.exchange(false, ordering: .sequentiallyConsistent)
+        shared.generation.add(1, ordering: .sequentiallyConsistent)
+        if wasLive { Log.event("error", "change_listener_lost", [("error", "\(error)")]) }
+        var pause = timespec(
+          tv_sec: Int(backoff.components.seconds),
+          tv_nsec: Int(backoff.components.attoseconds / 1_000_000_000))
+        nanosleep(&pause, nil)
+        backoff = min(backoff * 2, settings.longestBackoff)
+      }
+    }
+  }
+
+  private static func counter(_ connection: PostgresConnection) throws(StoreError) -> Int64 {
+    guard
+      case .integer(let n)? = try connection.query("SELECT n FROM change_counter WHERE id = 1").first?.first
+    else { throw StoreError("the change counter is missing; run band-edge admin migrate") }
+    return n
+  }
+}

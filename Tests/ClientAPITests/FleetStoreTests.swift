@@ -1,0 +1,252 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import ClientAPI
+
+/// A schema of its own on the test PostgreSQL, as a URI every connection of a test can open.
+struct TestSchema {
+  let uri: String
+  private let name: String
+
+  init() throws {
+    let base = try #require(testPostgresURI)
+    name = "f_" + Secrets.base64url(Secrets.randomBytes(9)).lowercased().filter { $0.isLetter || $0.isNumber }
+    try PostgresConnection(uri: base).execute("CREATE SCHEMA \(name)")
+    uri = base + "&options=-csearch_path%3D\(name)"
+  }
+
+  func drop() {
+    guard let base = testPostgresURI else { return }
+    _ = try? PostgresConnection(uri: base).execute("DROP SCHEMA \(name) CASCADE")
+  }
+}
+
+/// Runs `body(i)` for i in 0..<count on as many threads at once, and returns what each gave.
+func together<T: Sendable>(_ count: Int, _ body: @escaping @Sendable (Int) -> T) -> [T] {
+  let results = Mutex<[Int: T]>([:])
+  DispatchQueue.concurrentPerform(iterations: count) { i in
+    let value = body(i)
+    results.withLock { $0[i] = value }
+  }
+  return results.withLock { dictionary in (0..<count).compactMap { dictionary[$0] } }
+}
+
+@Suite("What a fleet shares, on every engine")
+struct FleetStoreTests {
+  /// An operation on a store with one account (`ada@example.test`), a school `north` she belongs
+  /// to and a live session; and whether it may change what that session's `GET /session` says.
+  struct Operation: CustomTestStringConvertible, Sendable {
+    let name: String
+    let changesAnswers: Bool
+    let run: @Sendable (ClientStore, String, TestClock) throws -> Void
+    var testDescription: String { name }
+  }
+
+  static let operations: [Operation] = [
+    Operation(name: "revoke one session", changesAnswers: true) { store, session, _ in
+      try store.revokeSession(id: session, reason: "t", actor: "t")
+    },
+    Operation(name: "revoke one's own session", changesAnswers: true) { store, session, _ in
+      let account = try #require(try store.account(email: "ada@example.test")).0
+      _ = try store.revokeOwnSession(id: session, accountID: account.id, reason: "signed_out")
+    },
+    Operation(name: "revoke sessions by filter", changesAnswers: true) { store, _, _ in
+      try store.revokeSessions(.all, reason: "t", actor: "t")
+    },
+    Operation(name: "disable the account", changesAnswers: true) { store, _, _ in
+      _ = try store.setDisabled(email: "ada@example.test", true, actor: "t")
+    },
+    Operation(name: "grant a membership", changesAnswers: true) { store, _, _ in
+      _ = try store.createSchool(name: "South", slug: "south", actor: "t")
+      try store.addMember(email: "ada@example.test", schoolSlug: "south", role: .teacher, actor: "t")
+    },
+    Operation(name: "revoke a membership", changesAnswers: true) { store, _, _ in
+      try store.revokeMember(email: "ada@example.test", schoolSlug: "north", actor: "t")
+    },
+    Operation(name: "request deletion", changesAnswers: true) { store, _, _ in
+      let account = try #require(try store.account(email: "ada@example.test")).0
+      try store.requestDeletion(accountID: account.id)
+    },
+    Operation(name: "a failed sign-in", changesAnswers: false) { store, _, _ in
+      try store.recordSignInFailure(accountID: nil, email: "ada@example.test")
+    },
+    Operation(name: "a new session", changesAnswers: false) { store, _, _ in
+      let account = try #require(try store.account(email: "ada@example.test")).0
+      _ = try store.createSession(
+        accountID: account.id, kind: "web", platform: nil, appVersion: nil, token: "another-token",
+        lifetimes: SessionLifetimes())
+    },
+  ]
+
+  static var cases: [(Engine, Operation)] {
+    Engine.available.flatMap { engine in operations.map { (engine, $0) } }
+  }
+
+  @Test("every change of a session's answer bumps the shared counter, and only those", arguments: cases)
+  func counter(engine: Engine, operation: Operation) throws {
+    let (db, finish) = try engine.database()
+    defer { finish() }
+    let (store, clock) = try StoreEngineTests.store(db)
+    let ada = try store.createAccount(
+      email: "ada@example.test", displayName: "Ada", passwordHash: "x", actor: "t")
+    _ = try store.createSchool(name: "North", slug: "north", actor: "t")
+    try store.addMember(email: "ada@example.test", schoolSlug: "north", role: .teacher, actor: "t")
+    let session = try store.createSession(
+      accountID: ada.id, kind: "web", platform: nil, appVersion: nil, token: "the-token",
+      lifetimes: SessionLifetimes())
+    let before = try store.changeCount()
+    try operation.run(store, session.id, clock)
+    let after = try store.changeCount()
+    #expect((after > before) == operation.changesAnswers, "counter \(before) -> \(after)")
+  }
+
+  @Test("a periodic job runs once per period, whoever starts it", arguments: Engine.available)
+  func jobOncePerPeriod(engine: Engine) throws {
+    let (db, finish) = try engine.database()
+    defer { finish() }
+    let (store, clock) = try StoreEngineTests.store(db)
+    let runs = Mutex(0)
+    func start() throws -> Bool {
+      try store.runJob("retention", oncePer: 3000) { () throws(StoreError) -> Int in
+        runs.withLock { $0 += 1 }
+        return 0
+      } != nil
+    }
+    #expect(try start())
+    #expect(try !start(), "the second instance within the period does nothing")
+    clock.advance(2999)
+    #expect(try !start())
+    clock.advance(1)
+    #expect(try start(), "a period later it is due again")
+    #expect(try store.runJob("retention", oncePer: 0) { () throws(StoreError) in 1 } == 1, "0: always")
+    #expect(runs.withLock { $0 } == 2)
+  }
+}
+
+@Suite(
+  "Several processes' connections on one PostgreSQL",
+  .enabled(if: testPostgresURI != nil, "BAND_EDGE_TEST_POSTGRES is not set (build/test sets it)"))
+struct PostgresFleetTests {
+  @Test("five connections migrating an empty database at once apply each migration exactly once")
+  func concurrentMigrations() throws {
+    let schema = try TestSchema()
+    defer { schema.drop() }
+    let applied = together(5) { _ -> Result<[Int], StoreError> in
+      Result { () throws(StoreError) in try Migrations.apply(to: try PostgresDatabase(uri: schema.uri)) }
+    }
+    let lists = try applied.map { try $0.get() }
+    #expect(lists.flatMap { $0 }.sorted() == Array(1...Migrations.latest))
+    #expect(try PostgresDatabase(uri: schema.uri).schemaVersion() == Migrations.latest)
+  }
+
+  @Test("five connections starting the job at once: it runs once")
+  func concurrentJob() throws {
+    let schema = try TestSchema()
+    defer { schema.drop() }
+    try Migrations.apply(to: try PostgresDatabase(uri: schema.uri))
+    let clock = TestClock()
+    let ran = together(5) { _ -> Bool in
+      guard let store = try? ClientStore(database: try PostgresDatabase(uri: schema.uri), clock: clock.read)
+      else { return false }
+      return (try? store.runJob("retention", oncePer: 3000) { () throws(StoreError) in 1 }) == 1
+    }
+    #expect(ran.filter { $0 }.count == 1)
+  }
+
+  @Test("150 failures at once from six connections are each counted, and lock the email")
+  func concurrentFailures() throws {
+    let schema = try TestSchema()
+    defer { schema.drop() }
+    try Migrations.apply(to: try PostgresDatabase(uri: schema.uri))
+    let clock = TestClock()
+    let outcomes = together(6) { _ -> [Result<Bool, StoreError>] in
+      do {
+        let store = try ClientStore(database: try PostgresDatabase(uri: schema.uri), clock: clock.read)
+        return (0..<25).map { _ in
+          Result { () throws(StoreError) in
+            try store.recordSignInFailure(accountID: nil, email: "ada@example.test")
+          }
+        }
+      } catch {
+        return [.failure(error as? StoreError ?? StoreError("\(error)"))]
+      }
+    }.flatMap { $0 }
+    let failed = outcomes.compactMap { if case .failure(let e) = $0 { "\(e)" } else { nil } }
+    #expect(outcomes.count == 150 && failed.isEmpty, "no failure lost to a serialization error: \(failed)")
+    let store = try ClientStore(database: try PostgresDatabase(uri: schema.uri), clock: clock.read)
+    #expect(try store.isLocked(email: "ada@example.test"))
+    // Exactly the threshold were counted outside the lock; the rest arrived while it held.
+    let audit = try store.auditEvents().filter { $0.action == "sign_in.failed" }
+    #expect(audit.count == 150)
+    #expect(audit.filter { $0.detail == nil }.count == Lockout.threshold - 1)
+    #expect(audit.filter { $0.detail == "locked" }.count == 1)
+  }
+
+  @Test("the listener sees another connection's change, and has no stamp while its connection is gone")
+  func listener() throws {
+    let schema = try TestSchema()
+    defer { schema.drop() }
+    try Migrations.apply(to: try PostgresDatabase(uri: schema.uri))
+    let listener = ChangeListener(uri: schema.uri, recheck: .milliseconds(200))
+    func eventually(_ what: Comment, _ condition: () throws -> Bool) throws {
+      for _ in 0..<500 {
+        if try condition() { return }
+        usleep(10_000)
+      }
+      Issue.record(what)
+    }
+    try eventually("the listener connects") { listener.isLive }
+    let first = try #require(listener.stamp())
+    #expect(listener.stamp() == first, "no change, the same stamp")
+    let store = try ClientStore(database: try PostgresDatabase(uri: schema.uri), clock: TestClock().read)
+    let ada = try store.createAccount(
+      email: "ada@example.test", displayName: "Ada", passwordHash: "x", actor: "t")
+    let session = try store.createSession(
+      accountID: ada.id, kind: "web", platform: nil, appVersion: nil, token: "t",
+      lifetimes: SessionLifetimes())
+    try store.revokeSession(id: session.id, reason: "t", actor: "t")
+    try eventually("the revocation is heard") { listener.stamp() != first }
+    // Its connection killed by the server: no stamp until it is back, then a new one.
+    let admin = try PostgresConnection(uri: schema.uri)
+    let before = listener.connections
+    let held = try #require(listener.stamp())
+    try admin.query("SELECT pg_terminate_backend($1::int)", [.integer(Int64(listener.backendPID))])
+    try eventually("it reconnects") { listener.connections > before && listener.isLive }
+    #expect(listener.stamp() != held)
+  }
+
+  @Test("a database that is not there is 'unavailable', and attempts are spaced out")
+  func unavailable() throws {
+    var settings = DatabaseSettings()
+    settings.firstBackoff = .seconds(60)
+    let gate = ConnectGate(settings)
+    let attempts = Mutex(0)
+    for _ in 0..<3 {
+      #expect {
+        try gate.attempt { () throws(StoreError) -> Int in
+          attempts.withLock { $0 += 1 }
+          return try PostgresConnection(
+            uri: "postgresql:///none?host=/nonexistent-band-edge", settings: settings
+          )
+          .changes
+        }
+      } throws: { ($0 as? StoreError)?.unavailable == true }
+    }
+    #expect(attempts.withLock { $0 } == 1, "the second and third fail at once, without connecting")
+  }
+
+  @Test("a statement past the statement timeout is cancelled and 'unavailable'")
+  func statementTimeout() throws {
+    var settings = DatabaseSettings()
+    settings.statementTimeout = .milliseconds(50)
+    let connection = try PostgresConnection(uri: try #require(testPostgresURI), settings: settings)
+    #expect {
+      try connection.execute("SELECT pg_sleep(5)")
+    } throws: { error in
+      guard let error = error as? StoreError else { return false }
+      return error.unavailable && error.description.contains("57014")
+    }
+    #expect(try connection.query("SELECT 1").first?.first == .integer(1), "the connection stays usable")
+  }
+}
