@@ -314,7 +314,9 @@ public final class ClientStore {
         detail.map { .text($0) } ?? .null,
       ])
     if Self.changesSessionAnswers.contains(action) {
-      try db.query("UPDATE change_counter SET n = n + 1 WHERE id = 1")
+      try db.query(
+        "INSERT INTO change_counter (id, n) VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET n = change_counter.n + 1"
+      )
       try db.announceChange()
     }
   }

@@ -103,16 +103,16 @@ public enum Migrations {
     """
     ALTER TABLE sessions ADD COLUMN browser TEXT;
     """,
-    // 8: a fleet's shared state. `change_counter` is bumped by every transaction that can change
-    // a session's answer (revocations, disabling, memberships), so an instance that may have
-    // missed a change notification sees it within a second; `job_runs` records when each periodic
+    // 8: a fleet's shared state. `change_counter` (one row, made by the first change) is bumped
+    // by every transaction that can change a session's answer (revocations, disabling,
+    // memberships), so an instance that may have missed a change notification sees it within a
+    // second; `job_runs` records when each periodic
     // job last ran, so the fleet runs it once per period.
     """
     CREATE TABLE change_counter (
       id INTEGER PRIMARY KEY CHECK (id = 1),
       n INTEGER NOT NULL
     );
-    INSERT INTO change_counter (id, n) VALUES (1, 0);
     CREATE TABLE job_runs (
       job TEXT PRIMARY KEY,
       last_run_at INTEGER NOT NULL

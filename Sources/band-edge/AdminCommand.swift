@@ -24,6 +24,10 @@ enum AdminCommand {
                                             (default 30), and forget handoffs and failure counts a day
                                             old; serve runs this at start and hourly with --once-per, so
                                             that a fleet on one database runs it once an hour in all
+      copy-store --from LOCATION --to LOCATION
+                                            copy every table of a store (sqlite:DIR or a postgresql:// URI)
+                                            into an empty one of either engine, in one transaction, then
+                                            compare row counts and SHA-256 per table; stop servers first
 
     The store is --database URL (sqlite:DIR or a postgresql:// URI), --data DIR (DIR/band-edge.sqlite),
     else BAND_LICENCE_DATABASE_URL, else data/band-edge.sqlite; migrations apply on open. Each command
@@ -53,6 +57,7 @@ enum AdminCommand {
       return words.isEmpty ? 2 : 0
     }
     let options = Options(words.dropFirst())
+    if noun == "copy-store" { return try copyStore(options) }
     do {
       let store = try open(database)
       switch (noun, options.verb) {
@@ -291,6 +296,34 @@ enum AdminCommand {
       throw UsageError(
         "say which sessions: --account EMAIL, --account-id ID, --all, or --platform ios|android [--below-version V]"
       )
+    }
+  }
+}
+
+extension AdminCommand {
+  /// `admin copy-store --from LOCATION --to LOCATION`: `StoreCopy.copy`, then one line per table
+  /// (`table rows checksum-prefix`) and a summary; locations are printed masked, rows never.
+  static func copyStore(_ options: Options) throws(UsageError) -> Int32 {
+    let from = try databaseLocation(try options.required("--from"), "--from")
+    let to = try databaseLocation(try options.required("--to"), "--to")
+    guard from.argument != to.argument else { throw UsageError("--from and --to name the same store") }
+    do {
+      // Opening a missing SQLite file would make an empty one: say so instead.
+      if let file = from.sqlitePath, access(file, F_OK) != 0 {
+        throw StoreError("there is no store at \(from) (no band-edge.sqlite in that directory)")
+      }
+      if let file = to.sqlitePath { mkdir(String(file.dropLast("/band-edge.sqlite".count)), 0o700) }
+      let summaries = try StoreCopy.copy(
+        from: try from.open(), to: try to.open(), sourceName: from.description, targetName: to.description)
+      for summary in summaries { print(summary.line) }
+      let rows = summaries.reduce(0) { $0 + $1.rows }
+      print(
+        "copied \(rows) row\(rows == 1 ? "" : "s") in \(summaries.count) tables from \(from) to \(to) "
+          + "(schema version \(Migrations.latest)); row counts and SHA-256 checksums match")
+      return 0
+    } catch {
+      fail("\(error)")
+      return 1
     }
   }
 }
