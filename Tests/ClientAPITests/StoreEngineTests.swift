@@ -2,33 +2,6 @@ import Testing
 
 @testable import ClientAPI
 
-/// A fresh store on each engine: SQLite in a temporary directory, PostgreSQL in a schema of its
-/// own on the test server (dropped by `Engine.finish`).
-enum Engine: String, CaseIterable, Sendable {
-  case sqlite
-  case postgres
-
-  /// The engines this run can reach: PostgreSQL only when build/test started one.
-  static var available: [Engine] { testPostgresURI == nil ? [.sqlite] : allCases }
-
-  /// A new, empty database of this engine, and what removes it afterwards.
-  func database() throws -> (any Database, () -> Void) {
-    switch self {
-    case .sqlite:
-      let path = try TestDirectory.make("engine").appendingPathComponent("test.sqlite").path
-      return (try SQLiteDatabase(path: path), {})
-    case .postgres:
-      let base = try #require(testPostgresURI)
-      let schema =
-        "t_" + Secrets.base64url(Secrets.randomBytes(9)).lowercased().filter { $0.isLetter || $0.isNumber }
-      let admin = try PostgresConnection(uri: base)
-      try admin.execute("CREATE SCHEMA \(schema)")
-      let database = try PostgresDatabase(uri: base + "&options=-csearch_path%3D\(schema)")
-      return (database, { _ = try? admin.execute("DROP SCHEMA \(schema) CASCADE") })
-    }
-  }
-}
-
 @Suite("The store's rules on every engine")
 struct StoreEngineTests {
   /// A store over `db` with a clock the test moves.
