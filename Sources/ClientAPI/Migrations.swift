@@ -120,18 +120,30 @@ public enum Migrations {
     }
     var applied: [Int] = []
     for number in (current + 1)...max(current + 1, target) where number <= target {
+      if try applyStep(number, to: database) { applied.append(number) }
+    }
+    return applied
+  }
+
+  /// Applies step `number` unless another process has: false when it was not this call's to apply.
+  private static func applyStep(_ number: Int, to database: any Database) throws(StoreError) -> Bool {
+    do {
       // Checked again under the write lock: another process starting at the same moment may have
       // applied this step already.
-      let ran = try database.transaction { () throws(StoreError) -> Bool in
+      return try database.transaction { () throws(StoreError) -> Bool in
         try database.lockForMigration()
         guard try version(of: database) == number - 1 else { return false }
         try database.execute(database.dialect.schema(steps[number - 1]))
         try database.recordSchemaVersion(number)
         return true
       }
-      if ran { applied.append(number) }
+    } catch {
+      // On PostgreSQL the check under the lock can be stale: a SERIALIZABLE transaction's snapshot
+      // is taken by its first statement, the lock's, before it waits. The step then fails on what
+      // the other process made (42P07 "already exists"); once rolled back, a fresh read tells.
+      if try version(of: database) >= number { return false }
+      throw error
     }
-    return applied
   }
 
   /// The schema version recorded in the database.

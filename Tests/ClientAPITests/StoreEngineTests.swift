@@ -1,3 +1,5 @@
+import Dispatch
+import Synchronization
 import Testing
 
 @testable import ClientAPI
@@ -69,5 +71,27 @@ struct StoreEngineTests {
     #expect(try store.isLocked(email: "tom@example.test"), "the 6th failure doubled the lock")
     let again = try ClientStore(database: db, clock: clock.read)
     #expect(again.identifierDigest("tom@example.test") == store.identifierDigest("tom@example.test"))
+  }
+}
+
+@Suite("Migrations started together")
+struct ConcurrentMigrationTests {
+  @Test(
+    "connections migrating a new database at once all succeed, and each step is applied once",
+    arguments: Engine.available)
+  func together(engine: Engine) throws {
+    for _ in 0..<3 {
+      let location = try engine.location()
+      let outcomes = Mutex<[Result<[Int], StoreError>]>([])
+      DispatchQueue.concurrentPerform(iterations: 4) { _ in
+        let outcome = Result { () throws(StoreError) -> [Int] in try Migrations.apply(to: try location.open())
+        }
+        outcomes.withLock { $0.append(outcome) }
+      }
+      let results = outcomes.withLock { $0 }
+      let applied = try results.flatMap { try $0.get() }
+      #expect(applied.sorted() == Array(1...Migrations.latest))
+      #expect(try Migrations.version(of: try location.open()) == Migrations.latest)
+    }
   }
 }
