@@ -45,6 +45,10 @@ public final class ChangeListener: Sendable {
     return ChangeStamp(words: (generation, 1, 0, 0, 0, 0))
   }
 
+  /// A change this process committed: its own cache forgets now (the notification will say so
+  /// again a moment later, harmlessly).
+  func changeCommitted() { shared.generation.add(1, ordering: .sequentiallyConsistent) }
+
   /// Whether the listening connection is up (for tests).
   public var isLive: Bool { shared.live.load(ordering: .sequentiallyConsistent) }
 

@@ -53,22 +53,30 @@ public final class ClientServices: Sendable {
     refusalHold: Duration = .seconds(1), clock: @escaping @Sendable () -> Int
   ) {
     let gate = ConnectGate(settings)
+    let listener: ChangeListener?
+    switch database {
+    case .sqlite: listener = nil
+    case .postgres(let uri):
+      listener =
+        sessionCacheEntries > 0 ? ChangeListener(uri: settings.listenURI ?? uri, settings: settings) : nil
+    }
+    self.listener = listener
     stores = ThreadLocal {
       try gate.attempt { () throws(StoreError) in
-        try ClientStore(database: try database.open(settings), clock: clock)
+        let opened = try database.open(settings)
+        // This process's own changes reach its cache at commit, before their notification returns.
+        if let listener, let postgres = opened as? PostgresDatabase {
+          postgres.afterAnnouncedCommit = { listener.changeCommitted() }
+        }
+        return try ClientStore(database: opened, clock: clock)
       }
     }
     self.lifetimes = lifetimes
     self.hasher = hasher
     self.clock = clock
     switch database {
-    case .sqlite(let file):
-      listener = nil
-      sessionCache = SessionCache(databasePath: file, capacity: sessionCacheEntries)
-    case .postgres(let uri):
-      let listener =
-        sessionCacheEntries > 0 ? ChangeListener(uri: settings.listenURI ?? uri, settings: settings) : nil
-      self.listener = listener
+    case .sqlite(let file): sessionCache = SessionCache(databasePath: file, capacity: sessionCacheEntries)
+    case .postgres:
       sessionCache = SessionCache(capacity: listener == nil ? 0 : sessionCacheEntries) { listener }
     }
     signInLimiter = RateLimiter(signInLimit)

@@ -120,6 +120,33 @@ public enum Migrations {
     """,
   ]
 
+  /// What PostgreSQL adds to a step, after the shared SQL: statement triggers that announce every
+  /// write that can change a session's answer — by band-edge or by anyone else (an operator's SQL,
+  /// a script) — bumping the change counter and notifying the listeners in the writer's own
+  /// transaction. A session's last-seen time is not such a change (`UPDATE OF` leaves it out), nor
+  /// is a copy into a new store (copy-store sets `band_edge.copying` for its transaction). On
+  /// SQLite the loops watch the WAL index, which every commit changes.
+  public static let postgresAdditions: [Int: String] = [
+    8: """
+    CREATE FUNCTION band_edge_announce() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF coalesce(current_setting('band_edge.copying', true), '') <> 'on' THEN
+        INSERT INTO change_counter (id, n) VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET n = change_counter.n + 1;
+        PERFORM pg_notify('band_edge_changes', '');
+      END IF;
+      RETURN NULL;
+    END $$;
+    CREATE TRIGGER accounts_announce AFTER UPDATE OF id, email, display_name, disabled, deleted_at OR DELETE
+      ON accounts FOR EACH STATEMENT EXECUTE FUNCTION band_edge_announce();
+    CREATE TRIGGER schools_announce AFTER UPDATE OR DELETE
+      ON schools FOR EACH STATEMENT EXECUTE FUNCTION band_edge_announce();
+    CREATE TRIGGER memberships_announce AFTER INSERT OR UPDATE OR DELETE
+      ON memberships FOR EACH STATEMENT EXECUTE FUNCTION band_edge_announce();
+    CREATE TRIGGER sessions_announce AFTER UPDATE OF id, token_digest, account_id, expires_at, revoked_at OR DELETE
+      ON sessions FOR EACH STATEMENT EXECUTE FUNCTION band_edge_announce();
+    """
+  ]
+
   /// The schema version this build writes.
   public static var latest: Int { steps.count }
 
@@ -140,6 +167,9 @@ public enum Migrations {
       let ran = try database.exclusiveTransaction(.migration) { () throws(StoreError) -> Bool in
         guard try version(of: database) == number - 1 else { return false }
         try database.execute(database.dialect.schema(steps[number - 1]))
+        if database.dialect == .postgres, let addition = postgresAdditions[number] {
+          try database.execute(addition)
+        }
         try database.recordSchemaVersion(number)
         return true
       }

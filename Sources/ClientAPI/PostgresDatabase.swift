@@ -52,12 +52,13 @@ public final class PostgresDatabase: Database {
       depth += 1
       do {
         let result = try body()
-        try connection.execute("COMMIT")
+        try commit()
         depth -= 1
         return result
       } catch {
         depth -= 1
         let state = connection.lastSQLState
+        announced = false
         _ = try? connection.execute("ROLLBACK")
         guard attempt < Self.attempts, state == "40001" || state == "40P01" else { throw error }
         // Those that collided start again at spread-out moments, so they do not collide again.
@@ -98,9 +99,10 @@ public final class PostgresDatabase: Database {
     do {
       try connection.query("SELECT pg_advisory_xact_lock($1)", [.integer(lock.key)])
       let result = try body()
-      try connection.execute("COMMIT")
+      try commit()
       return result
     } catch {
+      announced = false
       _ = try? connection.execute("ROLLBACK")
       throw error
     }
@@ -108,6 +110,24 @@ public final class PostgresDatabase: Database {
 
   public func announceChange() throws(StoreError) {
     try connection.execute("NOTIFY \(Self.changeChannel)")
+    if depth == 0 { afterAnnouncedCommit?() } else { announced = true }
+  }
+
+  /// Called right after a transaction that announced a change commits, on this thread: this
+  /// process's own cache forgets at once, without waiting for its notification to come back.
+  public var afterAnnouncedCommit: (() -> Void)? = nil
+  private var announced = false
+
+  /// COMMIT, then the announcement hook if the transaction announced a change.
+  private func commit() throws(StoreError) {
+    do { try connection.execute("COMMIT") } catch {
+      announced = false
+      throw error
+    }
+    if announced {
+      announced = false
+      afterAnnouncedCommit?()
+    }
   }
 
   /// The server is not read-only (a standby, or `default_transaction_read_only`) and a write commits.

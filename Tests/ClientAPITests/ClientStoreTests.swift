@@ -11,19 +11,21 @@ final class TestClock: Sendable {
   var read: @Sendable () -> Int { { [self] in seconds.withLock { $0 } } }
 }
 
-func makeStore() throws -> (ClientStore, TestClock, String) {
-  let (_, path) = try temporaryDatabase()
+/// A fresh store on `engine` (see `Engine.location`), the clock it reads, and where it lives (for
+/// a second connection: `ClientStore(database: location.open(), ...)`).
+func makeStore(_ engine: Engine) throws -> (ClientStore, TestClock, DatabaseLocation) {
+  let location = try engine.location()
   let clock = TestClock()
-  return (try ClientStore(path: path, clock: clock.read), clock, path)
+  return (try ClientStore(database: try location.open(), clock: clock.read), clock, location)
 }
 
 @Suite("Client store")
 struct ClientStoreTests {
   let hash = "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHQ$aGFzaA"
 
-  @Test("accounts: normalised unique emails, and every change audited")
-  func accounts() throws {
-    let (store, _, _) = try makeStore()
+  @Test("accounts: normalised unique emails, and every change audited", arguments: Engine.available)
+  func accounts(engine: Engine) throws {
+    let (store, _, _) = try makeStore(engine)
     let ada = try store.createAccount(
       email: "  Ada@Example.TEST ", displayName: "Ada Example", passwordHash: hash, actor: "cli")
     #expect(ada.email == "ada@example.test" && ada.id.hasPrefix("acc_"))
@@ -37,11 +39,13 @@ struct ClientStoreTests {
     #expect(try store.auditEvents().map(\.action) == ["account.created", "account.disabled"])
   }
 
-  @Test("failure counts are keyed with the server's own key, never a plain digest of what was typed")
-  func keyedFailures() throws {
-    let (store, _, path) = try makeStore()
+  @Test(
+    "failure counts are keyed with the server's own key, never a plain digest of what was typed",
+    arguments: Engine.available)
+  func keyedFailures(engine: Engine) throws {
+    let (store, _, location) = try makeStore(engine)
     try store.recordSignInFailure(accountID: nil, email: "ada@example.test")
-    let db = try SQLiteDatabase(path: path)
+    let db = try location.open()
     let stored = try db.query("SELECT email_key FROM sign_in_failures").map { $0[0] }
     guard
       case .blob(let key)? = try db.query("SELECT key FROM server_keys WHERE name = 'identifier'").first?[0]
@@ -53,13 +57,15 @@ struct ClientStoreTests {
     #expect(stored == [.blob(Secrets.hmac(key: key, Array("ada@example.test".utf8)))])
     #expect(stored != [.blob(Secrets.digest("ada@example.test"))])
     // The key is made once per database: a second connection keys alike; another database differs.
-    let again = try ClientStore(path: path, clock: { 0 })
+    let again = try ClientStore(database: try location.open(), clock: { 0 })
     #expect(try again.isLocked(email: "ada@example.test") == false)
     #expect(again.identifierDigest("ada@example.test") == store.identifierDigest("ada@example.test"))
-    let (other, _, _) = try makeStore()
+    let (other, _, _) = try makeStore(engine)
     #expect(other.identifierDigest("ada@example.test") != store.identifierDigest("ada@example.test"))
   }
 
+  // SQLite only: how SQLite binds text. PostgreSQL text cannot hold a NUL, and PostgresConnection
+  // refuses one with its own error (PostgresConnectionTests).
   @Test("text is bound and read with its byte length: a NUL inside is neither cut nor matched early")
   func nulInText() throws {
     let (db, _) = try temporaryDatabase()
@@ -75,9 +81,11 @@ struct ClientStoreTests {
       ])
   }
 
-  @Test("memberships are live: a revoked role disappears, and accounts never see each other's schools")
-  func memberships() throws {
-    let (store, _, _) = try makeStore()
+  @Test(
+    "memberships are live: a revoked role disappears, and accounts never see each other's schools",
+    arguments: Engine.available)
+  func memberships(engine: Engine) throws {
+    let (store, _, _) = try makeStore(engine)
     let a = try store.createAccount(
       email: "a@example.test", displayName: "A", passwordHash: hash, actor: "cli")
     let b = try store.createAccount(
@@ -110,9 +118,11 @@ struct ClientStoreTests {
     #expect(throws: StoreError.self) { try store.createSchool(name: "Bad", slug: "Bad Slug", actor: "cli") }
   }
 
-  @Test("sessions: found by token, within both lifetimes, per kind", arguments: ["web", "native"])
-  func lifetimes(_ kind: String) throws {
-    let (store, clock, _) = try makeStore()
+  @Test(
+    "sessions: found by token, within both lifetimes, per kind", arguments: Engine.available,
+    ["web", "native"])
+  func lifetimes(engine: Engine, _ kind: String) throws {
+    let (store, clock, _) = try makeStore(engine)
     let account = try store.createAccount(
       email: "a@example.test", displayName: "A", passwordHash: hash, actor: "cli")
     var lifetimes = SessionLifetimes()
@@ -141,9 +151,9 @@ struct ClientStoreTests {
     #expect(try store.session(token: idleToken, lifetimes: lifetimes) == nil, "idle too long")
   }
 
-  @Test("revocation: one session, a disabled account, and operator filters")
-  func revocation() throws {
-    let (store, _, _) = try makeStore()
+  @Test("revocation: one session, a disabled account, and operator filters", arguments: Engine.available)
+  func revocation(engine: Engine) throws {
+    let (store, _, _) = try makeStore(engine)
     let a = try store.createAccount(
       email: "a@example.test", displayName: "A", passwordHash: hash, actor: "cli")
     let lifetimes = SessionLifetimes()
@@ -172,9 +182,11 @@ struct ClientStoreTests {
     #expect(actions.filter { $0 == "session.revoked" }.count == 2)
   }
 
+  // SQLite only: it reads the database file itself (after a WAL checkpoint).
   @Test("tokens and password hashes never reach the database file or the audit trail in clear")
   func noSecrets() throws {
-    let (store, _, path) = try makeStore()
+    let (store, _, location) = try makeStore(.sqlite)
+    let path = try #require(location.sqlitePath)
     let a = try store.createAccount(
       email: "a@example.test", displayName: "A", passwordHash: hash, actor: "cli")
     let token = Secrets.token()

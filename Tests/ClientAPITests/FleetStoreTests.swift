@@ -183,6 +183,41 @@ struct PostgresFleetTests {
     #expect(audit.filter { $0.detail == "locked" }.count == 1)
   }
 
+  /// Raw SQL any writer might run, and whether PostgreSQL's triggers must announce it.
+  static let rawWrites: [(String, Bool)] = [
+    ("UPDATE memberships SET revoked_at = 1", true),
+    ("DELETE FROM memberships", true),
+    ("UPDATE accounts SET disabled = 1", true),
+    ("UPDATE accounts SET display_name = 'Ada Renamed'", true),
+    ("UPDATE schools SET name = 'North Renamed'", true),
+    ("UPDATE sessions SET revoked_at = 1", true),
+    ("UPDATE sessions SET expires_at = 1", true),
+    ("DELETE FROM sessions", true),
+    ("UPDATE sessions SET last_seen_at = last_seen_at + 1", false),
+    ("UPDATE accounts SET password_hash = 'y'", false),
+    ("INSERT INTO audit_events (at, actor, action) VALUES (1, 'x', 'y')", false),
+    ("DELETE FROM sign_in_failures", false),
+  ]
+
+  @Test("a write by anyone that can change a session's answer is announced", arguments: rawWrites)
+  func rawWritesAnnounced(sql: String, announced: Bool) throws {
+    let schema = try TestSchema()
+    defer { schema.drop() }
+    let db = try PostgresDatabase(uri: schema.uri)
+    let store = try ClientStore(database: db, clock: TestClock().read)
+    let ada = try store.createAccount(
+      email: "ada@example.test", displayName: "Ada", passwordHash: "x", actor: "t")
+    _ = try store.createSchool(name: "North", slug: "north", actor: "t")
+    try store.addMember(email: "ada@example.test", schoolSlug: "north", role: .teacher, actor: "t")
+    _ = try store.createSession(
+      accountID: ada.id, kind: "web", platform: nil, appVersion: nil, token: "t",
+      lifetimes: SessionLifetimes())
+    let before = try store.changeCount()
+    // Another writer altogether: a plain connection, no band-edge rule in the way.
+    try PostgresConnection(uri: schema.uri).execute(sql)
+    #expect((try store.changeCount() > before) == announced)
+  }
+
   @Test("the listener sees another connection's change, and has no stamp while its connection is gone")
   func listener() throws {
     let schema = try TestSchema()

@@ -14,9 +14,11 @@ struct LimitsTests {
     #expect(until == (seconds == 0 ? 0 : 1000 + seconds))
   }
 
-  @Test("a locked email refuses even the right password; others and existing sessions are untouched")
-  func lockout() throws {
-    let f = try SessionFixture()
+  @Test(
+    "a locked email refuses even the right password; others and existing sessions are untouched",
+    arguments: Engine.available)
+  func lockout(engine: Engine) throws {
+    let f = try SessionFixture(engine)
     let hash = f.pages.context.hasher.hash("the right password")
     for email in ["ada@example.test", "bo@example.test"] {
       _ = try f.store.createAccount(
@@ -47,9 +49,9 @@ struct LimitsTests {
 
   @Test(
     "a failure while locked does not extend the lock; after it the doubling resumes, capped at 15 minutes",
-    arguments: [0, 1, 30])
-  func lockoutsEnd(attemptsWhileLocked: Int) throws {
-    let f = try SessionFixture()
+    arguments: Engine.available, [0, 1, 30])
+  func lockoutsEnd(engine: Engine, attemptsWhileLocked: Int) throws {
+    let f = try SessionFixture(engine)
     let store = try f.pages.context.store()
     let email: EmailAddress = "tom@example.test"
     for _ in 0..<4 { #expect(try !store.recordSignInFailure(accountID: nil, email: email)) }
@@ -71,9 +73,10 @@ struct LimitsTests {
   }
 
   @Test(
-    "a browser that signed in before is not held by a stranger's lock of its email; its own failures lock it")
-  func trustedDevice() throws {
-    let f = try SessionFixture()
+    "a browser that signed in before is not held by a stranger's lock of its email; its own failures lock it",
+    arguments: Engine.available)
+  func trustedDevice(engine: Engine) throws {
+    let f = try SessionFixture(engine)
     let hash = f.pages.context.hasher.hash("the right password")
     _ = try f.store.createAccount(
       email: "tom@example.test", displayName: "Tom", passwordHash: hash, actor: "test")
@@ -126,14 +129,15 @@ struct LimitsTests {
 
   @Test(
     "an attacker's spellings of a locked email never reach the account",
-    arguments: [
+    arguments: Engine.available,
+    [
       "tom@example.test\u{0}x", "\u{0}tom@example.test", "tom@example.test\u{0}", "tom\u{0}@example.test",
       "tom@exаmple.test", "tоm@example.test", "tom@example.test\u{200B}", "\u{FEFF}tom@example.test",
       "ｔｏｍ@example.test", "tom@example.test.", "tom @example.test", "tom@example.test\r\n",
       "tom@example.test\u{7F}", "tom@@example.test", "\"tom\"@example.test", "tom@example.test%00x",
     ])
-  func lockedSpellings(spelling: String) throws {
-    let f = try SessionFixture()
+  func lockedSpellings(engine: Engine, spelling: String) throws {
+    let f = try SessionFixture(engine)
     let hash = f.pages.context.hasher.hash("the right password")
     _ = try f.store.createAccount(
       email: "tom@example.test", displayName: "Tom", passwordHash: hash, actor: "test")
@@ -145,11 +149,12 @@ struct LimitsTests {
 
   @Test(
     "the same address however it is typed counts as one: case and white space at the ends",
-    arguments: [
+    arguments: Engine.available,
+    [
       "TOM@EXAMPLE.TEST", " tom@example.test", "tom@example.test\u{2003}", "\u{00A0}Tom@Example.Test",
     ])
-  func sameAddress(spelling: String) throws {
-    let f = try SessionFixture()
+  func sameAddress(engine: Engine, spelling: String) throws {
+    let f = try SessionFixture(engine)
     let store = try f.pages.context.store()
     for _ in 0..<5 { _ = try f.pages.checkPassword(email: spelling, password: "x", store: store) }
     #expect(try store.isLocked(email: "tom@example.test"))
@@ -236,9 +241,11 @@ struct LimitsTests {
 
 @Suite("Account deletion and retention")
 struct DeletionTests {
-  @Test("deletion ends every session at once; personal fields go after the window, the ID stays")
-  func deletion() throws {
-    let f = try SessionFixture()
+  @Test(
+    "deletion ends every session at once; personal fields go after the window, the ID stays",
+    arguments: Engine.available)
+  func deletion(engine: Engine) throws {
+    let f = try SessionFixture(engine)
     _ = try f.store.createSchool(name: "Northfield Primary", slug: "northfield", actor: "test")
     let token = try f.signedIn("ada@example.test", schools: [("northfield", .teacher)])
     let (account, _) = try #require(try f.store.account(email: "ada@example.test"))
@@ -263,9 +270,9 @@ struct DeletionTests {
 
 @Suite("Pruning")
 struct PruneTests {
-  @Test("handoffs and failure counts a day old are forgotten; recent ones stay")
-  func prune() throws {
-    let (store, clock, _) = try makeStore()
+  @Test("handoffs and failure counts a day old are forgotten; recent ones stay", arguments: Engine.available)
+  func prune(engine: Engine) throws {
+    let (store, clock, _) = try makeStore(engine)
     let account = try store.createAccount(
       email: "ada@example.test", displayName: "Ada", passwordHash: "x", actor: "t")
     _ = try store.createHandoff(

@@ -105,8 +105,8 @@ struct HandoffStoreTests {
   let verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
   let challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
 
-  func setUp() throws -> (ClientStore, TestClock, String) {
-    let (store, clock, _) = try makeStore()
+  func setUp(_ engine: Engine) throws -> (ClientStore, TestClock, String) {
+    let (store, clock, _) = try makeStore(engine)
     let account = try store.createAccount(
       email: "ada@example.test", displayName: "Ada", passwordHash: "x", actor: "t")
     let code = try store.createHandoff(
@@ -127,9 +127,9 @@ struct HandoffStoreTests {
       bodyDigest: Secrets.digest(code + verifier + state))
   }
 
-  @Test("the first exchange grants a native session; the code is then used up")
-  func grant() throws {
-    let (store, _, code) = try setUp()
+  @Test("the first exchange grants a native session; the code is then used up", arguments: Engine.available)
+  func grant(engine: Engine) throws {
+    let (store, _, code) = try setUp(engine)
     guard
       case .granted(let token, let session) = try store.exchange(request(code), lifetimes: SessionLifetimes())
     else {
@@ -148,10 +148,12 @@ struct HandoffStoreTests {
     #expect(try store.auditEvents().contains { $0.action == "handoff.replayed" })
   }
 
-  @Test("wrong verifier, state or expired code: invalid_grant, and the code is used up")
-  func refusals() throws {
+  @Test(
+    "wrong verifier, state or expired code: invalid_grant, and the code is used up",
+    arguments: Engine.available)
+  func refusals(engine: Engine) throws {
     for variant in 0..<4 {
-      let (store, clock, code) = try setUp()
+      let (store, clock, code) = try setUp(engine)
       let first: ExchangeRequest
       switch variant {
       case 0: first = request(code, verifier: String(repeating: "x", count: 43))
@@ -168,9 +170,9 @@ struct HandoffStoreTests {
     }
   }
 
-  @Test("the database never holds the code or the token in clear")
-  func nothingInClear() throws {
-    let (store, _, code) = try setUp()
+  @Test("the database never holds the code or the token in clear", arguments: Engine.available)
+  func nothingInClear(engine: Engine) throws {
+    let (store, _, code) = try setUp(engine)
     guard case .granted(let token, _) = try store.exchange(request(code), lifetimes: SessionLifetimes())
     else {
       Issue.record("refused")

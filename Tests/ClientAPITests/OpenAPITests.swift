@@ -18,7 +18,7 @@ struct OpenAPITests {
 
   @Test("every /api/ route in the router is documented, and every documented operation is routed")
   func coverage() throws {
-    let f = try SessionFixture()
+    let f = try SessionFixture(.sqlite)  // the routes only: no store is read
     let context = f.pages.context
     let router = try Router(
       SessionAPI(context).routes + WebPages(context).routes + NativeSignIn(context).routes

@@ -5,30 +5,34 @@ import Testing
 
 @testable import ClientAPI
 
-/// A session endpoint over a fresh database, a deployment whose iOS minimum is 1.4, and helpers.
+/// A session endpoint over a fresh store on `engine`, a deployment whose iOS minimum is 1.4, and helpers.
 struct SessionFixture {
   let store: ClientStore
   let api: SessionAPI
   let pages: WebPages
   let router: Router
   let clock: TestClock
-  let path: String
+  /// Where the store lives: another connection to it is `location.open()`.
+  let location: DatabaseLocation
 
-  init() throws {
-    let (store, clock, path) = try makeStore()
-    let config = URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent("config.json")
+  init(_ engine: Engine) throws {
+    let (_, clock, location) = try makeStore(engine)
+    let config = try TestDirectory.make("fixture").appendingPathComponent("config.json")
     try #"{"minimumAppVersion": {"ios": "1.4.0", "android": "1.0.0"}}"#.write(
       to: config, atomically: true, encoding: .utf8)
     let deployment = try DeploymentLoader.load(environment: [:], configPath: config.path).get()
-    self.store = store
     self.clock = clock
-    self.path = path
+    self.location = location
     var hasher = PasswordHasher()
     hasher.memoryKiB = 1024  // cheap for tests; rehash-on-sign-in is tested with the real parameters
     hasher.timeCost = 1
-    let context = ClientContext(
-      databasePath: path, deployment: deployment, lifetimes: SessionLifetimes(), hasher: hasher,
-      stylesheet: "/styles.test.css", clock: clock.read)
+    let services = ClientServices(
+      database: location, lifetimes: SessionLifetimes(), hasher: hasher, clock: clock.read)
+    // The services' own connection on this thread, as the handlers use it: its changes reach the
+    // loop-side cache at commit on either engine. (Another connection's reach it by the WAL index
+    // or the change listener; those are tested where they happen.)
+    store = try services.stores.value()
+    let context = ClientContext(services: services, deployment: deployment, stylesheet: "/styles.test.css")
     api = SessionAPI(context)
     pages = WebPages(context)
     router = try Router(api.routes + pages.routes)
@@ -89,13 +93,13 @@ func body(_ response: Response) throws -> [String: Any] {
 struct SessionAPITests {
   @Test("every route is private and pooled")
   func routes() throws {
-    let f = try SessionFixture()
+    let f = try SessionFixture(.sqlite)  // the route table only: no store is read
     #expect(f.api.routes.allSatisfy { $0.cacheClass == .private && $0.execution == .pooled })
   }
 
-  @Test("no credentials: 401 with a bare challenge; a bad token: invalid_token")
-  func unauthorized() throws {
-    let f = try SessionFixture()
+  @Test("no credentials: 401 with a bare challenge; a bad token: invalid_token", arguments: Engine.available)
+  func unauthorized(engine: Engine) throws {
+    let f = try SessionFixture(engine)
     let none = f.call(.get, token: nil)
     #expect(none.status == .unauthorized)
     #expect(none.header("WWW-Authenticate") == "Bearer realm=\"band-licence\"")
@@ -103,9 +107,11 @@ struct SessionAPITests {
     #expect(bad.header("WWW-Authenticate") == "Bearer realm=\"band-licence\", error=\"invalid_token\"")
   }
 
-  @Test("the session has exactly the contract's fields and only this account's live schools")
-  func session() throws {
-    let f = try SessionFixture()
+  @Test(
+    "the session has exactly the contract's fields and only this account's live schools",
+    arguments: Engine.available)
+  func session(engine: Engine) throws {
+    let f = try SessionFixture(engine)
     _ = try f.store.createSchool(name: "Northfield Primary", slug: "northfield", actor: "test")
     _ = try f.store.createSchool(name: "Southgate Academy", slug: "southgate", actor: "test")
     let ada = try f.signedIn("ada@example.test", schools: [("northfield", .teacher)])
@@ -135,7 +141,7 @@ struct SessionAPITests {
     "the hand-written session body is the canonical JSON of the contract's object",
     arguments: [0, 1, 2])
   func canonicalBody(schools: Int) throws {
-    let f = try SessionFixture()
+    let f = try SessionFixture(.sqlite)  // the body is built from values: no store is read
     let account = Account(
       id: "acc_x", email: "q\"uote@example.test", displayName: "Zoë \\ \u{1}Tab\t", disabled: false)
     let memberships = (0..<schools).map {
@@ -159,9 +165,14 @@ struct SessionAPITests {
     #expect(String(decoding: f.api.sessionBody(account, memberships), as: UTF8.self) == expected)
   }
 
-  @Test("cached answers: served on the loop only while nothing was written and the session is fresh")
-  func cache() throws {
-    let f = try SessionFixture()
+  // SQLite only: this holds SQLite's rule that any commit invalidates at once. On PostgreSQL the
+  // cache hears of announced changes through its ChangeListener a moment after the commit (see
+  // PostgresFleetTests.listener and the end-to-end test_fleet_revocation).
+  @Test(
+    "cached answers: served on the loop only while nothing was written and the session is fresh",
+    arguments: [Engine.sqlite])
+  func cache(engine: Engine) throws {
+    let f = try SessionFixture(engine)
     _ = try f.store.createSchool(name: "Northfield Primary", slug: "northfield", actor: "test")
     let ada = try f.signedIn("ada@example.test", schools: [("northfield", .teacher)])
     let bo = try f.signedIn("bo@example.test")
@@ -192,24 +203,26 @@ struct SessionAPITests {
     _ = f.call(.get, token: ada)
     #expect(f.answeredOnLoop(ada))
     // A session revoked from another connection (another process, the CLI) ends at once.
-    let other = try ClientStore(path: f.path, clock: f.clock.read)
+    let other = try ClientStore(database: try f.location.open(), clock: f.clock.read)
     _ = try other.revokeSessions(.account(email: "ada@example.test"), reason: "test", actor: "cli")
     #expect(!f.answeredOnLoop(ada))
     #expect(f.call(.get, token: ada).status == .unauthorized)
   }
 
-  @Test("DELETE revokes the presented session at once")
-  func delete() throws {
-    let f = try SessionFixture()
+  @Test("DELETE revokes the presented session at once", arguments: Engine.available)
+  func delete(engine: Engine) throws {
+    let f = try SessionFixture(engine)
     let token = try f.signedIn("ada@example.test")
     #expect(f.call(.delete, token: token).status == .noContent)
     #expect(f.call(.get, token: token).status == .unauthorized)
     #expect(f.call(.delete, token: token).status == .unauthorized)
   }
 
-  @Test("an app below its platform's minimum gets 426; a malformed client header 400")
-  func versions() throws {
-    let f = try SessionFixture()
+  @Test(
+    "an app below its platform's minimum gets 426; a malformed client header 400", arguments: Engine.available
+  )
+  func versions(engine: Engine) throws {
+    let f = try SessionFixture(engine)
     let token = try f.signedIn("ada@example.test")
     let old = f.call(.get, token: token, headers: [("Band-Licence-Client", "ios/1.3.9")])
     #expect(old.status == .upgradeRequired)
@@ -222,20 +235,22 @@ struct SessionAPITests {
 
   @Test(
     "Band-Licence-Client follows the documented pattern: ios|android / 2 or 3 parts of 1 to 6 ASCII digits",
-    arguments: [
+    arguments: Engine.available,
+    [
       ("ios/1.4.0", 200), ("android/2.1", 200), ("ios/1.4.0.1", 400), ("ios/1", 400), ("ios/1..4", 400),
       ("ios/1.4.", 400), ("ios/", 400), ("ios/١.٤", 400), ("ios/1.4.0x", 400), ("IOS/1.4.0", 400),
       ("ios/1234567.0", 400), ("ios/1.4/0", 400), ("ios 1.4.0", 400),
     ])
-  func clientHeaderPattern(header: String, status: Int) throws {
-    let f = try SessionFixture()
+  func clientHeaderPattern(engine: Engine, row: (String, Int)) throws {
+    let (header, status) = row
+    let f = try SessionFixture(engine)
     let token = try f.signedIn("ada@example.test")
     #expect(f.call(.get, token: token, headers: [("Band-Licence-Client", header)]).status.code == status)
   }
 
-  @Test("answers never contain the token or its digest")
-  func noSecrets() throws {
-    let f = try SessionFixture()
+  @Test("answers never contain the token or its digest", arguments: Engine.available)
+  func noSecrets(engine: Engine) throws {
+    let f = try SessionFixture(engine)
     let token = try f.signedIn("ada@example.test")
     let digest = Secrets.digest(token).map { String(format: "%02x", $0) }.joined()
     for response in [f.call(.get, token: token), f.call(.get, token: Secrets.token())] {

@@ -1,33 +1,8 @@
+import Dispatch
+import Synchronization
 import Testing
 
 @testable import ClientAPI
-
-/// A fresh store on each engine: SQLite in a temporary directory, PostgreSQL in a schema of its
-/// own on the test server (dropped by `Engine.finish`).
-enum Engine: String, CaseIterable, Sendable {
-  case sqlite
-  case postgres
-
-  /// The engines this run can reach: PostgreSQL only when build/test started one.
-  static var available: [Engine] { testPostgresURI == nil ? [.sqlite] : allCases }
-
-  /// A new, empty database of this engine, and what removes it afterwards.
-  func database() throws -> (any Database, () -> Void) {
-    switch self {
-    case .sqlite:
-      let path = try TestDirectory.make("engine").appendingPathComponent("test.sqlite").path
-      return (try SQLiteDatabase(path: path), {})
-    case .postgres:
-      let base = try #require(testPostgresURI)
-      let schema =
-        "t_" + Secrets.base64url(Secrets.randomBytes(9)).lowercased().filter { $0.isLetter || $0.isNumber }
-      let admin = try PostgresConnection(uri: base)
-      try admin.execute("CREATE SCHEMA \(schema)")
-      let database = try PostgresDatabase(uri: base + "&options=-csearch_path%3D\(schema)")
-      return (database, { _ = try? admin.execute("DROP SCHEMA \(schema) CASCADE") })
-    }
-  }
-}
 
 @Suite("The store's rules on every engine")
 struct StoreEngineTests {
@@ -96,5 +71,35 @@ struct StoreEngineTests {
     #expect(try store.isLocked(email: "tom@example.test"), "the 6th failure doubled the lock")
     let again = try ClientStore(database: db, clock: clock.read)
     #expect(again.identifierDigest("tom@example.test") == store.identifierDigest("tom@example.test"))
+  }
+}
+
+@Suite("Migrations started together")
+struct ConcurrentMigrationTests {
+  /// Connections, each used by one thread only.
+  // Safe to share unchecked: thread `i` of `concurrentPerform` touches `connections[i]` alone.
+  struct Connections: @unchecked Sendable {
+    let connections: [any Database]
+  }
+
+  @Test(
+    "connections migrating a new database at once all succeed, and each step is applied once",
+    arguments: Engine.available)
+  func together(engine: Engine) throws {
+    for _ in 0..<3 {
+      let location = try engine.location()
+      // Opened one after the other: what opening does (PostgreSQL's band_edge_schema table) is not
+      // under test here, only the migrations.
+      let open = Connections(connections: try (0..<4).map { _ in try location.open() })
+      let outcomes = Mutex<[Result<[Int], StoreError>]>([])
+      DispatchQueue.concurrentPerform(iterations: open.connections.count) { i in
+        let outcome = Result { () throws(StoreError) -> [Int] in try Migrations.apply(to: open.connections[i])
+        }
+        outcomes.withLock { $0.append(outcome) }
+      }
+      let applied = try outcomes.withLock { $0 }.flatMap { try $0.get() }
+      #expect(applied.sorted() == Array(1...Migrations.latest))
+      #expect(try Migrations.version(of: open.connections[0]) == Migrations.latest)
+    }
   }
 }

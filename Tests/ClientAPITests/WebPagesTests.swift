@@ -78,8 +78,8 @@ func text(_ response: Response) -> String {
 
 @Suite("Web sign-in and account pages (in-process)")
 struct WebPagesTests {
-  func fixture() throws -> SessionFixture {
-    let f = try SessionFixture()
+  func fixture(_ engine: Engine) throws -> SessionFixture {
+    let f = try SessionFixture(engine)
     _ = try f.store.createSchool(name: "Northfield Primary", slug: "northfield", actor: "test")
     let hash = f.pages.context.hasher.hash("correct horse battery")
     _ = try f.store.createAccount(
@@ -88,9 +88,11 @@ struct WebPagesTests {
     return f
   }
 
-  @Test("sign in through the form: 303, the session cookie with exactly the contract's attributes")
-  func signIn() throws {
-    var browser = Browser(try fixture())
+  @Test(
+    "sign in through the form: 303, the session cookie with exactly the contract's attributes",
+    arguments: Engine.available)
+  func signIn(engine: Engine) throws {
+    var browser = Browser(try fixture(engine))
     let form = browser.send(.get, "/sign-in")
     #expect(form.status == .ok)
     #expect(form.header("Content-Security-Policy")?.contains("frame-ancestors 'none'") == true)
@@ -117,9 +119,9 @@ struct WebPagesTests {
     #expect(events.contains("sign_in.succeeded"))
   }
 
-  @Test("the cookie's value changes at sign-in and the old session ends")
-  func rotation() throws {
-    var browser = Browser(try fixture())
+  @Test("the cookie's value changes at sign-in and the old session ends", arguments: Engine.available)
+  func rotation(engine: Engine) throws {
+    var browser = Browser(try fixture(engine))
     _ = browser.signIn("ada@example.test", "correct horse battery")
     let first = try #require(browser.cookies[WebSecurity.sessionCookie])
     _ = browser.signIn("ada@example.test", "correct horse battery")  // GET /sign-in redirects when signed in
@@ -147,9 +149,10 @@ struct WebPagesTests {
   }
 
   @Test(
-    "wrong password, unknown email and disabled account: the same page and status, audited without the email")
-  func failures() throws {
-    let f = try fixture()
+    "wrong password, unknown email and disabled account: the same page and status, audited without the email",
+    arguments: Engine.available)
+  func failures(engine: Engine) throws {
+    let f = try fixture(engine)
     _ = try f.store.createAccount(
       email: "off@example.test", displayName: "Off",
       passwordHash: f.pages.context.hasher.hash("pw-for-off-account"), actor: "test")
@@ -174,9 +177,11 @@ struct WebPagesTests {
     #expect(failures.allSatisfy { ($0.detail ?? "").isEmpty && !($0.subject ?? "").contains("@") })
   }
 
-  @Test("a POST without our Origin, or without the right CSRF token, is refused and changes nothing")
-  func forgery() throws {
-    let f = try fixture()
+  @Test(
+    "a POST without our Origin, or without the right CSRF token, is refused and changes nothing",
+    arguments: Engine.available)
+  func forgery(engine: Engine) throws {
+    let f = try fixture(engine)
     let cases: [(origin: String?, referer: String?, csrf: (Response) -> String)] = [
       ("https://evil.example", nil, Browser.csrf),
       ("null", nil, Browser.csrf),
@@ -211,9 +216,11 @@ struct WebPagesTests {
     #expect(ok.status == .seeOther)
   }
 
-  @Test("sign out: 303, the cookie cleared, the session then 401; a forged sign-out changes nothing")
-  func signOut() throws {
-    var browser = Browser(try fixture())
+  @Test(
+    "sign out: 303, the cookie cleared, the session then 401; a forged sign-out changes nothing",
+    arguments: Engine.available)
+  func signOut(engine: Engine) throws {
+    var browser = Browser(try fixture(engine))
     _ = browser.signIn("ada@example.test", "correct horse battery")
     let token = try #require(browser.cookies[WebSecurity.sessionCookie])
     let account = browser.send(.get, "/account")
@@ -231,9 +238,9 @@ struct WebPagesTests {
     #expect(stale.send(.get, "/account").header("Location") == "/sign-in?return=%2Faccount")
   }
 
-  @Test("devices: list, revoke one's own, never another person's")
-  func devices() throws {
-    let f = try fixture()
+  @Test("devices: list, revoke one's own, never another person's", arguments: Engine.available)
+  func devices(engine: Engine) throws {
+    let f = try fixture(engine)
     let other = try f.signedIn("bo@example.test")
     var browser = Browser(f)
     _ = browser.signIn("ada@example.test", "correct horse battery")
@@ -261,15 +268,17 @@ struct WebPagesTests {
 
   @Test(
     "a failed sign-in shows the typed email again, normalised and escaped; nothing that is not an address",
-    arguments: [
+    arguments: Engine.available,
+    [
       ("ada@example.test", " value=\"ada@example.test\""),
       ("Ada@Example.TEST", " value=\"ada@example.test\""),
       ("o'brien&co@example.test", " value=\"o&#39;brien&amp;co@example.test\""),
       ("\"><script>x</script>@example.test", nil), ("My Secret Passw0rd!", nil),
       ("ada@example.test\u{0}x", nil), ("ada@example.test\n", nil),
     ] as [(String, String?)])
-  func keepsEmail(email: String, shown: String?) throws {
-    var browser = Browser(try fixture())
+  func keepsEmail(engine: Engine, row: (String, String?)) throws {
+    let (email, shown) = row
+    var browser = Browser(try fixture(engine))
     let response = browser.signIn(email, "wrong password")
     #expect(response.status == .badRequest)
     let page = text(response)
@@ -287,7 +296,7 @@ struct WebPagesTests {
 
   @Test("the locked sentence is rendered in the form's alert, the same for every email")
   func locked() throws {
-    let f = try fixture()
+    let f = try fixture(.sqlite)  // the form is rendered from values: no store is read
     let request = Request(method: .get, target: "/sign-in", headers: [("Host", "127.0.0.1:8080")])
     let page = text(f.pages.signInForm(request, status: .badRequest, message: WebPages.lockedMessage))
     #expect(
@@ -297,14 +306,16 @@ struct WebPagesTests {
 
   @Test(
     "sign-in returns the person to the page they asked for, and only to a same-origin path",
-    arguments: [
+    arguments: Engine.available,
+    [
       ("%2Faccount", "/account", "/account"), ("%2Faccount%2Fdelete", "/account/delete", "/account/delete"),
       ("%2F%2Fevil.example", "//evil.example", "/"),
       ("https%3A%2F%2Fevil.example", "https://evil.example", "/"),
       ("%2F%5Cevil.example", "/\\evil.example", "/"), ("%2F%09%2Fevil.example", "/\t/evil.example", "/"),
     ])
-  func returns(query: String, raw: String, location: String) throws {
-    var browser = Browser(try fixture())
+  func returns(engine: Engine, row: (String, String, String)) throws {
+    let (query, raw, location) = row
+    var browser = Browser(try fixture(engine))
     let form = browser.send(.get, "/sign-in?return=\(query)")
     #expect(form.status == .ok)
     let page = text(form)
@@ -330,9 +341,11 @@ struct WebPagesTests {
     #expect(forged.header("Location") == location)
   }
 
-  @Test("the account page: one word for signing a device out, times in the deployment's zone, labelled")
-  func accountWords() throws {
-    var browser = Browser(try fixture())
+  @Test(
+    "the account page: one word for signing a device out, times in the deployment's zone, labelled",
+    arguments: Engine.available)
+  func accountWords(engine: Engine) throws {
+    var browser = Browser(try fixture(engine))
     browser.f.clock.advance(ZoneRulesTests.utc(2026, 7, 1, 9, 30) - browser.f.clock.read())
     _ = browser.signIn("ada@example.test", "correct horse battery")
     let page = text(browser.send(.get, "/account"))
@@ -347,7 +360,7 @@ struct WebPagesTests {
 
   @Test("a store failure on a page is a page (500), its cause only in the log")
   func failurePage() throws {
-    let f = try fixture()
+    let f = try fixture(.sqlite)  // the failure is the test's own: no store is read
     let response = f.pages.guarded { throw StoreError("disk I/O error at /secret/path") }
     #expect(response.status == .internalServerError)
     #expect(response.header("Content-Type") == "text/html; charset=utf-8")
@@ -355,9 +368,9 @@ struct WebPagesTests {
     #expect(page.contains("<h1>Something went wrong</h1>") && !page.contains("secret"))
   }
 
-  @Test("pages escape what people typed")
-  func escaping() throws {
-    let f = try fixture()
+  @Test("pages escape what people typed", arguments: Engine.available)
+  func escaping(engine: Engine) throws {
+    let f = try fixture(engine)
     let hash = f.pages.context.hasher.hash("another long password")
     _ = try f.store.createAccount(
       email: "x@example.test", displayName: "<script>alert(1)</script>", passwordHash: hash, actor: "test")
@@ -367,9 +380,9 @@ struct WebPagesTests {
     #expect(!page.contains("<script>") && page.contains("&lt;script&gt;"))
   }
 
-  @Test("an old password hash is upgraded at sign-in")
-  func rehash() throws {
-    let f = try fixture()
+  @Test("an old password hash is upgraded at sign-in", arguments: Engine.available)
+  func rehash(engine: Engine) throws {
+    let f = try fixture(engine)
     var weak = PasswordHasher()
     weak.memoryKiB = 512
     weak.timeCost = 1

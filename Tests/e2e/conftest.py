@@ -14,6 +14,24 @@ def pytest_configure(config):
     ones, which a second session running at the same time would prune), removed at the end."""
     if not config.option.basetemp:
         config.option.basetemp = str(edge.temporary_directory("band-edge-pytest-"))
+    config.addinivalue_line(
+        "markers", "sqlite_only(reason): the test needs SQLite itself (opens, corrupts or locks the file, "
+        "or passes --data); skipped when BAND_EDGE_E2E_ENGINE=postgres")
+
+
+def pytest_report_header(config):
+    return f"band-edge store engine: {edge.engine()}"
+
+
+def pytest_collection_modifyitems(config, items):
+    """In the PostgreSQL pass, tests marked sqlite_only are skipped, with their reason."""
+    if edge.engine() != "postgres":
+        return
+    for item in items:
+        marker = item.get_closest_marker("sqlite_only")
+        if marker:
+            reason = marker.args[0] if marker.args else "needs SQLite itself"
+            item.add_marker(pytest.mark.skip(reason=f"SQLite only: {reason}"))
 
 
 def pytest_sessionfinish(session, exitstatus):

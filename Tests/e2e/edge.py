@@ -32,6 +32,81 @@ def binary() -> Path:
 _built_shell: Path | None = None
 _directories: list[Path] = []
 _servers: list["Server"] = []
+_schemas: list[str] = []
+
+
+def engine() -> str:
+    """The engine the servers and stores of this run use: `BAND_EDGE_E2E_ENGINE`, `sqlite` (the
+    default) or `postgres` (on the test server build/test starts, `BAND_EDGE_TEST_POSTGRES`)."""
+    chosen = os.environ.get("BAND_EDGE_E2E_ENGINE", "sqlite")
+    if chosen not in ("sqlite", "postgres"):
+        raise RuntimeError(f"BAND_EDGE_E2E_ENGINE must be sqlite or postgres, not {chosen!r}")
+    if chosen == "postgres" and not os.environ.get("BAND_EDGE_TEST_POSTGRES"):
+        raise RuntimeError("BAND_EDGE_E2E_ENGINE=postgres needs BAND_EDGE_TEST_POSTGRES (build/test sets both)")
+    return chosen
+
+
+class Store:
+    """One store as the CLI names it (`args`: `--data DIR` or `--database URI`) and as a test reads
+    it directly (`query`, `dump`), whichever the engine."""
+
+    def __init__(self, args: list[str]):
+        self.args = args
+
+    @property
+    def uri(self) -> str | None:
+        """The libpq URI, for a store on PostgreSQL."""
+        return self.args[1] if self.args[0] == "--database" and not self.args[1].startswith("sqlite:") else None
+
+    @property
+    def sqlite_path(self) -> Path | None:
+        """The database file, for a store on SQLite."""
+        if self.uri is not None:
+            return None
+        directory = self.args[1].removeprefix("sqlite:")
+        return Path(directory) / "band-edge.sqlite"
+
+    def query(self, sql: str, parameters: tuple | list = ()) -> list[tuple]:
+        """Runs one statement (`?` placeholders) in a transaction of its own; the rows it returns."""
+        if self.uri is None:
+            import sqlite3
+            db = sqlite3.connect(self.sqlite_path)
+            try:
+                with db:
+                    return db.execute(sql, parameters).fetchall()
+            finally:
+                db.close()
+        import psycopg
+        with psycopg.connect(self.uri) as db:
+            if parameters:
+                cursor = db.execute(sql.replace("%", "%%").replace("?", "%s"), parameters)
+            else:
+                cursor = db.execute(sql)
+            return cursor.fetchall() if cursor.description else []
+
+    def dump(self) -> bytes:
+        """Everything the store holds: SQLite's files, or every row of every table as text."""
+        if self.uri is None:
+            path = self.sqlite_path
+            return b"".join(p.read_bytes() for p in (path, Path(f"{path}-wal")) if p.exists())
+        tables = [row[0] for row in self.query(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()")]
+        return "\n".join(str(row) for table in tables for row in self.query(f"SELECT t::text FROM {table} t")).encode()
+
+
+def new_store(directory: Path) -> Store:
+    """A new, empty store of the engine under test: `--data directory`, or on PostgreSQL a schema of
+    its own on the test server (created now, dropped by `cleanup`)."""
+    if engine() == "sqlite":
+        return Store(["--data", str(directory)])
+    import secrets
+    import psycopg
+    base = os.environ["BAND_EDGE_TEST_POSTGRES"]
+    schema = "e2e_" + secrets.token_hex(6)
+    with psycopg.connect(base, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+    _schemas.append(schema)
+    return Store(["--database", base + ("&" if "?" in base else "?") + f"options=-csearch_path%3D{schema}"])
 
 
 def temporary_directory(prefix: str = "band-edge-e2e-") -> Path:
@@ -51,6 +126,12 @@ def cleanup() -> None:
     for path in _directories:
         shutil.rmtree(path, ignore_errors=True)
     _directories.clear()
+    if _schemas:
+        import psycopg
+        with psycopg.connect(os.environ["BAND_EDGE_TEST_POSTGRES"], autocommit=True) as admin:
+            for schema in _schemas:
+                admin.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        _schemas.clear()
 
 
 atexit.register(cleanup)
@@ -68,7 +149,9 @@ def built_shell() -> Path:
 
 
 class Server:
-    """A band-edge process listening on a random loopback port, with its logs in files."""
+    """A band-edge process listening on a random loopback port, with its logs in files. Its store
+    is `self.store` (`self.database_args` names it for `band-edge admin`): the one `--data` or
+    `--database` in `args` names, else a new one of the engine under test (`new_store`)."""
 
     def __init__(self, *args: str, test_routes: bool = True, shell: Path | None = None,
                  env: dict[str, str] | None = None, file_limit: int | None = None):
@@ -78,8 +161,11 @@ class Server:
         self.stderr_path = self.dir / "stderr.log"
         self.shell = shell or built_shell()
         self.data = self.dir / "data"
+        named = [i for i, arg in enumerate(args) if arg in ("--data", "--database") and i + 1 < len(args)]
+        self.store = Store(list(args[named[-1]:named[-1] + 2])) if named else new_store(self.data)
+        self.database_args = self.store.args
         command = [str(binary()), "serve", "--listen", "127.0.0.1:0", "--shell", str(self.shell),
-                   "--data", str(self.data), *args]
+                   *([] if named else self.database_args), *args]
         if test_routes:
             command.append("--test-routes")
         environment = {k: v for k, v in os.environ.items() if not k.startswith("BAND_LICENCE_")}

@@ -6,6 +6,8 @@ import socket
 import subprocess
 import time
 
+import pytest
+
 from edge import binary, request
 
 
@@ -187,6 +189,7 @@ def test_address_in_use_exits_1_with_one_line(server):
     assert "Address already in use" in result.stderr
 
 
+@pytest.mark.sqlite_only("an unusable --data directory")
 def test_unusable_data_directory_stops_start_up_with_one_line(server):
     result = run_cli("serve", "--listen", "127.0.0.1:0", "--shell", str(server.shell), "--data", "/etc/hostname")
     assert result.returncode == 1
@@ -195,7 +198,7 @@ def test_unusable_data_directory_stops_start_up_with_one_line(server):
 
 
 def test_migrations_run_at_start_and_stdout_stays_the_json_access_log(server):
-    assert (server.data / "band-edge.sqlite").exists(), "migrated before serving"
+    assert server.store.query("SELECT COUNT(*) FROM accounts") == [(0,)], "migrated before serving"
     client = server.connect()
     client.send(request("GET", "/healthz"))
     client.read_response()

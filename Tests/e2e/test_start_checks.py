@@ -41,6 +41,7 @@ def serve(data, user=None):
     return process.returncode, err
 
 
+@pytest.mark.sqlite_only("a read-only SQLite file")
 def test_a_read_only_database_is_a_failed_start(data_dir):
     database = data_dir / "band-edge.sqlite"
     user = None
@@ -64,6 +65,7 @@ def test_a_read_only_database_is_a_failed_start(data_dir):
     assert "cannot be written" in err or "readonly" in err, err
 
 
+@pytest.mark.sqlite_only("corrupts the SQLite file")
 def test_a_damaged_database_is_a_failed_start(data_dir):
     database = data_dir / "band-edge.sqlite"
     with sqlite3.connect(database) as db:
@@ -83,6 +85,7 @@ def test_a_damaged_database_is_a_failed_start(data_dir):
     assert err.startswith("band-edge: error: ") and ("damaged" in err or "malformed" in err), err
 
 
+@pytest.mark.sqlite_only("writes garbage where the SQLite file goes")
 def test_a_file_that_is_not_a_database_is_a_failed_start(data_dir):
     (data_dir / "band-edge.sqlite").write_bytes(b"not a database, just some bytes " * 200)
     for suffix in ("-wal", "-shm"):

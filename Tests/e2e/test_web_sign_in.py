@@ -5,7 +5,6 @@ route table for no-store."""
 import hashlib
 import json
 import re
-import sqlite3
 import subprocess
 from urllib.parse import urlencode
 
@@ -17,7 +16,7 @@ PASSWORD = "a-long-demo-password-42"
 
 
 def admin(server, *args, stdin=""):
-    result = subprocess.run([str(binary()), "admin", "--data", str(server.data), *args], input=stdin,
+    result = subprocess.run([str(binary()), "admin", *server.database_args, *args], input=stdin,
                             capture_output=True, text=True, timeout=60, env={})
     assert result.returncode == 0, result.stderr
     return result.stdout
@@ -33,7 +32,7 @@ def add_account(server, email, name, schools=()):
 
 
 def admin_ok(server, *args):
-    return subprocess.run([str(binary()), "admin", "--data", str(server.data), *args], capture_output=True,
+    return subprocess.run([str(binary()), "admin", *server.database_args, *args], capture_output=True,
                           timeout=60, env={}).returncode == 0
 
 
@@ -87,13 +86,9 @@ class Browser:
 
 
 def counts(server):
-    db = sqlite3.connect(server.data / "band-edge.sqlite")
-    try:
-        return (db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0],
-                db.execute("SELECT COUNT(*) FROM sessions WHERE revoked_at IS NULL").fetchone()[0],
-                db.execute("SELECT COUNT(*) FROM audit_events").fetchone()[0])
-    finally:
-        db.close()
+    return tuple(server.store.query(sql)[0][0] for sql in (
+        "SELECT COUNT(*) FROM sessions", "SELECT COUNT(*) FROM sessions WHERE revoked_at IS NULL",
+        "SELECT COUNT(*) FROM audit_events"))
 
 
 @pytest.fixture
@@ -256,8 +251,8 @@ def test_failures_are_indistinguishable_and_nothing_secret_is_ever_written(web):
 
 def test_every_private_route_answers_no_store(web, tmp_path):
     """Walks the served route table (serve --print-routes with the same flags) and requests each route."""
-    listing = subprocess.run([str(binary()), "serve", "--print-routes", "--shell", str(web.shell), "--data",
-                              str(web.data), "--test-routes"], capture_output=True, text=True, timeout=60, env={})
+    listing = subprocess.run([str(binary()), "serve", "--print-routes", "--shell", str(web.shell),
+                              *web.database_args, "--test-routes"], capture_output=True, text=True, timeout=60, env={})
     assert listing.returncode == 0, listing.stderr
     routes = [line.split(" ", 2) for line in listing.stdout.splitlines()]
     assert len(routes) > 20
@@ -302,20 +297,18 @@ def test_deletion_re_asks_the_password_ends_everything_and_retention_erases(web)
     assert other_browser.send("GET", "/api/client/v1/session").status == 401, "every session ended"
     assert Browser(web).sign_in("ada@example.test").status == 400
     assert Browser(web).send("GET", "/account/deleted").status == 200
-    refused = subprocess.run([str(binary()), "admin", "--data", str(web.data), "account", "enable", "--email",
+    refused = subprocess.run([str(binary()), "admin", *web.database_args, "account", "enable", "--email",
                               "ada@example.test"], capture_output=True, text=True, env={})
     assert refused.returncode == 1 and "deleted" in refused.stderr
     assert admin(web, "retention", "--days", "1") == "erased 0 deleted accounts\n", "inside the window"
     assert admin(web, "retention", "--days", "0") == "erased 1 deleted account\n"
-    db = sqlite3.connect(web.data / "band-edge.sqlite")
-    row = db.execute("SELECT id, email, display_name, password_hash FROM accounts WHERE email LIKE 'erased-%'").fetchone()
+    row = web.store.query("SELECT id, email, display_name, password_hash FROM accounts WHERE email LIKE 'erased-%'")[0]
     assert row[1] == f"erased-{row[0]}@invalid" and row[2] == "" and row[3] == "!"
-    assert db.execute("SELECT COUNT(*) FROM memberships WHERE account_id = ?", (row[0],)).fetchone()[0] == 0
+    assert web.store.query("SELECT COUNT(*) FROM memberships WHERE account_id = ?", (row[0],))[0][0] == 0
     audit = admin(web, "audit", "--json")
     assert "ada@example.test" not in audit and "Ada Example" not in audit
     assert [json.loads(line)["subject"] for line in audit.splitlines()
             if json.loads(line)["action"] == "account.erased"] == [row[0]]
-    db.close()
 
 
 # Issue 12, points 14 and 16: the form keeps the typed email, and sign-in returns the person to
