@@ -52,7 +52,7 @@ public final class ClientServices: Sendable {
     exchangeLimit: RateLimit = RateLimit(burst: 20, perMinute: 60), trustedProxies: Set<String> = [],
     refusalHold: Duration = .seconds(1), clock: @escaping @Sendable () -> Int
   ) {
-    let gate = ConnectGate(settings)
+    let gate = ReconnectSchedule(settings)
     let listener: ChangeListener?
     switch database {
     case .sqlite: listener = nil
@@ -63,7 +63,7 @@ public final class ClientServices: Sendable {
     self.listener = listener
     stores = ThreadLocal {
       try gate.attempt { () throws(StoreError) in
-        let opened = try database.open(settings)
+        let opened = try database.open(settings, schedule: gate)
         // This process's own changes reach its cache at commit, before their notification returns.
         if let listener, let postgres = opened as? PostgresDatabase {
           postgres.afterAnnouncedCommit = { listener.changeCommitted() }
@@ -83,44 +83,6 @@ public final class ClientServices: Sendable {
     exchangeLimiter = RateLimiter(exchangeLimit)
     self.trustedProxies = trustedProxies
     self.refusalHold = refusalHold
-  }
-}
-
-/// Spaces out new connections while the database is out of reach: after a failed one, every
-/// worker's next attempt waits until the backoff has passed (0.1 s doubling to 2 s by default) and
-/// fails at once meanwhile as `unavailable`, so a pool never queues behind connection timeouts.
-final class ConnectGate: Sendable {
-  private struct State {
-    var retryAt: ContinuousClock.Instant? = nil
-    var backoff: Duration
-  }
-  private let state: Mutex<State>
-  private let settings: DatabaseSettings
-
-  init(_ settings: DatabaseSettings) {
-    self.settings = settings
-    state = Mutex(State(backoff: settings.firstBackoff))
-  }
-
-  /// `connect()`, unless a recent failure says to wait; its failure sets the next wait.
-  func attempt<T>(_ connect: () throws(StoreError) -> T) throws(StoreError) -> T {
-    let now = ContinuousClock.now
-    if let retryAt = state.withLock({ $0.retryAt }), now < retryAt {
-      throw StoreError("the database is out of reach; trying again shortly", unavailable: true)
-    }
-    do {
-      let made = try connect()
-      state.withLock { $0 = State(backoff: settings.firstBackoff) }
-      return made
-    } catch {
-      if error.unavailable {
-        state.withLock { state in
-          state.retryAt = now + state.backoff
-          state.backoff = min(state.backoff * 2, settings.longestBackoff)
-        }
-      }
-      throw error
-    }
   }
 }
 

@@ -44,11 +44,14 @@ public enum DatabaseLocation: Sendable, Equatable, CustomStringConvertible {
     }
   }
 
-  /// A new connection of this location's engine (`settings` apply to a server database).
-  public func open(_ settings: DatabaseSettings = DatabaseSettings()) throws(StoreError) -> any Database {
+  /// A new connection of this location's engine (`settings` and `schedule` apply to a server
+  /// database).
+  public func open(_ settings: DatabaseSettings = DatabaseSettings(), schedule: ReconnectSchedule? = nil)
+    throws(StoreError) -> any Database
+  {
     switch self {
     case .sqlite(let file): try SQLiteDatabase(path: file)
-    case .postgres(let uri): try PostgresDatabase(uri: uri, settings: settings)
+    case .postgres(let uri): try PostgresDatabase(uri: uri, settings: settings, schedule: schedule)
     }
   }
 

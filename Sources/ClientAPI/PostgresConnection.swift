@@ -11,10 +11,10 @@ public final class PostgresConnection {
   let handle: OpaquePointer
   private let settings: DatabaseSettings
   private var lastChanges = 0
-  /// The connection failed to come back; `retryAt` is the earliest next attempt.
+  /// When to try again once the server has gone (shared by the process's connections).
+  private let schedule: ReconnectSchedule
+  /// The connection went and has not come back yet.
   private var lost = false
-  private var retryAt: ContinuousClock.Instant? = nil
-  private var backoff: Duration
   /// The SQLSTATE of the last statement that failed (`40001`: a serialization failure), else nil.
   public private(set) var lastSQLState: String? = nil
 
@@ -22,12 +22,14 @@ public final class PostgresConnection {
   /// timeouts. The error never holds the password; a server that cannot be reached is `unavailable`.
   /// `name` is the connection's `application_name` unless the URI sets one, so an operator can
   /// tell the pool's connections from the change listener's in `pg_stat_activity`.
-  public init(uri: String, settings: DatabaseSettings = DatabaseSettings(), name: String = "band-edge")
-    throws(StoreError)
-  {
+  /// `schedule` spaces out its reconnections (with the other connections sharing it).
+  public init(
+    uri: String, settings: DatabaseSettings = DatabaseSettings(), name: String = "band-edge",
+    schedule: ReconnectSchedule? = nil
+  ) throws(StoreError) {
     guard !uri.utf8.contains(0) else { throw StoreError("cannot connect to PostgreSQL: the URI holds a NUL") }
     self.settings = settings
-    self.backoff = settings.firstBackoff
+    self.schedule = schedule ?? ReconnectSchedule(settings)
     // The URI comes second, so a connect_timeout it names wins over the default.
     let timeout = String(max(1, settings.connectTimeout.components.seconds))
     let made: OpaquePointer? = ["connect_timeout", "fallback_application_name", "dbname"].withCStrings {
@@ -70,23 +72,24 @@ public final class PostgresConnection {
   /// default) and statements meanwhile fail at once as `unavailable`, so a request never waits on
   /// a database that is down.
   private func reconnectIfLost() throws(StoreError) {
-    guard PQstatus(handle) != CONNECTION_OK || lost else { return }
-    let now = ContinuousClock.now
-    if let retryAt, now < retryAt {
-      throw StoreError("PostgreSQL is out of reach; trying again shortly", unavailable: true)
-    }
-    PQreset(handle)
-    if PQstatus(handle) == CONNECTION_OK, (try? prepareSession()) != nil {
-      lost = false
-      retryAt = nil
-      backoff = settings.firstBackoff
-      return
+    // An idle connection has nothing to read unless the server has spoken first — closing it (a
+    // restart, pg_terminate_backend) sends a FATAL message and the end of the stream. Looking
+    // costs one poll(2); it saves the statement that would fail on a connection already gone.
+    if PQstatus(handle) == CONNECTION_OK, !lost {
+      var ready = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+      guard poll(&ready, 1, 0) > 0 else { return }
+      if PQconsumeInput(handle) == 1, PQstatus(handle) == CONNECTION_OK { return }
     }
     lost = true
-    retryAt = now + backoff
-    backoff = min(backoff * 2, settings.longestBackoff)
-    throw StoreError(
-      "PostgreSQL is out of reach: \(Self.message(PQerrorMessage(handle)))", unavailable: true)
+    try schedule.attempt { () throws(StoreError) in
+      PQreset(handle)
+      guard PQstatus(handle) == CONNECTION_OK else {
+        throw StoreError(
+          "PostgreSQL is out of reach: \(Self.message(PQerrorMessage(handle)))", unavailable: true)
+      }
+      try prepareSession()
+    }
+    lost = false
   }
 
   /// Runs SQL without parameters through `PQexec`, returning the rows of the last statement.
@@ -176,8 +179,9 @@ public final class PostgresConnection {
 
   private static func message(_ text: UnsafePointer<CChar>?) -> String {
     guard let text else { return "unknown error" }
-    var message = String(cString: text)
-    while message.last?.isWhitespace == true { message.removeLast() }
+    // libpq's messages run over several lines ("server closed the connection unexpectedly\n\tThis
+    // probably means..."): one line each, for logs and the CLI's one-line refusals.
+    let message = String(cString: text).split(whereSeparator: \.isWhitespace).joined(separator: " ")
     return message.isEmpty ? "unknown error" : message
   }
 

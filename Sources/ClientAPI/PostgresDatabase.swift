@@ -26,9 +26,11 @@ public final class PostgresDatabase: Database {
   public static let changeChannel = "band_edge_changes"
 
   /// Connects to the libpq URI `uri` (the password may come from the URI, PGPASSWORD or a
-  /// PGPASSFILE) and makes the schema-version table if the database has none.
-  public init(uri: String, settings: DatabaseSettings = DatabaseSettings()) throws(StoreError) {
-    connection = try PostgresConnection(uri: uri, settings: settings)
+  /// PGPASSFILE); `schedule` spaces out reconnections with the process's other connections.
+  public init(
+    uri: String, settings: DatabaseSettings = DatabaseSettings(), schedule: ReconnectSchedule? = nil
+  ) throws(StoreError) {
+    connection = try PostgresConnection(uri: uri, settings: settings, schedule: schedule)
     name = PostgresConnection.maskedURI(uri)
   }
 

@@ -255,7 +255,7 @@ struct PostgresFleetTests {
   func unavailable() throws {
     var settings = DatabaseSettings()
     settings.firstBackoff = .seconds(60)
-    let gate = ConnectGate(settings)
+    let gate = ReconnectSchedule(settings)
     let attempts = Mutex(0)
     for _ in 0..<3 {
       #expect {

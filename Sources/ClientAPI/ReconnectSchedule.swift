@@ -1,0 +1,42 @@
+import Synchronization
+
+/// One process's schedule for reaching its database again: after a failed connection attempt,
+/// every connection's next attempt waits until the backoff has passed (0.1 s doubling to 2 s by
+/// default) and fails at once meanwhile as `unavailable`, so a pool never queues behind connect
+/// timeouts and a database coming back is not met by every worker at once. The first success
+/// anywhere clears it: every connection tries again at its next statement.
+public final class ReconnectSchedule: Sendable {
+  private struct State {
+    var retryAt: ContinuousClock.Instant? = nil
+    var backoff: Duration
+  }
+  private let state: Mutex<State>
+  private let settings: DatabaseSettings
+
+  /// A schedule with `settings`' backoff.
+  public init(_ settings: DatabaseSettings) {
+    self.settings = settings
+    state = Mutex(State(backoff: settings.firstBackoff))
+  }
+
+  /// `connect()`, unless a recent failure says to wait; its `unavailable` failure sets the next wait.
+  public func attempt<T>(_ connect: () throws(StoreError) -> T) throws(StoreError) -> T {
+    let now = ContinuousClock.now
+    if let retryAt = state.withLock({ $0.retryAt }), now < retryAt {
+      throw StoreError("the database is out of reach; trying again shortly", unavailable: true)
+    }
+    do {
+      let made = try connect()
+      state.withLock { $0 = State(backoff: settings.firstBackoff) }
+      return made
+    } catch {
+      if error.unavailable {
+        state.withLock { state in
+          state.retryAt = now + state.backoff
+          state.backoff = min(state.backoff * 2, settings.longestBackoff)
+        }
+      }
+      throw error
+    }
+  }
+}
