@@ -230,13 +230,25 @@ def test_the_exchange_retry_replay_and_csrf_hold_across_instances(schema, instan
 
 # 4. kill -9 under write load.
 
+loads: list["Load"] = []
+
+
+@pytest.fixture(autouse=True)
+def stop_loads():
+    """Every load a test started stops with the test, pass or fail."""
+    yield
+    while loads:
+        loads.pop().stop()
+
+
 class Load:
     """Client threads that repeat `work(i)` until told to stop; every answer and failure is kept."""
 
     def __init__(self, work, threads):
         self.work, self.stopping, self.lock = work, threading.Event(), threading.Lock()
         self.answers: list = []
-        self.threads = [threading.Thread(target=self._run, args=(i,)) for i in range(threads)]
+        self.threads = [threading.Thread(target=self._run, args=(i,), daemon=True) for i in range(threads)]
+        loads.append(self)
         for t in self.threads:
             t.start()
 
@@ -250,9 +262,16 @@ class Load:
             with self.lock:
                 self.answers.append((i, result, time.monotonic() - started))
 
-    def wait_for(self, count, timeout=60):
+    def wait_for(self, count, timeout=60, since=0, acknowledged=0):
+        """Until `count` answers are in (from answer `since` on), `acknowledged` of them writes that
+        got their 303 or 204; at most `timeout` seconds."""
         deadline = time.monotonic() + timeout
-        while len(self.answers) < count and time.monotonic() < deadline:
+        while time.monotonic() < deadline:
+            with self.lock:
+                recent = self.answers[since:]
+            acks = sum(1 for kind, _, r in writes_of(recent) if (kind, r.status) in (("sign_in", 303), ("revoke", 204)))
+            if len(recent) >= count and acks >= acknowledged:
+                return
             time.sleep(0.02)
 
     def stop(self):
@@ -260,3 +279,191 @@ class Load:
         for t in self.threads:
             t.join()
         return self.answers
+
+
+def sign_in_and_revoke(target, email="ada@example.test"):
+    """One web sign-in (303 acknowledges a new session) and, with that session, DELETE /session (204
+    acknowledges its end). Returns (kind, token, response) for each write that was answered."""
+    visitor = Visitor()
+    signed = visitor.sign_in(target, target, email)
+    done = [("sign_in", visitor.token, signed)]  # a refused form counts as the sign-in's answer
+    if signed.status == 303:
+        token = visitor.token
+        done.append(("revoke", token, visitor.send(target, "DELETE", "/api/client/v1/session")))
+    return done
+
+
+def writes_of(answers):
+    return [w for _, result, _ in answers if isinstance(result, list) for w in result]
+
+
+def assert_acknowledged_writes_stored(schema, written):
+    """Every 303 sign-in left its session in the database, every 204 revoke its revoked_at."""
+    signed = [fleet.digest(token) for kind, token, r in written if kind == "sign_in" and r.status == 303]
+    revoked = [fleet.digest(token) for kind, token, r in written if kind == "revoke" and r.status == 204]
+    assert signed and revoked, [(kind, r.status) for kind, _, r in written]
+    stored = sql(schema, "SELECT count(*) FROM sessions WHERE token_digest = ANY(%s)", (signed,))[0][0]
+    assert stored == len(signed), f"{len(signed) - stored} acknowledged sign-ins lost"
+    ended = sql(schema, "SELECT count(*) FROM sessions WHERE token_digest = ANY(%s) AND revoked_at IS NOT NULL",
+                (revoked,))[0][0]
+    assert ended == len(revoked), f"{len(revoked) - ended} acknowledged revokes lost"
+
+
+def test_kill_9_under_write_load_loses_no_acknowledged_write(schema, instances):
+    a, b = instances(schema, *UNLIMITED, count=2)
+    add_account(schema, "ada@example.test", "Ada Example")
+    load = Load(lambda i: sign_in_and_revoke((a, b)[i % 2]), threads=4)
+    load.wait_for(8, acknowledged=8)
+    a.kill()
+    load.wait_for(8, since=len(load.answers), acknowledged=8)
+    answers = load.stop()
+    written = writes_of(answers)
+    assert_acknowledged_writes_stored(schema, written)
+    # B went on serving: nothing it answered was a failure.
+    from_b = [r.status for i, result, _ in answers if i % 2 == 1 and isinstance(result, list) for _, _, r in result]
+    assert from_b and set(from_b) <= {303, 204}, from_b
+    print(f"\n{len(written)} writes answered, {sum(1 for _, r, _ in answers if not isinstance(r, list))} "
+          "attempts failed with A gone")
+
+
+# 5. PostgreSQL restarted under load.
+
+@pytest.fixture
+def private_postgres():
+    server = PrivatePostgres()
+    yield server
+    server.stop()
+
+
+class InstanceCrashed(AssertionError):
+    """An instance ended while it should have been serving."""
+
+
+def alive(*servers):
+    """`servers`, having checked that each is still running (else its log, crash report included)."""
+    for server in servers:
+        if server.process.poll() is not None:
+            raise InstanceCrashed(f"exited {server.process.returncode}: " + server.stderr_path.read_text())
+    return servers
+
+
+def ready(server) -> bool:
+    try:
+        return fleet.send(server.address, "GET", "/readyz").status == 200
+    except OSError:
+        alive(server)
+        raise
+
+
+def fake_postgres_that_hangs_up_after_start_up():
+    """A listener speaking just enough of the PostgreSQL protocol (3.0) to let libpq connect, which
+    then closes the connection at the first query: what a server being stopped does to a connection
+    it had just accepted. Returns (port, thread)."""
+    import socket
+    import struct
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    listener.settimeout(30)
+
+    def serve():
+        with listener:
+            connection, _ = listener.accept()
+            with connection:
+                while True:
+                    length, code = struct.unpack("!ii", connection.recv(8))
+                    connection.recv(length - 8)
+                    if code in (80877103, 80877104):  # SSLRequest, GSSENCRequest: not here
+                        connection.sendall(b"N")
+                        continue
+                    break
+                connection.sendall(b"R" + struct.pack("!ii", 8, 0) + b"Z" + struct.pack("!i", 5) + b"I")
+                connection.recv(65536)  # the first query (libpq's SET client_encoding): hang up
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return listener.getsockname()[1], thread
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "PostgresConnection.init: when PQsetClientEncoding fails it calls PQfinish(handle) and throws, but "
+    "self.handle is already set, so deinit calls PQfinish again: glibc aborts with \"double free or corruption\" (exit -6; -11 when it goes unnoticed)"))
+def test_a_connection_dropped_at_set_up_is_not_freed_twice():
+    port, thread = fake_postgres_that_hangs_up_after_start_up()
+    uri = f"postgresql://band_edge@127.0.0.1:{port}/band_edge?sslmode=disable&gssencmode=disable&connect_timeout=5"
+    result = subprocess.run([str(fleet.binary()), "admin", "--database", uri, "migrate"], capture_output=True,
+                            text=True, timeout=60, env={})
+    thread.join(timeout=10)
+    assert result.returncode == 1, (result.returncode, result.stderr[-300:])
+    assert len(result.stderr.strip().splitlines()) == 1 and "UTF8" in result.stderr, result.stderr
+
+
+@pytest.mark.xfail(strict=False, raises=InstanceCrashed, reason=(
+    "sometimes (about 1 run in 5) an instance dies of SIGSEGV while PostgreSQL stops: PostgresConnection.init "
+    "calls PQfinish when PQsetClientEncoding fails after the connection was made, then throws, and deinit "
+    "calls PQfinish on the same handle again (a double free); test_a_connection_dropped_at_set_up_is_not_freed_twice "
+    "shows it every time"))
+def test_postgresql_restarted_under_load(private_postgres, instances):
+    with fleet.fresh_schema(private_postgres.uri) as schema:
+        assert fleet.admin(schema, "migrate").returncode == 0
+        a, b = instances(schema, *UNLIMITED, count=2)
+        add_account(schema, "ada@example.test", "Ada Example")
+        reader = Visitor()
+        assert reader.sign_in(a, a, "ada@example.test").status == 303
+        token = reader.token
+
+        def work(i):
+            target = (a, b)[i % 2]
+            kind = ("session", "shell", "write")[i % 3]
+            if kind == "session":
+                return [(kind, None, bearer(target, token))]
+            if kind == "shell":
+                return [(kind, None, fleet.send(target.address, "GET", "/"))]
+            return sign_in_and_revoke(target)
+
+        load = Load(work, threads=6)
+        load.wait_for(12, acknowledged=4)
+        private_postgres.stop()
+        down_from = len(load.answers)
+        load.wait_for(24, since=down_from)
+        private_postgres.start()
+        up_from = len(load.answers)
+        deadline = time.monotonic() + 30
+        while not all(ready(x) for x in alive(a, b)):
+            assert time.monotonic() < deadline, "not ready again within 30 s of the restart"
+            time.sleep(0.1)
+        ready_from = len(load.answers)
+        load.wait_for(12, since=ready_from, acknowledged=4)
+        answers = load.stop()
+
+        # No hang (each request has a 15 s bound) and no dropped connection.
+        errors = [r for _, r, _ in answers if not isinstance(r, list)]
+        assert not errors, errors[:3]
+        written = writes_of(answers)
+        shell = [r.status for kind, _, r in written if kind == "shell"]
+        assert shell and set(shell) == {200}, "the shell is served from memory throughout"
+        assert_acknowledged_writes_stored(schema, written)
+        alive(a, b)
+        # Recovered: reads and writes succeed again on both (within a few tries; see below).
+        for target in (a, b):
+            assert any(bearer(target, token).status == 200 for _ in range(10)), "reads recovered"
+            assert any(Visitor().sign_in(target, target, "ada@example.test").status == 303 for _ in range(10))
+        after = [r.status for _, result, _ in answers[ready_from:] for kind, _, r in result if kind != "shell"]
+    down = [r for _, result, _ in answers[down_from:up_from] for kind, _, r in result if kind != "shell"]
+    print(f"\n{len(answers)} rounds, {len(down)} pooled answers while PostgreSQL was down: "
+          f"{sorted(set(r.status for r in down))}")
+    # While the database is down a pooled request gets 503 with Retry-After (JSON under /api/), or it
+    # succeeded before the database went. The lead is adding the 503; until then today's answer is
+    # marked here, so that removing this xfail flips it.
+    pooled = [(kind, r) for _, result, _ in answers for kind, _, r in result if kind != "shell"]
+    wrong = sorted({(kind, r.status) for kind, r in pooled if r.status not in (200, 204, 303, 503)
+                    or (r.status == 503 and not r.header("retry-after"))})
+    api_503 = [r for kind, r in pooled if kind in ("session", "revoke") and r.status == 503]
+    wrong += [("api 503 not JSON", r.header("content-type")) for r in api_503
+              if not (r.header("content-type") or "").startswith("application/json")]
+    # Once /readyz answers 200 again, every pooled request should succeed; today each worker's
+    # connection that PostgreSQL ended fails one more statement (500) before it is made again.
+    if set(after) - {200, 204, 303}:
+        wrong.append(("after /readyz was 200 again", sorted(set(after))))
+    if wrong:
+        pytest.xfail(f"database down answered {wrong}: 503 with Retry-After expected (the lead adds it)")
