@@ -216,16 +216,20 @@ class Nginx:
     """nginx in front of `ports` on a random loopback port, its configuration, logs and temporary
     files in a directory of its own; `stop()` ends it."""
 
-    def __init__(self, ports: list[int], extra_upstream: str = "", extra_location: str = ""):
+    def __init__(self, ports: list[int], server_options: str = " max_fails=0",
+                 next_upstream: str = "error timeout non_idempotent", keepalive: bool = True):
+        """`server_options`, `next_upstream` and `keepalive` vary the recommended configuration (for
+        showing what each setting is for)."""
         self.dir = temporary_directory("band-edge-nginx-")
         os.chmod(self.dir, 0o755)
         self.port = free_port()
         self.address = ("127.0.0.1", self.port)
-        servers = "\n".join(f"    server 127.0.0.1:{p} max_fails=0;" for p in ports)
+        servers = "\n".join(f"    server 127.0.0.1:{p}{server_options};" for p in ports)
         self.config = self.dir / "nginx.conf"
         self.config.write_text(NGINX_CONFIG.format(
-            dir=self.dir, port=self.port, servers=servers, extra_upstream=extra_upstream,
-            extra_location=extra_location))
+            dir=self.dir, port=self.port, servers=servers, next_upstream=next_upstream,
+            keepalive="keepalive 16;" if keepalive else "",
+            connection='proxy_set_header Connection "";' if keepalive else ""))
         executable = shutil.which("nginx") or "/usr/sbin/nginx"
         self.process = subprocess.Popen(
             [executable, "-p", str(self.dir), "-c", str(self.config), "-e", str(self.dir / "error.log"),
@@ -255,7 +259,8 @@ class Nginx:
                 self.process.wait()
 
 
-# What docs/fleet.md recommends (kept the same: the rolling-restart test proves this text).
+# docs/fleet.md's recipe (keep the two alike: the rolling-restart test runs this text), plus the
+# temporary paths a private nginx needs.
 NGINX_CONFIG = """\
 worker_processes 1;
 pid {dir}/nginx.pid;
@@ -270,20 +275,18 @@ http {{
   scgi_temp_path {dir}/scgi;
   upstream band_edge {{
 {servers}
-    keepalive 16;
-{extra_upstream}
+    {keepalive}
   }}
   server {{
     listen 127.0.0.1:{port};
     location / {{
       proxy_pass http://band_edge;
       proxy_http_version 1.1;
-      proxy_set_header Connection "";
+      {connection}
       proxy_set_header Host $http_host;
-      proxy_next_upstream error timeout;
+      proxy_next_upstream {next_upstream};
       proxy_next_upstream_tries 3;
       proxy_connect_timeout 1s;
-{extra_location}
     }}
   }}
 }}
