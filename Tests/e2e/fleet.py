@@ -284,6 +284,7 @@ http {{
       proxy_http_version 1.1;
       {connection}
       proxy_set_header Host $http_host;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
       proxy_next_upstream {next_upstream};
       proxy_next_upstream_tries 3;
       proxy_connect_timeout 1s;

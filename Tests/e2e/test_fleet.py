@@ -499,7 +499,7 @@ def bearer_at(proxy, token):
 
 def rolling_restart(schema, instances, nginx_in_front, **nginx):
     ports = [fleet.free_port(), fleet.free_port()]
-    pair = [instances(schema, *UNLIMITED, port=port)[0] for port in ports]
+    pair = [instances(schema, *UNLIMITED, "--trusted-proxy", "127.0.0.1", port=port)[0] for port in ports]
     proxy = nginx_in_front(ports, **nginx)
     add_account(schema, "ada@example.test", "Ada Example")
     reader = Visitor()
