@@ -530,3 +530,21 @@ def test_rolling_restart_behind_nginx_fails_no_request(schema, instances, nginx_
     errors, failed, proxy = rolling_restart(schema, instances, nginx_in_front, **nginx)
     assert not errors, errors[:3]
     assert not failed, (failed[:5], proxy.error_log()[-2000:])
+
+
+def test_the_documented_nginx_recipe_is_the_tested_one():
+    """docs/fleet.md's upstream and location settings are the ones the rolling restart runs."""
+    import re
+    doc = (fleet.edge.ROOT / "docs" / "fleet.md").read_text()
+    recipe = re.search(r"```nginx\n(.*?)```", doc, re.S).group(1)
+
+    def settings(text):
+        lines = {line.split("#")[0].strip() for line in text.splitlines()}
+        return {line for line in lines if line.startswith(("proxy_", "keepalive")) and "temp_path" not in line
+                or " max_fails=" in line}
+
+    tested = fleet.NGINX_CONFIG.format(dir="D", port=1, servers="", next_upstream="error timeout non_idempotent",
+                                       keepalive="keepalive 16;", connection='proxy_set_header Connection "";')
+    documented = settings(recipe)
+    assert {s for s in documented if "max_fails" not in s} == settings(tested)
+    assert all(s.endswith(" max_fails=0;") for s in documented if s.startswith("server "))
