@@ -20,6 +20,8 @@ public final class ClientServices: Sendable {
   let sessionCache: SessionCache
   /// On PostgreSQL with a session cache: the connection that hears of other instances' changes.
   public let listener: ChangeListener?
+  /// On PostgreSQL: this instance's heartbeat, which sizes the rate limiters' share.
+  public let heartbeat: FleetHeartbeat?
   /// Attempts per client address at `POST /sign-in` and `POST /native/sign-in` together.
   let signInLimiter: RateLimiter
   /// Attempts per client address at the native exchange.
@@ -81,6 +83,14 @@ public final class ClientServices: Sendable {
     }
     signInLimiter = RateLimiter(signInLimit)
     exchangeLimiter = RateLimiter(exchangeLimit)
+    // A fleet on PostgreSQL shares the per-address limits. (On SQLite a heartbeat's commit every
+    // second would empty the session cache; one file serves one instance.)
+    if case .postgres = database {
+      heartbeat = FleetHeartbeat(
+        database: database, settings: settings, limiters: [signInLimiter, exchangeLimiter], clock: clock)
+    } else {
+      heartbeat = nil
+    }
     self.trustedProxies = trustedProxies
     self.refusalHold = refusalHold
   }

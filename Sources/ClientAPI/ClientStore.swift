@@ -293,6 +293,27 @@ public final class ClientStore {
     }
   }
 
+  /// Records that instance `id` is alive now, forgets instances silent for a minute, and returns
+  /// how many were seen within the last `window` seconds (this one included).
+  public func heartbeat(instance id: String, window: Int) throws(StoreError) -> Int {
+    let now = clock()
+    try db.query(
+      "INSERT INTO instances (id, seen_at) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at",
+      [.text(id), .integer(Int64(now))])
+    try db.query("DELETE FROM instances WHERE seen_at < ?", [.integer(Int64(now - 60))])
+    guard
+      case .integer(let n)? = try db.query(
+        "SELECT count(*) FROM instances WHERE seen_at >= ?", [.integer(Int64(now - window))]
+      ).first?.first
+    else { return 1 }
+    return max(1, Int(n))
+  }
+
+  /// Forgets instance `id` (it is stopping).
+  public func leave(instance id: String) throws(StoreError) {
+    try db.query("DELETE FROM instances WHERE id = ?", [.text(id)])
+  }
+
   // MARK: audit
 
   /// The audited actions after which a session's answer (`GET /session`: live or not, the account,

@@ -107,7 +107,8 @@ public enum Migrations {
     // by every transaction that can change a session's answer (revocations, disabling,
     // memberships), so an instance that may have missed a change notification sees it within a
     // second; `job_runs` records when each periodic
-    // job last ran, so the fleet runs it once per period.
+    // job last ran, so the fleet runs it once per period; `instances` is each running instance's
+    // heartbeat, so each applies its share of the per-address rate limits.
     """
     CREATE TABLE change_counter (
       id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -116,6 +117,10 @@ public enum Migrations {
     CREATE TABLE job_runs (
       job TEXT PRIMARY KEY,
       last_run_at INTEGER NOT NULL
+    );
+    CREATE TABLE instances (
+      id TEXT PRIMARY KEY,
+      seen_at INTEGER NOT NULL
     );
     """,
   ]

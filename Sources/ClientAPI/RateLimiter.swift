@@ -37,6 +37,8 @@ public final class RateLimiter: Sendable {
   private let shards: [Shard]
   let limit: RateLimit
   let now: @Sendable () -> Double
+  /// Instances sharing the limit (each applies 1/N of it; 1 alone).
+  private let fleetSize = Atomic<Int>(1)
 
   /// Buckets of `limit` for at most about `maxAddresses` addresses in all, in `shards` shards; `now`
   /// is monotonic seconds (injectable for tests).
@@ -51,10 +53,28 @@ public final class RateLimiter: Sendable {
     self.shards = (0..<count).map { _ in Shard(capacity: perShard) }
   }
 
+  /// Shares the limit among `instances` live instances behind one balancer: each allows 1/N of
+  /// the rate and of the burst (rounded up, at least 1), so one address spread over the fleet
+  /// gets about the configured rate in all, decided on each loop without asking the database.
+  public func share(among instances: Int) {
+    fleetSize.store(max(1, instances), ordering: .relaxed)
+  }
+
+  /// The limit this instance applies now: its share of the fleet's.
+  var applied: RateLimit {
+    let n = Double(fleetSize.load(ordering: .relaxed))
+    guard n > 1 else { return limit }
+    var share = limit
+    share.burst = max(1, (limit.burst / n).rounded(.up))
+    share.perSecond = limit.perSecond / n
+    return share
+  }
+
   /// Takes one attempt for `address`: nil when allowed, else the whole seconds until one is.
   public func take(_ address: String) -> Int? {
     let key = Self.key(address)
     let t = now()
+    let limit = applied
     let shard = shards[Int(UInt(bitPattern: key.hashValue) % UInt(shards.count))]
     return shard.table.withLock { table in
       table.update(key, now: t, full: limit.burst) { bucket in

@@ -285,3 +285,51 @@ struct PostgresFleetTests {
     #expect(try connection.query("SELECT 1").first?.first == .integer(1), "the connection stays usable")
   }
 }
+
+@Suite("Per-address limits shared by a fleet")
+struct FleetRateTests {
+  /// (instances, attempts one instance allows at once, attempts it regains per minute) for a
+  /// limit of 20 at once and 60 a minute.
+  static let shares: [(Int, Double, Double)] = [
+    (1, 20, 60), (2, 10, 30), (3, 7, 20), (4, 5, 15), (40, 1, 1.5), (0, 20, 60),
+  ]
+
+  @Test(
+    "each of N instances applies 1/N of the burst (rounded up, at least 1) and of the rate", arguments: shares
+  )
+  func share(instances: Int, burst: Double, perMinute: Double) {
+    let limiter = RateLimiter(RateLimit(burst: 20, perMinute: 60), now: { 0 })
+    limiter.share(among: instances)
+    #expect(limiter.applied.burst == burst)
+    #expect(abs(limiter.applied.perSecond * 60 - perMinute) < 1e-9)
+    let allowed = (0..<30).filter { _ in limiter.take("192.0.2.1") == nil }.count
+    #expect(allowed == Int(burst))
+  }
+
+  @Test(
+    "instances on one database count each other by heartbeat, and one that stops leaves the count",
+    .enabled(if: testPostgresURI != nil, "BAND_EDGE_TEST_POSTGRES is not set (build/test sets it)"))
+  func heartbeat() throws {
+    let schema = try TestSchema()
+    defer { schema.drop() }
+    try Migrations.apply(to: try PostgresDatabase(uri: schema.uri))
+    let location = DatabaseLocation.postgres(uri: schema.uri)
+    let limiter = RateLimiter(RateLimit(burst: 20, perMinute: 60))
+    let clock = TestClock()
+    let first = FleetHeartbeat(
+      database: location, settings: DatabaseSettings(), limiters: [limiter], interval: .milliseconds(20),
+      clock: clock.read)
+    var second: FleetHeartbeat? = FleetHeartbeat(
+      database: location, settings: DatabaseSettings(), limiters: [], interval: .milliseconds(20),
+      clock: clock.read)
+    func eventually(_ what: Comment, _ condition: () -> Bool) {
+      for _ in 0..<500 where !condition() { usleep(10_000) }
+      if !condition() { Issue.record(what) }
+    }
+    eventually("both see two") { first.instances == 2 && second?.instances == 2 }
+    #expect(limiter.applied.burst == 10)
+    second = nil
+    eventually("the one left sees itself alone") { first.instances == 1 }
+    #expect(limiter.applied.burst == 20)
+  }
+}

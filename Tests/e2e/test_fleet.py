@@ -103,7 +103,7 @@ def test_five_instances_started_together_migrate_once_and_all_come_up(started):
         assert tables == sorted(set(tables)), "each table created once"
         assert {t.split(".")[-1] for t in tables} == {
             "accounts", "schools", "memberships", "sessions", "audit_events", "handoffs", "sign_in_failures",
-            "server_keys", "change_counter", "job_runs", "band_edge_schema"}
+            "server_keys", "change_counter", "job_runs", "instances", "band_edge_schema"}
         # Each migration is one transaction: as many committed DDL transactions as migrations mean
         # each ran exactly once; one more would be one that ran twice.
         migrations = sql(database, "SELECT tx FROM watch.ddl WHERE object <> 'public.band_edge_schema' GROUP BY tx")

@@ -1,0 +1,65 @@
+import Edge
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// How an instance knows how many share its database: a thread of its own writes this instance's
+/// heartbeat every `interval` (its own connection, so a slow pool never delays it) and counts the
+/// instances seen within `window`; the rate limiters then apply their share (`RateLimiter.share`).
+/// While the database does not answer, the last count stands.
+public final class FleetHeartbeat: Sendable {
+  private final class Shared: Sendable {
+    let instances = Atomic<Int>(1)
+    let stopped = Atomic<Bool>(false)
+    let beats = Atomic<Int>(0)
+  }
+
+  private let shared = Shared()
+  /// This process's name in the `instances` table.
+  public let id = Secrets.identifier("ins")
+
+  /// Starts beating on `database` every `interval`; `window` seconds of silence end an instance.
+  public init(
+    database: DatabaseLocation, settings: DatabaseSettings, limiters: [RateLimiter],
+    interval: Duration = .seconds(1),
+    window: Int = 5, clock: @escaping @Sendable () -> Int
+  ) {
+    let (shared, id) = (self.shared, self.id)
+    let thread = startThread {
+      var store: ClientStore? = nil
+      while !shared.stopped.load(ordering: .sequentiallyConsistent) {
+        do {
+          let current = try store ?? ClientStore(database: try database.open(settings), clock: clock)
+          store = current
+          let count = try current.heartbeat(instance: id, window: window)
+          shared.beats.add(1, ordering: .sequentiallyConsistent)
+          if shared.instances.exchange(count, ordering: .sequentiallyConsistent) != count {
+            for limiter in limiters { limiter.share(among: count) }
+            Log.event("info", "fleet", [("instances", "\(count)")])
+          }
+        } catch {
+          // The database is away: the count stands, the pool's own answers say 503.
+          if (error as? StoreError)?.unavailable != true { store = nil }
+        }
+        var pause = timespec(
+          tv_sec: Int(interval.components.seconds),
+          tv_nsec: Int(interval.components.attoseconds / 1_000_000_000))
+        nanosleep(&pause, nil)
+      }
+      _ = try? store?.leave(instance: id)
+    }
+    pthread_detach(thread)
+  }
+
+  /// The thread ends within an interval of the last reference going, and takes this instance off
+  /// the table.
+  deinit { shared.stopped.store(true, ordering: .sequentiallyConsistent) }
+
+  /// Instances seen at the last heartbeat, this one included.
+  public var instances: Int { shared.instances.load(ordering: .sequentiallyConsistent) }
+
+  /// Heartbeats written so far (for tests).
+  public var beats: Int { shared.beats.load(ordering: .sequentiallyConsistent) }
+}
