@@ -6,7 +6,8 @@ import sys
 from pathlib import Path
 
 UNITS = {"us": 1e-3, "ms": 1.0, "s": 1000.0}
-NAMES = {"edge": "band-edge", "edge-nocache": "be-uncached", "nginx": "nginx", "h2o": "h2o"}
+NAMES = {"edge": "band-edge", "edge-nocache": "be-uncached", "edge-pg": "be-pg", "edge-pg-nocache": "be-pg-unc",
+         "nginx": "nginx", "h2o": "h2o"}
 
 
 def parse(path: Path) -> dict:
@@ -43,11 +44,12 @@ def main() -> None:
     for s in servers:
         print(f"median     {NAMES[s]:<9} {med[s]['rps']:.0f} req/s, p50 {med[s]['p50']:.3f} ms, p99 {med[s]['p99']:.3f} ms, "
               f"{med[s]['cpu']:.2f} us CPU/req, peak RSS {rss[s]:.1f} MiB{' (worker)' if s == 'nginx' else ''}")
+    first = servers[0]
     for other in servers[1:]:
-        paired = [results["edge"][r]["rps"] / results[other][r]["rps"] for r in range(rounds)]
-        print(f"ratio      band-edge/{NAMES[other]}: requests/s {med['edge']['rps'] / med[other]['rps']:.3f} "
+        paired = [results[first][r]["rps"] / results[other][r]["rps"] for r in range(rounds)]
+        print(f"ratio      {NAMES[first]}/{NAMES[other]}: requests/s {med[first]['rps'] / med[other]['rps']:.3f} "
               f"(paired rounds {', '.join(f'{x:.3f}' for x in paired)}; median {statistics.median(paired):.3f}), "
-              f"p99 {med['edge']['p99'] / med[other]['p99']:.3f}, CPU per request {med['edge']['cpu'] / med[other]['cpu']:.3f}")
+              f"p99 {med[first]['p99'] / med[other]['p99']:.3f}, CPU per request {med[first]['cpu'] / med[other]['cpu']:.3f}")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """Creates a fictional account with two schools and one native session in a band-edge database
-(as the store keeps it: only the token's SHA-256 digest) and prints the token for wrk."""
+(as the store keeps it: only the token's SHA-256 digest) and prints the token for wrk. The
+database is a SQLite file or a postgresql:// URI (psycopg)."""
 
 import base64
 import hashlib
@@ -8,7 +9,27 @@ import sqlite3
 import sys
 import time
 
-db = sqlite3.connect(sys.argv[1])
+if sys.argv[1].startswith("postgresql://"):
+    import psycopg
+
+    class PostgresDB:
+        """sqlite3's `with db: db.execute(sql, params)` over psycopg, `?` placeholders included."""
+
+        def __init__(self, uri):
+            self.connection = psycopg.connect(uri)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, kind, *_):
+            (self.connection.rollback if kind else self.connection.commit)()
+
+        def execute(self, sql, params=()):
+            return self.connection.execute(sql.replace("?", "%s"), params)
+
+    db = PostgresDB(sys.argv[1])
+else:
+    db = sqlite3.connect(sys.argv[1])
 token = base64.urlsafe_b64encode(os.urandom(32)).rstrip(b"=").decode()
 now = int(time.time())
 with db:

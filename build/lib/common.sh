@@ -67,12 +67,13 @@ wait_for_http() {
 
 # A throwaway PostgreSQL 15 for the tests, in DIR (an empty directory, e.g. from mktemp -d): a
 # cluster in DIR/data with trust authentication for the role band_edge, listening only on a Unix
-# socket in DIR (no TCP), fsync off, and a database band_edge_test. Exports
+# socket in DIR (no TCP), with SETTINGS (default "-c fsync=off"; the bench keeps fsync on), and a
+# database band_edge_test. Exports
 # BAND_EDGE_TEST_POSTGRES, the libpq URI the tests connect with. PostgreSQL refuses to run as
 # root, so as root the server runs as the Debian package's postgres user, which then owns DIR.
 postgres_bin=/usr/lib/postgresql/15/bin
 start_test_postgres() {
-  local dir=$1
+  local dir=$1 settings=${2:--c fsync=off}
   local as=()
   if ((EUID == 0)); then
     chown postgres: "$dir"
@@ -85,7 +86,7 @@ start_test_postgres() {
     return 1
   }
   "${as[@]}" "$postgres_bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" \
-    -o "-k $dir -c listen_addresses='' -c fsync=off" -w start >/dev/null || {
+    -o "-k $dir -c listen_addresses='' $settings" -w start >/dev/null || {
     cat "$dir/server.log" >&2
     echo "band-edge: error: PostgreSQL did not start in $dir" >&2
     return 1
