@@ -17,6 +17,7 @@ let package = Package(
     .systemLibrary(name: "CLinux"),
     .systemLibrary(name: "CArgon2", pkgConfig: "libargon2", providers: [.apt(["libargon2-dev"])]),
     .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+    .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
     // The HTTP engine. Knows nothing about Band Licence.
     .target(
@@ -27,7 +28,8 @@ let package = Package(
     .target(name: "Shell", dependencies: ["Edge", "CZlib", "CBrotli", "COpenSSL"]),
     .target(name: "LinkAssoc", dependencies: ["Edge"]),
     .target(
-      name: "ClientAPI", dependencies: ["Edge", "LinkAssoc", "CSQLite", "CPostgres", "CArgon2", "COpenSSL"]),
+      name: "ClientAPI",
+      dependencies: ["Edge", "LinkAssoc", "CSQLite", "CPostgres", "CArgon2", "COpenSSL", "CCurl"]),
     .executableTarget(name: "band-edge", dependencies: ["Edge", "Shell", "LinkAssoc", "ClientAPI"]),
 
     // libFuzzer target for the HTTP/1.1 parser: build/fuzz builds it with --sanitize=fuzzer.

@@ -22,6 +22,8 @@ public final class ClientServices: Sendable {
   public let listener: ChangeListener?
   /// On PostgreSQL: this instance's heartbeat, which sizes the rate limiters' share.
   public let heartbeat: FleetHeartbeat?
+  /// With an SMTP relay: the outbox's sender.
+  public let mailer: MailDelivery?
   /// Attempts per client address at `POST /sign-in` and `POST /native/sign-in` together.
   let signInLimiter: RateLimiter
   /// Attempts per client address at the native exchange.
@@ -52,7 +54,7 @@ public final class ClientServices: Sendable {
     hasher: PasswordHasher = PasswordHasher(),
     sessionCacheEntries: Int = 4096, signInLimit: RateLimit = RateLimit(burst: 20, perMinute: 30),
     exchangeLimit: RateLimit = RateLimit(burst: 20, perMinute: 60), trustedProxies: Set<String> = [],
-    refusalHold: Duration = .seconds(1), clock: @escaping @Sendable () -> Int
+    refusalHold: Duration = .seconds(1), smtp: SMTPSettings? = nil, clock: @escaping @Sendable () -> Int
   ) {
     let gate = ReconnectSchedule(settings)
     let listener: ChangeListener?
@@ -91,6 +93,8 @@ public final class ClientServices: Sendable {
     } else {
       heartbeat = nil
     }
+    // Without a relay (development) mail stays in the outbox: `band-edge admin outbox`.
+    mailer = smtp.map { MailDelivery(database: database, settings: settings, smtp: $0, clock: clock) }
     self.trustedProxies = trustedProxies
     self.refusalHold = refusalHold
   }
@@ -192,6 +196,14 @@ extension ClientContext {
       throw StoreError("\(error)")
     }
   }
+
+  /// Writes `message` to the outbox in `store`'s current transaction (sent once it commits).
+  func mail(_ message: MailMessage, in store: ClientStore) throws(StoreError) {
+    try store.enqueueMail(message, host: WebSecurity.host(of: deployment.origin))
+  }
+
+  /// An absolute link on the deployment's origin to `path` (with its query).
+  func link(_ path: String) -> String { deployment.origin + path }
 
   /// The live session `credential` names, if any.
   func signed(_ credential: Credential, _ store: ClientStore) throws(StoreError) -> Signed? {

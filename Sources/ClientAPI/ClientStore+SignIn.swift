@@ -191,6 +191,11 @@ extension ClientStore {
         "DELETE FROM sign_in_failures WHERE locked_until < ? AND last_failure_at < ?",
         [.integer(cutoff), .integer(cutoff)])
       removed += db.changes
+      // Single-use links a day past their end, used or not; the bodies of mail never delivered
+      // after a week (their links ran out long before).
+      try db.query("DELETE FROM action_tokens WHERE expires_at < ?", [.integer(cutoff)])
+      removed += db.changes
+      removed += try eraseStaleMail(window: 7 * 86400)
       return removed
     }
   }

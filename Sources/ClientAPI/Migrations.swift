@@ -123,6 +123,52 @@ public enum Migrations {
       seen_at INTEGER NOT NULL
     );
     """,
+    // 9: the account lifecycle (issue 14). A verified flag; the mail outbox, written in the same
+    // transaction as the action that causes each message, its body erased once delivered;
+    // single-use action tokens (recovery, set-password, email change), kept as digests; and
+    // invitations to a school.
+    """
+    ALTER TABLE accounts ADD COLUMN email_verified_at INTEGER;
+    CREATE TABLE outbox (
+      id INTEGER PRIMARY KEY AUTOINCREMENT,
+      message_id TEXT NOT NULL UNIQUE,
+      kind TEXT NOT NULL,
+      to_address TEXT NOT NULL,
+      subject TEXT NOT NULL,
+      text_body TEXT,
+      html_body TEXT,
+      created_at INTEGER NOT NULL,
+      attempts INTEGER NOT NULL DEFAULT 0,
+      next_attempt_at INTEGER NOT NULL,
+      claimed_until INTEGER NOT NULL DEFAULT 0,
+      sent_at INTEGER,
+      last_error TEXT
+    );
+    CREATE INDEX outbox_due ON outbox (sent_at, next_attempt_at);
+    CREATE TABLE action_tokens (
+      digest BLOB PRIMARY KEY,
+      purpose TEXT NOT NULL CHECK (purpose IN ('recovery', 'set_password', 'email_change')),
+      account_id TEXT NOT NULL REFERENCES accounts(id),
+      email TEXT NOT NULL,
+      created_at INTEGER NOT NULL,
+      expires_at INTEGER NOT NULL,
+      used_at INTEGER
+    );
+    CREATE TABLE invitations (
+      id TEXT PRIMARY KEY,
+      school_id TEXT NOT NULL REFERENCES schools(id),
+      email TEXT NOT NULL,
+      role TEXT NOT NULL CHECK (role IN ('administrator', 'teacher', 'read_only')),
+      invited_by TEXT NOT NULL,
+      token_digest BLOB NOT NULL UNIQUE,
+      created_at INTEGER NOT NULL,
+      expires_at INTEGER NOT NULL,
+      accepted_at INTEGER,
+      revoked_at INTEGER,
+      idempotency_key TEXT,
+      request_digest BLOB
+    );
+    """,
   ]
 
   /// What PostgreSQL adds to a step, after the shared SQL: statement triggers that announce every

@@ -45,6 +45,14 @@ public enum WebSecurity {
     return Secrets.equal(Array(presented.utf8), Array(csrfToken(binding: binding).utf8))
   }
 
+  /// The host of an origin (`https://app.example.test:8443` → `app.example.test`).
+  static func host(of origin: String) -> String {
+    var rest = Substring(origin)
+    if let scheme = rest.firstRange(of: "://") { rest = rest[scheme.upperBound...] }
+    if rest.hasPrefix("[") { return String(rest.dropFirst().prefix { $0 != "]" }) }
+    return String(rest.prefix { $0 != ":" && $0 != "/" })
+  }
+
   /// Whether a state-changing request comes from one of our own pages: its `Origin` (or, without
   /// one, its `Referer`) is the deployment's origin. In development, which listens on loopback
   /// only, the origin the browser used (`http://` or `https://` + `Host`) counts too, so that tests

@@ -60,6 +60,9 @@ public struct Deployment: Equatable, Sendable {
   /// Where the store lives, as the file says it (`"database"`: `sqlite:DIR` or a libpq URI; the
   /// executable checks its form; `--database` and `BAND_LICENCE_DATABASE_URL` win).
   public var database: String? = nil
+  /// How mail leaves (`"mail"`: the SMTP relay, the sender, its credentials); `--smtp` wins for
+  /// the relay. Staging and production refuse to start without a relay and a sender.
+  public var mail = MailSettings()
 
   /// The default label of each environment.
   public static func defaultLabel(_ environment: Environment) -> String {
@@ -69,6 +72,21 @@ public struct Deployment: Equatable, Sendable {
     case .production: "Production"
     }
   }
+}
+
+/// The file's `mail` object: `{"smtp": "smtp://relay:587", "from": "Band Licence <no-reply@...>",
+/// "username": "...", "passwordFile": "/run/secrets/smtp"}`. The password is read from its file at
+/// start and never printed.
+public struct MailSettings: Sendable, Equatable {
+  /// `smtp://host[:port]` (STARTTLS required unless the host is loopback) or `smtps://host[:port]`.
+  public var smtp: String? = nil
+  /// The `From` address (a bare address or `Name <address>`).
+  public var from: String? = nil
+  public var username: String? = nil
+  public var passwordFile: String? = nil
+
+  /// No mail settings.
+  public init() {}
 }
 
 /// The file's `tls` object: `{"listen": ["0.0.0.0:443"], "certificate": "...", "key": "..."}`.

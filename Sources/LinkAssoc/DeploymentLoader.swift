@@ -14,7 +14,7 @@ public enum DeploymentLoader {
   static let knownKeys: Set<String> = [
     "environment", "origin", "label", "apple", "android", "verifiedLinkPaths", "capabilities",
     "killSwitches", "minimumAppVersion", "handoffLifetimeSeconds", "linkFileMaxAgeSeconds", "knownIdentities",
-    "listen", "limits", "tls", "timezone", "database",
+    "listen", "limits", "tls", "timezone", "database", "mail",
   ]
 
   /// Reads `configPath` (if any) and validates it together with `environment` variables.
@@ -293,6 +293,20 @@ public enum DeploymentLoader {
       problems.append("'limits' must be an object")
     }
 
+    var mail = MailSettings()
+    if let configured = r.object("mail", known: ["smtp", "from", "username", "passwordFile"]) {
+      mail.smtp = r.string("smtp", in: configured, path: "mail.smtp")
+      mail.from = r.string("from", in: configured, path: "mail.from")
+      mail.username = r.string("username", in: configured, path: "mail.username")
+      mail.passwordFile = r.string("passwordFile", in: configured, path: "mail.passwordFile")
+      if let smtp = mail.smtp, !(smtp.hasPrefix("smtp://") || smtp.hasPrefix("smtps://")) {
+        problems.append("mail.smtp must be an smtp:// or smtps:// URL")
+      }
+      if let from = mail.from, !from.contains("@") || from.contains("\r") || from.contains("\n") {
+        problems.append("mail.from must be an email address (optionally 'Name <address>')")
+      }
+    }
+
     let timezone = r.string("timezone") ?? "Europe/London"
     if let problem = checkTimezone(timezone) { problems.append(problem) }
 
@@ -304,7 +318,7 @@ public enum DeploymentLoader {
       capabilities: Capabilities(values: capabilities), killSwitches: killSwitches, minimumIOSVersion: ios,
       minimumAndroidVersion: androidVersion, handoffLifetimeSeconds: handoff, linkFileMaxAge: maxAge,
       listen: listen,
-      limits: limits, tls: tls, timezone: timezone, database: r.string("database"))
+      limits: limits, tls: tls, timezone: timezone, database: r.string("database"), mail: mail)
   }
 
   /// Why `name` cannot be the display time zone, or nil: an IANA name (`Area/City`, letters,

@@ -18,6 +18,8 @@ enum AdminCommand {
       member revoke --email E --school SLUG
       sessions list|revoke (--account E | --account-id ID | --all | --platform ios|android [--below-version V])
       audit [--json] [--since EPOCH-SECONDS]
+      outbox list [--limit N]               the newest messages: number, kind, recipient, state
+      outbox show --id N                    one message; its text (with its link) in development only
       seed-demo                             fictional demo data; development only (BAND_LICENCE_ENV)
       migrate                               apply migrations and exit (serve runs this at every start)
       retention [--days N] [--once-per S]   erase the personal fields of accounts deleted N days ago or more
@@ -116,6 +118,26 @@ enum AdminCommand {
         }
       case ("seed-demo", _):
         try seedDemo(store)
+      case ("outbox", "list"):
+        for m in try store.outbox(limit: Int(options.value("--limit") ?? "50") ?? 50) {
+          let state = m.sentAt.map { "sent \($0)" } ?? "waiting (\(m.attempts) attempts)"
+          print("\(m.id) \(m.kind) \(m.to) \(state) \(m.messageID)")
+        }
+      case ("outbox", "show"):
+        guard let id = Int(try options.required("--id")), let m = try store.outboxEntry(id: id) else {
+          throw StoreError("no message with that number in the outbox")
+        }
+        print("Message-ID: \(m.messageID)\nKind: \(m.kind)\nTo: \(m.to)\nSubject: \(m.subject)")
+        print(
+          "Created: \(m.createdAt)\nAttempts: \(m.attempts)\nSent: \(m.sentAt.map(String.init) ?? "not yet")")
+        if let error = m.lastError { print("Last error: \(error)") }
+        // The body holds a link with a token: only a developer's own outbox shows it.
+        let environment = ProcessEnvironment.value("BAND_LICENCE_ENV") ?? "development"
+        if environment.isEmpty || environment == "development" {
+          print("\n" + (m.text ?? "(the body was erased once the message was delivered)"))
+        } else {
+          print("\n(bodies are shown in development only; this is \(environment))")
+        }
       case ("retention", _):
         var days = 30
         if let text = options.value("--days") {

@@ -1,6 +1,7 @@
 import ClientAPI
 import Dispatch
 import Edge
+import FoundationEssentials
 import LinkAssoc
 import Shell
 
@@ -35,6 +36,10 @@ enum ServeCommand {
       --database URL          the store: sqlite:DIR (as --data) or a libpq URI postgresql://user@host/db
                               (also the config file's "database" and BAND_LICENCE_DATABASE_URL; this
                               flag wins); a password in the URI is never printed or logged
+      --smtp URL              the mail relay, smtp://host:port (STARTTLS required unless on loopback)
+                              or smtps://host:port; the config file's "mail" sets it with "from",
+                              "username" and "passwordFile". Staging and production need one; in
+                              development without one, mail stays in the outbox (admin outbox)
       --database-listen URL   PostgreSQL: where the change listener connects (LISTEN), when the
                               store URL goes through a transaction-mode pooler such as pgbouncer;
                               default the store URL (see docs/fleet.md)
@@ -69,6 +74,7 @@ enum ServeCommand {
     var configFlag: String? = nil
     var databaseFlag: DatabaseLocation? = nil
     var listenURI: String? = nil
+    var smtpFlag: String? = nil
     var givenLimits: Set<String> = []
     var printRoutes = false
     var trustedProxies: Set<String> = []
@@ -115,6 +121,12 @@ enum ServeCommand {
       case "--config": configFlag = try value()
       case "--data": databaseFlag = .sqlite(directory: try value())
       case "--database": databaseFlag = try AdminCommand.databaseLocation(try value(), "--database")
+      case "--smtp":
+        let url = try value()
+        guard url.hasPrefix("smtp://") || url.hasPrefix("smtps://") else {
+          throw UsageError("--smtp takes an smtp:// or smtps:// URL")
+        }
+        smtpFlag = url
       case "--database-listen":
         let uri = try value()
         guard case .postgres = DatabaseLocation(uri) else {
@@ -199,6 +211,13 @@ enum ServeCommand {
       fail("--test-routes is for development only, not \(deployment.environment.rawValue)")
       return 1
     }
+    let smtp: SMTPSettings?
+    switch mailSettings(deployment: deployment, flag: smtpFlag) {
+    case .success(let settings): smtp = settings
+    case .failure(let problem):
+      fail(problem.message)
+      return 1
+    }
 
     // Migrations run at every start, before any worker opens its own connection, in a child process.
     // The store: --database (or --data), else BAND_LICENCE_DATABASE_URL, else the file's
@@ -236,7 +255,7 @@ enum ServeCommand {
       sessionCacheEntries: settings.sessionCacheEntries,
       signInLimit: settings.signInLimit, exchangeLimit: settings.exchangeLimit,
       trustedProxies: trustedProxies,
-      refusalHold: settings.refusalHold, clock: { Int(time(nil)) })
+      refusalHold: settings.refusalHold, smtp: smtp, clock: { Int(time(nil)) })
     let router: Router
     do {
       router = try snapshot(
@@ -324,6 +343,37 @@ enum ServeCommand {
 
   /// Everything one configuration serves: health, the shell, the link files and /config, over the
   /// process's `services`.
+  /// The relay from `--smtp` (winning) or the file's `"mail"`, its sender and its password (read
+  /// from `passwordFile`); nil in development without one. Staging and production need both a
+  /// relay and a sender: mail is how people recover their accounts.
+  static func mailSettings(deployment: Deployment, flag: String?) -> Result<SMTPSettings?, UsageError> {
+    let url = flag ?? deployment.mail.smtp
+    guard let url else {
+      if deployment.environment == .development { return .success(nil) }
+      return .failure(
+        UsageError(
+          "\(deployment.environment.rawValue) needs mail: set \"mail\": {\"smtp\", \"from\"} in the configuration "
+            + "(or --smtp URL); people recover their accounts by mail"))
+    }
+    guard let from = deployment.mail.from else {
+      if deployment.environment == .development {
+        return .success(SMTPSettings(url: url, from: "Band Licence <no-reply@example.test>"))
+      }
+      return .failure(UsageError("mail.from is needed with a relay: the address mail is sent from"))
+    }
+    var settings = SMTPSettings(url: url, from: from)
+    settings.username = deployment.mail.username
+    if let file = deployment.mail.passwordFile {
+      guard let data = FileManager.default.contents(atPath: file) else {
+        return .failure(UsageError("mail.passwordFile \(file) cannot be read"))
+      }
+      var password = String(decoding: data, as: UTF8.self)
+      while password.last?.isNewline == true { password.removeLast() }
+      settings.password = password
+    }
+    return .success(settings)
+  }
+
   static func snapshot(
     deployment: Deployment, shellDirectory: String, services: ClientServices, testRoutes: Bool
   ) throws -> Router {

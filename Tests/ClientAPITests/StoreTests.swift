@@ -37,8 +37,8 @@ struct MigrationTests {
     #expect(try Migrations.version(of: db) == Migrations.latest)
     #expect(
       try tables(db) == [
-        "accounts", "audit_events", "change_counter", "handoffs", "instances", "job_runs", "memberships",
-        "schools", "server_keys", "sessions", "sign_in_failures",
+        "accounts", "action_tokens", "audit_events", "change_counter", "handoffs", "instances", "invitations",
+        "job_runs", "memberships", "outbox", "schools", "server_keys", "sessions", "sign_in_failures",
       ])
     #expect(try Migrations.apply(to: db) == [], "a second start applies nothing")
   }

@@ -36,6 +36,8 @@ def config(environment, tmp_path, **overrides):
         "knownIdentities": {other: {"appleBundleIDs": [a.split(".", 1)[1] for a in o["apple"]],
                                     "androidPackageName": o["package"]}},
         "verifiedLinkPaths": ["/native/callback", "/qr/*"],
+        # Staging and production need a relay to start; nothing here sends mail (port 9: discard).
+        "mail": {"smtp": "smtp://127.0.0.1:9", "from": "Band Licence <no-reply@bandlicence.test>"},
     }
     data.update(overrides)
     path = tmp_path / f"{environment}.json"

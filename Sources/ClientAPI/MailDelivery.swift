@@ -1,0 +1,70 @@
+import Edge
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The outbox's sender: a thread of its own, with its own store connection, that every `interval`
+/// claims the messages due (fleet-wide one claimer at a time, so each message goes out from one
+/// instance), hands each to the SMTP relay, and records the outcome — delivered (bodies erased) or
+/// failed (tried again after a back-off). A message survives an SMTP outage and a restart in the
+/// store; a sender that dies mid-delivery leaves a claim that runs out, and another sends the
+/// message again with the same `Message-ID` (at least once).
+public final class MailDelivery: Sendable {
+  private final class Shared: Sendable {
+    let stopped = Atomic<Bool>(false)
+    let delivered = Atomic<Int>(0)
+  }
+
+  private let shared = Shared()
+
+  /// Starts delivering the outbox of `database` through `smtp`.
+  public init(
+    database: DatabaseLocation, settings: DatabaseSettings, smtp: SMTPSettings,
+    interval: Duration = .seconds(1),
+    clock: @escaping @Sendable () -> Int
+  ) {
+    let shared = self.shared
+    let thread = startThread {
+      var store: ClientStore? = nil
+      while !shared.stopped.load(ordering: .sequentiallyConsistent) {
+        do {
+          let current = try store ?? ClientStore(database: try database.open(settings), clock: clock)
+          store = current
+          for entry in try current.claimDueMail() {
+            let bytes = MailFormat.message(entry, from: smtp.from, date: clock())
+            if let failure = SMTPSender.send(bytes, to: entry.to, settings: smtp) {
+              try current.markFailed(entry.id, error: failure)
+              Log.event(
+                "error", "mail_failed",
+                [
+                  ("id", "\(entry.id)"), ("kind", entry.kind), ("attempt", "\(entry.attempts + 1)"),
+                  ("error", failure),
+                ])
+            } else {
+              try current.markDelivered(entry.id)
+              shared.delivered.add(1, ordering: .sequentiallyConsistent)
+              Log.event(
+                "info", "mail_sent",
+                [("id", "\(entry.id)"), ("kind", entry.kind), ("message_id", entry.messageID)])
+            }
+          }
+        } catch {
+          if (error as? StoreError)?.unavailable != true { store = nil }
+        }
+        var pause = timespec(
+          tv_sec: Int(interval.components.seconds),
+          tv_nsec: Int(interval.components.attoseconds / 1_000_000_000))
+        nanosleep(&pause, nil)
+      }
+    }
+    pthread_detach(thread)
+  }
+
+  /// The thread ends within an interval of the last reference going.
+  deinit { shared.stopped.store(true, ordering: .sequentiallyConsistent) }
+
+  /// Messages this process delivered (for tests).
+  public var delivered: Int { shared.delivered.load(ordering: .sequentiallyConsistent) }
+}

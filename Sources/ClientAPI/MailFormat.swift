@@ -1,0 +1,73 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// An outbox message as an Internet message (RFC 5322) with a MIME multipart/alternative body
+/// (RFC 2046 §5.1.4): plain text first, simple HTML second, both UTF-8 in base64 lines of 76.
+public enum MailFormat {
+  /// The message's bytes, CRLF line ends. `from` is the configured sender; `date` epoch seconds.
+  public static func message(_ entry: OutboxEntry, from: String, date: Int) -> [UInt8] {
+    let boundary =
+      "=_band_edge_"
+      + String(
+        entry.messageID.utf8.reduce(UInt64(14_695_981_039_346_656_037)) {
+          ($0 ^ UInt64($1)) &* 1_099_511_628_211
+        }, radix: 36)
+    var lines = [
+      "From: \(from)",
+      "To: \(entry.to)",
+      "Subject: \(encodedWord(entry.subject))",
+      "Date: \(rfc5322Date(date))",
+      "Message-ID: \(entry.messageID)",
+      "MIME-Version: 1.0",
+      "Auto-Submitted: auto-generated",
+      "Content-Type: multipart/alternative; boundary=\"\(boundary)\"",
+      "",
+      "--\(boundary)",
+      "Content-Type: text/plain; charset=utf-8",
+      "Content-Transfer-Encoding: base64",
+      "",
+    ]
+    lines += base64Lines(entry.text ?? "")
+    lines += [
+      "--\(boundary)", "Content-Type: text/html; charset=utf-8", "Content-Transfer-Encoding: base64", "",
+    ]
+    lines += base64Lines(entry.html ?? "")
+    lines += ["--\(boundary)--", ""]
+    return Array(lines.joined(separator: "\r\n").utf8)
+  }
+
+  /// `text` as an RFC 2047 encoded word when it is not plain printable ASCII.
+  static func encodedWord(_ text: String) -> String {
+    let clean = text.filter { $0 != "\r" && $0 != "\n" }
+    if clean.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return clean }
+    return "=?UTF-8?B?" + base64(Array(clean.utf8)) + "?="
+  }
+
+  /// Standard base64 with padding (RFC 4648 §4).
+  static func base64(_ bytes: [UInt8]) -> String {
+    var text = Secrets.base64url(bytes).map { $0 == "-" ? "+" : $0 == "_" ? "/" : $0 }
+    while text.count % 4 != 0 { text.append("=") }
+    return String(text)
+  }
+
+  /// `Tue, 01 Dec 2026 10:20:00 +0000` (RFC 5322 §3.3), in UTC.
+  static func rfc5322Date(_ epochSeconds: Int) -> String {
+    var t = time_t(epochSeconds)
+    var parts = tm()
+    gmtime_r(&t, &parts)
+    let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+    let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+    func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
+    return
+      "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) "
+      + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) +0000"
+  }
+
+  static func base64Lines(_ text: String) -> [String] {
+    let encoded = Array(base64(Array(text.utf8)))
+    return stride(from: 0, to: encoded.count, by: 76).map {
+      String(encoded[$0..<min($0 + 76, encoded.count)])
+    }
+  }
+}
