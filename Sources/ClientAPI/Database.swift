@@ -22,6 +22,9 @@ public struct DatabaseSettings: Sendable, Equatable {
   /// After a failed connection, the first wait before the next attempt; it doubles up to `longestBackoff`.
   public var firstBackoff: Duration = .milliseconds(100)
   public var longestBackoff: Duration = .seconds(2)
+  /// Whether statements are prepared once per connection (named prepared statements). A pooler
+  /// in transaction mode older than pgbouncer 1.21 cannot carry them: turn this off there.
+  public var preparedStatements = true
   /// Where the change listener connects, when not the pool's URI (a transaction-mode pooler
   /// cannot carry `LISTEN`: point this straight at PostgreSQL).
   public var listenURI: String? = nil

@@ -12,6 +12,7 @@ extension PostgresConnection {
   func listen(_ channel: String) throws(StoreError) {
     precondition(channel.allSatisfy { $0.isASCII && ($0.isLetter || $0 == "_") })
     try execute("LISTEN \(channel)")
+    listening = true
   }
 
   /// Waits up to `milliseconds` for notifications and returns how many arrived (0 after a quiet

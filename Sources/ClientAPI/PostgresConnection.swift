@@ -15,6 +15,10 @@ public final class PostgresConnection {
   private let schedule: ReconnectSchedule
   /// The connection went and has not come back yet.
   private var lost = false
+  /// This connection `LISTEN`s (see `listen`).
+  var listening = false
+  /// Statement texts prepared on this connection, by name.
+  private var prepared: [String: String] = [:]
   /// The SQLSTATE of the last statement that failed (`40001`: a serialization failure), else nil.
   public private(set) var lastSQLState: String? = nil
 
@@ -72,17 +76,28 @@ public final class PostgresConnection {
   /// default) and statements meanwhile fail at once as `unavailable`, so a request never waits on
   /// a database that is down.
   private func reconnectIfLost() throws(StoreError) {
-    // An idle connection has nothing to read unless the server has spoken first — closing it (a
-    // restart, pg_terminate_backend) sends a FATAL message and the end of the stream. Looking
-    // costs one poll(2); it saves the statement that would fail on a connection already gone.
+    // An idle pool connection has nothing to read unless the server has spoken first — closing it
+    // (a restart, pg_terminate_backend) sends a FATAL message (which libpq, idle, treats as a
+    // notice) and then the end of the stream, which may not have arrived yet. So anything to read
+    // means the connection is made again before this statement. Looking costs one poll(2); it
+    // saves the statement that would fail on a connection already gone.
+    if listening {
+      // Notifications arrive unasked: read them; a listening connection that went is never made
+      // again silently (a new session would not be listening): its owner starts over.
+      guard PQstatus(handle) == CONNECTION_OK, PQconsumeInput(handle) == 1, PQstatus(handle) == CONNECTION_OK
+      else {
+        throw StoreError("the PostgreSQL listening connection is closed", unavailable: true)
+      }
+      return
+    }
     if PQstatus(handle) == CONNECTION_OK, !lost {
       var ready = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
       guard poll(&ready, 1, 0) > 0 else { return }
-      if PQconsumeInput(handle) == 1, PQstatus(handle) == CONNECTION_OK { return }
     }
     lost = true
     try schedule.attempt { () throws(StoreError) in
       PQreset(handle)
+      prepared.removeAll()
       guard PQstatus(handle) == CONNECTION_OK else {
         throw StoreError(
           "PostgreSQL is out of reach: \(Self.message(PQerrorMessage(handle)))", unavailable: true)
@@ -156,8 +171,23 @@ public final class PostgresConnection {
         formats.append(1)
       }
     }
-    let result = PQexecParams(handle, sql, Int32(parameters.count), types, values, lengths, formats, 0)
-    return try rows(of: result)
+    guard settings.preparedStatements else {
+      return try rows(
+        of: PQexecParams(handle, sql, Int32(parameters.count), types, values, lengths, formats, 0))
+    }
+    // Each statement text is prepared once per connection (parsed and planned once, not at every
+    // request); a connection made again has none, so the names are forgotten with it.
+    // Keyed by the parameters' types too: a text where an integer was before is another statement.
+    let key = types.map { String($0) }.joined(separator: ",") + ";" + sql
+    let name: String
+    if let known = prepared[key] {
+      name = known
+    } else {
+      name = "be_\(prepared.count + 1)"
+      _ = try rows(of: PQprepare(handle, name, sql, Int32(parameters.count), types))
+      prepared[key] = name
+    }
+    return try rows(of: PQexecPrepared(handle, name, Int32(parameters.count), values, lengths, formats, 0))
   }
 
   /// Rows changed (or returned) by the last command, from `PQcmdTuples`; 0 for commands that

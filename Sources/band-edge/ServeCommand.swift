@@ -40,6 +40,8 @@ enum ServeCommand {
                               or smtps://host:port; the config file's "mail" sets it with "from",
                               "username" and "passwordFile". Staging and production need one; in
                               development without one, mail stays in the outbox (admin outbox)
+      --database-unprepared   PostgreSQL: send every statement with its text instead of preparing it
+                              once per connection (for pgbouncer before 1.21 in transaction mode)
       --database-listen URL   PostgreSQL: where the change listener connects (LISTEN), when the
                               store URL goes through a transaction-mode pooler such as pgbouncer;
                               default the store URL (see docs/fleet.md)
@@ -127,6 +129,7 @@ enum ServeCommand {
           throw UsageError("--smtp takes an smtp:// or smtps:// URL")
         }
         smtpFlag = url
+      case "--database-unprepared": settings.database.preparedStatements = false
       case "--database-listen":
         let uri = try value()
         guard case .postgres = DatabaseLocation(uri) else {

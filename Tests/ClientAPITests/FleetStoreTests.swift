@@ -271,6 +271,36 @@ struct PostgresFleetTests {
     #expect(attempts.withLock { $0 } == 1, "the second and third fail at once, without connecting")
   }
 
+  @Test(
+    "statements are prepared once per connection, again after a reconnect, or not at all",
+    arguments: [true, false])
+  func prepared(_ prepare: Bool) throws {
+    var settings = DatabaseSettings()
+    settings.preparedStatements = prepare
+    let connection = try PostgresConnection(uri: try #require(testPostgresURI), settings: settings)
+    let admin = try PostgresConnection(uri: try #require(testPostgresURI))
+    func named() throws -> Int {
+      guard
+        case .integer(let n)? = try connection.query("SELECT count(*) FROM pg_prepared_statements").first?
+          .first
+      else { return -1 }
+      return Int(n)
+    }
+    for value in [DatabaseValue.integer(7), .text("seven"), .blob([0, 7]), .null] {
+      #expect(
+        try connection.query(
+          "SELECT $1::text IS NOT DISTINCT FROM $1::text, $2::bigint", [value, .integer(1)])
+          == [[.text("t"), .integer(1)]])
+    }
+    // Three type signatures (an integer, text or NULL, bytea) and the counting query's own.
+    #expect(try named() == (prepare ? 4 : 0))
+    try admin.query("SELECT pg_terminate_backend($1::int)", [.integer(Int64(connection.backendPID))])
+    usleep(100_000)
+    #expect(
+      try connection.query("SELECT $1::bigint", [.integer(3)]) == [[.integer(3)]],
+      "prepared again after the reconnect")
+  }
+
   @Test("a statement past the statement timeout is cancelled and 'unavailable'")
   func statementTimeout() throws {
     var settings = DatabaseSettings()
