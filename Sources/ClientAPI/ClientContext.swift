@@ -94,7 +94,11 @@ public final class ClientServices: Sendable {
       heartbeat = nil
     }
     // Without a relay (development) mail stays in the outbox: `band-edge admin outbox`.
-    mailer = smtp.map { MailDelivery(database: database, settings: settings, smtp: $0, clock: clock) }
+    mailer = smtp.map {
+      MailDelivery(
+        database: database, settings: settings, smtp: $0, interval: $0.interval, firstRetry: $0.firstRetry,
+        clock: clock)
+    }
     self.trustedProxies = trustedProxies
     self.refusalHold = refusalHold
   }

@@ -86,8 +86,9 @@ extension ClientStore {
       """, [.integer(Int64(clock())), .integer(Int64(id))])
   }
 
-  /// Delivery failed: try again after a back-off (30 s doubling, at most an hour), keeping `error`.
-  public func markFailed(_ id: Int, error: String) throws(StoreError) {
+  /// Delivery failed: try again after a back-off (`firstWait` seconds doubling, at most an hour),
+  /// keeping `error`.
+  public func markFailed(_ id: Int, error: String, firstWait: Double = 30) throws(StoreError) {
     try db.transaction { () throws(StoreError) in
       guard
         case .integer(let attempts)? = try db.query(
@@ -95,12 +96,16 @@ extension ClientStore {
         )
         .first?.first
       else { return }
-      let wait = min(30 << min(Int(attempts), 7), 3600)
+      let wait = min(firstWait * Double(1 << min(Int(attempts), 7)), 3600)
       try db.query(
         """
         UPDATE outbox SET attempts = attempts + 1, next_attempt_at = ?, claimed_until = 0, last_error = ?
         WHERE id = ?
-        """, [.integer(Int64(clock() + wait)), .text(String(error.prefix(300))), .integer(Int64(id))])
+        """,
+        [
+          .integer(Int64(clock() + Int(wait.rounded(.up)))), .text(String(error.prefix(300))),
+          .integer(Int64(id)),
+        ])
     }
   }
 

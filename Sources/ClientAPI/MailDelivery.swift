@@ -22,7 +22,7 @@ public final class MailDelivery: Sendable {
   /// Starts delivering the outbox of `database` through `smtp`.
   public init(
     database: DatabaseLocation, settings: DatabaseSettings, smtp: SMTPSettings,
-    interval: Duration = .seconds(1),
+    interval: Duration = .seconds(1), firstRetry: Duration = .seconds(30),
     clock: @escaping @Sendable () -> Int
   ) {
     let shared = self.shared
@@ -35,7 +35,9 @@ public final class MailDelivery: Sendable {
           for entry in try current.claimDueMail() {
             let bytes = MailFormat.message(entry, from: smtp.from, date: clock())
             if let failure = SMTPSender.send(bytes, to: entry.to, settings: smtp) {
-              try current.markFailed(entry.id, error: failure)
+              let wait =
+                Double(firstRetry.components.seconds) + Double(firstRetry.components.attoseconds) / 1e18
+              try current.markFailed(entry.id, error: failure, firstWait: wait)
               Log.event(
                 "error", "mail_failed",
                 [

@@ -14,6 +14,10 @@ public struct SMTPSettings: Sendable, Equatable {
   public var password: String? = nil
   /// The longest a delivery may take, connection included.
   public var timeout: Duration = .seconds(30)
+  /// How often the outbox is looked at for messages due.
+  public var interval: Duration = .seconds(1)
+  /// The first wait after a failed delivery (it doubles at each failure, up to an hour).
+  public var firstRetry: Duration = .seconds(30)
 
   /// Settings for the relay at `url` sending as `from`.
   public init(url: String, from: String) {

@@ -20,6 +20,7 @@ enum AdminCommand {
       audit [--json] [--since EPOCH-SECONDS]
       outbox list [--limit N]               the newest messages: number, kind, recipient, state
       outbox show --id N                    one message; its text (with its link) in development only
+      outbox test --to E                    queue a test message (the running servers deliver it)
       seed-demo                             fictional demo data; development only (BAND_LICENCE_ENV)
       migrate                               apply migrations and exit (serve runs this at every start)
       retention [--days N] [--once-per S]   erase the personal fields of accounts deleted N days ago or more
@@ -123,6 +124,15 @@ enum AdminCommand {
           let state = m.sentAt.map { "sent \($0)" } ?? "waiting (\(m.attempts) attempts)"
           print("\(m.id) \(m.kind) \(m.to) \(state) \(m.messageID)")
         }
+      case ("outbox", "test"):
+        // The operator's check of the relay: a message the running servers deliver like any other.
+        let to = try options.email("--to")
+        let message = MailTemplates.message(
+          kind: "relay_test", to: to, name: nil, subject: "Band Licence: a test message",
+          paragraphs: ["This message checks that Band Licence can send mail. There is nothing to do."],
+          reason: "An operator of this Band Licence service sent it with band-edge admin outbox test.")
+        let id = try store.enqueueMail(message, host: "band-edge.invalid")
+        print("queued \(id) to \(to)")
       case ("outbox", "show"):
         guard let id = Int(try options.required("--id")), let m = try store.outboxEntry(id: id) else {
           throw StoreError("no message with that number in the outbox")

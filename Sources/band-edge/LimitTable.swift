@@ -11,6 +11,9 @@ struct ServeSettings {
   var retentionDays = 30
   var sessionCacheEntries = 4096
   var database = DatabaseSettings()
+  var mailInterval = Duration.seconds(1)
+  var mailRetry = Duration.seconds(30)
+  var mailTimeout = Duration.seconds(30)
 }
 
 /// One configurable limit: the flag `--NAME` and the file's `"limits": {"NAME": value}` alike,
@@ -262,6 +265,21 @@ enum LimitTable {
       $0.sessionCacheEntries
     } set: {
       $0.sessionCacheEntries = $1
+    },
+    seconds("mail-interval", 0.01...3600, "the outbox is looked at this often for mail to send") {
+      $0.mailInterval
+    } set: {
+      $0.mailInterval = $1
+    },
+    seconds("mail-retry", 0.01...3600, "first wait after a failed delivery; it doubles, up to an hour") {
+      $0.mailRetry
+    } set: {
+      $0.mailRetry = $1
+    },
+    seconds("mail-timeout", 1...3600, "longest one SMTP delivery may take, connecting included") {
+      $0.mailTimeout
+    } set: {
+      $0.mailTimeout = $1
     },
     seconds(
       "database-connect-timeout", 1...3600,

@@ -214,9 +214,13 @@ enum ServeCommand {
       fail("--test-routes is for development only, not \(deployment.environment.rawValue)")
       return 1
     }
-    let smtp: SMTPSettings?
+    var smtp: SMTPSettings?
     switch mailSettings(deployment: deployment, flag: smtpFlag) {
-    case .success(let settings): smtp = settings
+    case .success(let found):
+      smtp = found
+      smtp?.interval = settings.mailInterval
+      smtp?.firstRetry = settings.mailRetry
+      smtp?.timeout = settings.mailTimeout
     case .failure(let problem):
       fail(problem.message)
       return 1
