@@ -78,6 +78,24 @@ struct MailFoundationTests {
     #expect(!text.contains("\n\n") && !text.contains("Hello Ada"), "CRLF only; bodies encoded")
   }
 
+  @Test("the HTML part loads nothing: no images, styles, scripts or links but the one given")
+  func noTracking() {
+    let message = MailTemplates.message(
+      kind: "recovery", to: "ada@example.test", name: "Ada <b>", subject: "A \"quoted\" subject",
+      paragraphs: ["One & two <script>alert(1)</script>"],
+      link: ("Open", "https://x.example.test/r?token=a&b=c"),
+      reason: "Why you got this.")
+    let html = message.html.lowercased()
+    for needle in ["<img", "<script", "<link", "<iframe", "src=", "url(", "@import", "http://"] {
+      #expect(!html.contains(needle), "\(needle)")
+    }
+    let hrefs = html.split(separator: "href=\"").dropFirst().map { $0.prefix { $0 != "\"" } }
+    #expect(hrefs == ["https://x.example.test/r?token=a&amp;b=c"])
+    #expect(
+      message.text.contains("https://x.example.test/r?token=a&b=c") && message.text.contains("Hello Ada <b>,")
+    )
+  }
+
   /// (relay URL, whether TLS is required, as printed)
   static let relays: [(String, Bool, String)] = [
     ("smtp://127.0.0.1:2525", false, "smtp://127.0.0.1:2525"),

@@ -116,3 +116,20 @@ def test_two_instances_sharing_one_outbox_send_each_message_once(mail_sink):
             server.stop()
         with psycopg.connect(base, autocommit=True) as db:
             db.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def test_a_relay_off_loopback_must_offer_starttls(mail_sink):
+    """The same sink named as an IPv4-mapped IPv6 address is not 'loopback' to the check: band-edge
+    asks for STARTTLS, the sink offers none, and nothing is sent in the clear."""
+    server = Server("--smtp", f"smtp://[::ffff:127.0.0.1]:{mail_sink.port}", *FAST)
+    try:
+        queue(server.database_args, "ada@example.test")
+        import time
+        deadline = time.monotonic() + 15
+        while not (failed := [e for e in server.events() if e.get("event") == "mail_failed"]):
+            assert time.monotonic() < deadline, "no delivery attempt"
+            time.sleep(0.05)
+        assert "TLS" in failed[0]["error"] or "STARTTLS" in failed[0]["error"], failed[0]
+        assert mail_sink.received() == [], "nothing went out without TLS"
+    finally:
+        server.stop()
