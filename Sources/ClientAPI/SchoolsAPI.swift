@@ -31,8 +31,13 @@ public struct SchoolsAPI: Sendable {
       },
       Route(.patch, Self.prefix + "/members/:accountId", cacheClass: .private, execution: .pooled) {
         request in
-        scoped(request, mutating: true) { signed, membership, store in
-          try setRole(request, signed, membership, store)
+        // The request's own faults first: a malformed body is 400 whoever sends it.
+        switch Self.roleChange(request) {
+        case .failure(let refusal): return refusal.response
+        case .success(let role):
+          return scoped(request, mutating: true) { signed, membership, store in
+            try setRole(request, role, signed, membership, store)
+          }
         }
       },
       Route(.delete, Self.prefix + "/members/:accountId", cacheClass: .private, execution: .pooled) {
@@ -55,8 +60,12 @@ public struct SchoolsAPI: Sendable {
         }
       },
       Route(.post, Self.prefix + "/invitations", cacheClass: .private, execution: .pooled) { request in
-        scoped(request, mutating: true) { signed, membership, store in
-          try invite(request, signed, membership, store)
+        switch Self.invitationRequest(request) {
+        case .failure(let refusal): return refusal.response
+        case .success(let (key, email, role)):
+          return scoped(request, mutating: true) { signed, membership, store in
+            try invite(request, key, email, role, signed, membership, store)
+          }
         }
       },
       Route(.delete, Self.prefix + "/invitations/:id", cacheClass: .private, execution: .pooled) { request in
@@ -96,17 +105,24 @@ public struct SchoolsAPI: Sendable {
 
   // MARK: operations
 
-  func setRole(_ request: Request, _ signed: Signed, _ membership: Membership, _ store: ClientStore) throws
-    -> Response
-  {
-    if let refusal = Self.jsonRefusal(request) { return refusal }
+  /// The role a `PATCH .../members/{accountId}` asks for, or its refusal (415, 413, 400).
+  static func roleChange(_ request: Request) -> Result<Role, Refusal> {
+    if let refusal = jsonRefusal(request) { return .failure(Refusal(refusal)) }
     guard case .object(let body)? = try? JSONValue.parse(request.body), body.count == 1,
       case .string(let name)? = body["role"], let role = Role(rawValue: name)
     else {
-      return JSONBody.error(
-        .badRequest, "invalid_request",
-        "The body must be a JSON object with role: administrator, teacher or read_only.")
+      return .failure(
+        Refusal(
+          JSONBody.error(
+            .badRequest, "invalid_request",
+            "The body must be a JSON object with role: administrator, teacher or read_only.")))
     }
+    return .success(role)
+  }
+
+  func setRole(
+    _ request: Request, _ role: Role, _ signed: Signed, _ membership: Membership, _ store: ClientStore
+  ) throws -> Response {
     let id = request.parameters["accountId"] ?? ""
     let school = membership.school.id
     switch try store.setRole(schoolID: school, accountID: id, role: role, actor: signed.account.id) {
@@ -120,28 +136,39 @@ public struct SchoolsAPI: Sendable {
     }
   }
 
-  func invite(_ request: Request, _ signed: Signed, _ membership: Membership, _ store: ClientStore) throws
-    -> Response
-  {
-    if let refusal = Self.jsonRefusal(request) { return refusal }
-    guard let key = request.headers["idempotency-key"], !key.isEmpty, key.utf8.count <= Self.maxKeyBytes,
+  /// The key, address and role of a `POST .../invitations`, or its refusal (415, 413, 400).
+  static func invitationRequest(_ request: Request) -> Result<(String, EmailAddress, Role), Refusal> {
+    if let refusal = jsonRefusal(request) { return .failure(Refusal(refusal)) }
+    guard let key = request.headers["idempotency-key"], !key.isEmpty, key.utf8.count <= maxKeyBytes,
       key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
     else {
-      return JSONBody.error(
-        .badRequest, "idempotency_key_required",
-        "Send an Idempotency-Key header (1 to 255 visible ASCII characters) with every invitation.")
+      return .failure(
+        Refusal(
+          JSONBody.error(
+            .badRequest, "idempotency_key_required",
+            "Send an Idempotency-Key header (1 to 255 visible ASCII characters) with every invitation.")))
     }
     guard case .object(let body)? = try? JSONValue.parse(request.body), body.count == 2,
       case .string(let typed)? = body["email"], case .string(let name)? = body["role"],
       let role = Role(rawValue: name)
     else {
-      return JSONBody.error(
-        .badRequest, "invalid_request",
-        "The body must be a JSON object with email and role (administrator, teacher or read_only).")
+      return .failure(
+        Refusal(
+          JSONBody.error(
+            .badRequest, "invalid_request",
+            "The body must be a JSON object with email and role (administrator, teacher or read_only).")))
     }
     guard typed.utf8.count <= WebPages.maxEmailBytes, let email = EmailAddress(typed) else {
-      return JSONBody.error(.badRequest, "invalid_email", "That is not an email address we can send to.")
+      return .failure(
+        Refusal(JSONBody.error(.badRequest, "invalid_email", "That is not an email address we can send to.")))
     }
+    return .success((key, email, role))
+  }
+
+  func invite(
+    _ request: Request, _ key: String, _ email: EmailAddress, _ role: Role, _ signed: Signed,
+    _ membership: Membership, _ store: ClientStore
+  ) throws -> Response {
     let outcome = try context.invite(
       email, as: role, to: membership.school, by: signed.account, in: store,
       idempotencyKey: key, requestDigest: Secrets.digest(bytes: request.body))
@@ -194,6 +221,12 @@ public struct SchoolsAPI: Sendable {
       "expiresAt": .string(Timestamp.iso8601(invitation.expiresAt)),
     ])
   }
+}
+
+/// An answer given instead of going on (carried through `Result`).
+struct Refusal: Error {
+  let response: Response
+  init(_ response: Response) { self.response = response }
 }
 
 extension Status {

@@ -286,6 +286,15 @@ struct SchoolsAPITests {
           ("Idempotency-Key", "k"),
         ], body: Array("x".utf8)))
     #expect(form.status == .unsupportedMediaType)
+    // The request's own faults come first: an outdated app with a malformed body is told 400.
+    let outdated = s.call(
+      .patch, s.path(s.northfield, "/members/\(cy)"), token: ada, json: "\u{0}",
+      headers: [("Band-Licence-Client", "ios/0.1.0")])
+    #expect(outdated.status == .badRequest)
+    let keyless = s.call(
+      .post, invitations, token: ada, json: #"{"email":"a@example.test","role":"teacher"}"#,
+      headers: [("Band-Licence-Client", "ios/0.1.0")])
+    #expect(keyless.status == .badRequest)
     let member = s.call(
       .post, invitations, token: ada, json: #"{"email":"tom@example.test","role":"teacher"}"#, key: "m")
     #expect(member.status == .conflict)

@@ -60,3 +60,12 @@ def make_server():
     yield start
     for s in started:
         s.stop()
+
+
+@pytest.fixture
+def mail_sink():
+    """A real SMTP server on loopback (aiosmtpd) capturing every message; stopped afterwards."""
+    from mailsink import MailSink
+    sink = MailSink().start()
+    yield sink
+    sink.stop()
