@@ -196,6 +196,11 @@ extension ClientStore {
       try db.query("DELETE FROM action_tokens WHERE expires_at < ?", [.integer(cutoff)])
       removed += db.changes
       removed += try eraseStaleMail(window: 7 * 86400)
+      // Invitations a day after they ended: accepted, withdrawn or expired.
+      try db.query(
+        "DELETE FROM invitations WHERE coalesce(accepted_at, revoked_at, expires_at) < ? OR expires_at < ?",
+        [.integer(cutoff), .integer(cutoff)])
+      removed += db.changes
       return removed
     }
   }

@@ -321,7 +321,7 @@ public final class ClientStore {
   /// audit is where it is announced, so no such change can forget to be.
   static let changesSessionAnswers: Set<String> = [
     "session.revoked", "account.disabled", "account.enabled", "account.deletion_requested", "account.erased",
-    "membership.granted", "membership.revoked",
+    "membership.granted", "membership.revoked", "membership.role_changed", "invitation.accepted",
   ]
 
   /// Appends an audit event (inside the caller's transaction); for an action that changes session

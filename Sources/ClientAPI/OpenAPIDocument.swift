@@ -144,6 +144,170 @@ public enum OpenAPIDocument {
               "503": {"$ref": "#/components/responses/Busy"}
             }
           }
+        },
+        "/api/client/v1/schools/{schoolId}/members": {
+          "get": {
+            "operationId": "listMembers",
+            "summary": "The school's live members. For the school's administrators: a teacher or read-only member gets 403, a school the caller is not a live member of 404.",
+            "x-since": {"contractVersion": 2, "minimumAppVersion": {"ios": "1.0.0", "android": "1.0.0"}},
+            "security": [{"bearer": []}, {"cookie": []}],
+            "parameters": [
+              {"$ref": "#/components/parameters/SchoolId"},
+              {"$ref": "#/components/parameters/Client"}
+            ],
+            "responses": {
+              "200": {
+                "description": "The members.",
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Members"}}}
+              },
+              "400": {"$ref": "#/components/responses/Error"},
+              "401": {"$ref": "#/components/responses/Unauthorized"},
+              "403": {"$ref": "#/components/responses/Error"},
+              "404": {"$ref": "#/components/responses/Error"},
+              "413": {"$ref": "#/components/responses/PayloadTooLarge"},
+              "426": {"$ref": "#/components/responses/AppVersionUnsupported"},
+              "503": {"$ref": "#/components/responses/Busy"}
+            }
+          }
+        },
+        "/api/client/v1/schools/{schoolId}/members/{accountId}": {
+          "patch": {
+            "operationId": "setMemberRole",
+            "summary": "Changes a member's role. The last administrator cannot be demoted (409 last_administrator). Audited membership.role_changed. For the school's administrators: a teacher or read-only member gets 403, a school the caller is not a live member of 404. A cookie-authenticated call needs a same-origin Origin header.",
+            "x-since": {"contractVersion": 2, "minimumAppVersion": {"ios": "1.0.0", "android": "1.0.0"}},
+            "security": [{"bearer": []}, {"cookie": []}],
+            "parameters": [
+              {"$ref": "#/components/parameters/SchoolId"},
+              {"$ref": "#/components/parameters/Client"},
+              {"name": "accountId", "in": "path", "required": true, "schema": {"type": "string"}}
+            ],
+            "requestBody": {
+              "required": true,
+              "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RoleChange"}}}
+            },
+            "responses": {
+              "200": {
+                "description": "The member with the new role.",
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Member"}}}
+              },
+              "400": {"$ref": "#/components/responses/Error"},
+              "401": {"$ref": "#/components/responses/Unauthorized"},
+              "403": {"$ref": "#/components/responses/Error"},
+              "404": {"$ref": "#/components/responses/Error"},
+              "409": {"$ref": "#/components/responses/Error"},
+              "413": {"$ref": "#/components/responses/Error"},
+              "415": {"$ref": "#/components/responses/Error"},
+              "426": {"$ref": "#/components/responses/AppVersionUnsupported"},
+              "503": {"$ref": "#/components/responses/Busy"}
+            }
+          },
+          "delete": {
+            "operationId": "removeMember",
+            "summary": "Removes a member from the school: the membership is revoked and disappears from their next GET /session, on every instance. The last administrator cannot be removed (409 last_administrator). Audited membership.revoked. For the school's administrators: a teacher or read-only member gets 403, a school the caller is not a live member of 404. A cookie-authenticated call needs a same-origin Origin header.",
+            "x-since": {"contractVersion": 2, "minimumAppVersion": {"ios": "1.0.0", "android": "1.0.0"}},
+            "security": [{"bearer": []}, {"cookie": []}],
+            "parameters": [
+              {"$ref": "#/components/parameters/SchoolId"},
+              {"$ref": "#/components/parameters/Client"},
+              {"name": "accountId", "in": "path", "required": true, "schema": {"type": "string"}}
+            ],
+            "responses": {
+              "204": {"description": "Removed."},
+              "400": {"$ref": "#/components/responses/Error"},
+              "401": {"$ref": "#/components/responses/Unauthorized"},
+              "403": {"$ref": "#/components/responses/Error"},
+              "404": {"$ref": "#/components/responses/Error"},
+              "409": {"$ref": "#/components/responses/Error"},
+              "413": {"$ref": "#/components/responses/PayloadTooLarge"},
+              "426": {"$ref": "#/components/responses/AppVersionUnsupported"},
+              "503": {"$ref": "#/components/responses/Busy"}
+            }
+          }
+        },
+        "/api/client/v1/schools/{schoolId}/invitations": {
+          "get": {
+            "operationId": "listInvitations",
+            "summary": "The school's pending invitations (not accepted, withdrawn or expired), newest first. For the school's administrators: a teacher or read-only member gets 403, a school the caller is not a live member of 404.",
+            "x-since": {"contractVersion": 2, "minimumAppVersion": {"ios": "1.0.0", "android": "1.0.0"}},
+            "security": [{"bearer": []}, {"cookie": []}],
+            "parameters": [
+              {"$ref": "#/components/parameters/SchoolId"},
+              {"$ref": "#/components/parameters/Client"}
+            ],
+            "responses": {
+              "200": {
+                "description": "The invitations.",
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Invitations"}}}
+              },
+              "400": {"$ref": "#/components/responses/Error"},
+              "401": {"$ref": "#/components/responses/Unauthorized"},
+              "403": {"$ref": "#/components/responses/Error"},
+              "404": {"$ref": "#/components/responses/Error"},
+              "413": {"$ref": "#/components/responses/PayloadTooLarge"},
+              "426": {"$ref": "#/components/responses/AppVersionUnsupported"},
+              "503": {"$ref": "#/components/responses/Busy"}
+            }
+          },
+          "post": {
+            "operationId": "createInvitation",
+            "summary": "Invites an email address as a role: mails a single-use link to /invitations/accept, valid 7 days; an earlier pending invitation of that address to the school is withdrawn. 409 already_member when the address is a member already. Audited invitation.created. For the school's administrators: a teacher or read-only member gets 403, a school the caller is not a live member of 404. A cookie-authenticated call needs a same-origin Origin header.",
+            "x-since": {"contractVersion": 2, "minimumAppVersion": {"ios": "1.0.0", "android": "1.0.0"}},
+            "security": [{"bearer": []}, {"cookie": []}],
+            "parameters": [
+              {"$ref": "#/components/parameters/SchoolId"},
+              {"$ref": "#/components/parameters/Client"},
+              {
+                "name": "Idempotency-Key",
+                "in": "header",
+                "required": true,
+                "description": "Required. The same key and byte-identical body get the first answer again (no second invitation or mail); the same key with another body gets 422.",
+                "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"}
+              }
+            ],
+            "requestBody": {
+              "required": true,
+              "content": {"application/json": {"schema": {"$ref": "#/components/schemas/InvitationRequest"}}}
+            },
+            "responses": {
+              "201": {
+                "description": "The invitation (never its link or token).",
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Invitation"}}}
+              },
+              "400": {"$ref": "#/components/responses/Error"},
+              "401": {"$ref": "#/components/responses/Unauthorized"},
+              "403": {"$ref": "#/components/responses/Error"},
+              "404": {"$ref": "#/components/responses/Error"},
+              "409": {"$ref": "#/components/responses/Error"},
+              "413": {"$ref": "#/components/responses/Error"},
+              "415": {"$ref": "#/components/responses/Error"},
+              "422": {"$ref": "#/components/responses/Error"},
+              "426": {"$ref": "#/components/responses/AppVersionUnsupported"},
+              "503": {"$ref": "#/components/responses/Busy"}
+            }
+          }
+        },
+        "/api/client/v1/schools/{schoolId}/invitations/{id}": {
+          "delete": {
+            "operationId": "revokeInvitation",
+            "summary": "Withdraws a pending invitation: its link no longer works. Audited invitation.revoked. For the school's administrators: a teacher or read-only member gets 403, a school the caller is not a live member of 404. A cookie-authenticated call needs a same-origin Origin header.",
+            "x-since": {"contractVersion": 2, "minimumAppVersion": {"ios": "1.0.0", "android": "1.0.0"}},
+            "security": [{"bearer": []}, {"cookie": []}],
+            "parameters": [
+              {"$ref": "#/components/parameters/SchoolId"},
+              {"$ref": "#/components/parameters/Client"},
+              {"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}
+            ],
+            "responses": {
+              "204": {"description": "Withdrawn."},
+              "400": {"$ref": "#/components/responses/Error"},
+              "401": {"$ref": "#/components/responses/Unauthorized"},
+              "403": {"$ref": "#/components/responses/Error"},
+              "404": {"$ref": "#/components/responses/Error"},
+              "413": {"$ref": "#/components/responses/PayloadTooLarge"},
+              "426": {"$ref": "#/components/responses/AppVersionUnsupported"},
+              "503": {"$ref": "#/components/responses/Busy"}
+            }
+          }
         }
       },
       "components": {
@@ -161,6 +325,13 @@ public enum OpenAPIDocument {
           }
         },
         "parameters": {
+          "SchoolId": {
+            "name": "schoolId",
+            "in": "path",
+            "required": true,
+            "description": "A school's opaque ID, as GET /session lists them. Access is decided by the caller's live membership there, never by the ID alone.",
+            "schema": {"type": "string"}
+          },
           "Client": {
             "name": "Band-Licence-Client",
             "in": "header",
@@ -384,6 +555,56 @@ public enum OpenAPIDocument {
               "session": {"$ref": "#/components/schemas/Session"},
               "sessionToken": {"type": "string", "pattern": "^[A-Za-z0-9_-]{43}$"},
               "tokenType": {"const": "Bearer"}
+            }
+          },
+          "Role": {"type": "string", "enum": ["administrator", "teacher", "read_only"]},
+          "Member": {
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["accountId", "displayName", "email", "role"],
+            "properties": {
+              "accountId": {"type": "string"},
+              "displayName": {"type": "string"},
+              "email": {"type": "string"},
+              "role": {"$ref": "#/components/schemas/Role"}
+            }
+          },
+          "Members": {
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["members"],
+            "properties": {"members": {"type": "array", "items": {"$ref": "#/components/schemas/Member"}}}
+          },
+          "RoleChange": {
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["role"],
+            "properties": {"role": {"$ref": "#/components/schemas/Role"}}
+          },
+          "Invitation": {
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["email", "expiresAt", "id", "role"],
+            "properties": {
+              "id": {"type": "string"},
+              "email": {"type": "string"},
+              "role": {"$ref": "#/components/schemas/Role"},
+              "expiresAt": {"type": "string", "format": "date-time"}
+            }
+          },
+          "Invitations": {
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["invitations"],
+            "properties": {"invitations": {"type": "array", "items": {"$ref": "#/components/schemas/Invitation"}}}
+          },
+          "InvitationRequest": {
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["email", "role"],
+            "properties": {
+              "email": {"type": "string", "minLength": 3, "maxLength": 254},
+              "role": {"$ref": "#/components/schemas/Role"}
             }
           }
         }

@@ -401,6 +401,7 @@ enum ServeCommand {
       + files.routes(maxAge: deployment.linkFileMaxAge)
       + SessionAPI(client).routes + WebPages(client).routes + NativeSignIn(client).routes
       + Readiness.routes(client)
+      + SchoolsAPI(client).routes + PeoplePages(client).routes + InvitationPages(client).routes
       + OpenAPIDocument.routes
       + (testRoutes ? EdgeRoutes.testing() : [])
     // Every approved app-link path nothing else answers gets its web page (the app is not installed).

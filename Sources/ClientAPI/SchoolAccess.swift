@@ -1,0 +1,41 @@
+/// The one access check of every school-scoped endpoint and page (client-api-v1.md, "School-scoped
+/// endpoints"): the caller's live membership and role in `{schoolId}`, read from the store in the
+/// same request, never a school ID or role the client merely sends.
+///
+/// A school's administrators manage its people; the member and invitation lists name colleagues'
+/// email addresses, so they are the administrators' too (the fewest fields a screen needs: teachers
+/// and read-only members have no People screen). Every route that uses this today needs
+/// `.administrator`; `.member` is there for the school-scoped reads that will follow.
+struct SchoolAccess {
+  /// What a route needs of the caller.
+  enum Need {
+    /// Any live member.
+    case member
+    /// A live administrator of that school.
+    case administrator
+  }
+
+  /// What the check came to.
+  enum Outcome: Equatable {
+    /// The caller may go on, as `membership` (the school and their role there).
+    case granted(Membership)
+    /// Not a live member of that school (or no such school): 404, whatever their role elsewhere,
+    /// so that a school's IDs tell outsiders nothing.
+    case notFound
+    /// A member without the role the action needs: 403.
+    case forbidden
+  }
+
+  /// Whether `accountID` may act in `schoolID` with `need`, by the membership the store holds now.
+  static func check(_ store: ClientStore, accountID: String, schoolID: String, need: Need) throws(StoreError)
+    -> Outcome
+  {
+    guard let membership = try store.liveMembership(accountID: accountID, schoolID: schoolID) else {
+      return .notFound
+    }
+    switch need {
+    case .member: return .granted(membership)
+    case .administrator: return membership.role == .administrator ? .granted(membership) : .forbidden
+    }
+  }
+}
