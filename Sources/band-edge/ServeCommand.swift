@@ -393,6 +393,7 @@ enum ServeCommand {
       EdgeRoutes.health() + shell.routes + (favicon.map { [$0] } ?? [])
       + files.routes(maxAge: deployment.linkFileMaxAge)
       + SessionAPI(client).routes + WebPages(client).routes + NativeSignIn(client).routes
+      + AccountAPI(client).routes
       + Readiness.routes(client)
       + OpenAPIDocument.routes
       + (testRoutes ? EdgeRoutes.testing() : [])

@@ -22,6 +22,7 @@ struct OpenAPITests {
     let context = f.pages.context
     let router = try Router(
       SessionAPI(context).routes + WebPages(context).routes + NativeSignIn(context).routes
+        + AccountAPI(context).routes
         + OpenAPIDocument.routes
         + LinkFiles(context.deployment).routes(maxAge: 60))
     let routed = Set(
