@@ -23,27 +23,27 @@ public struct AccountAPI: Sendable {
     ]
   }
 
-  /// Authenticates first (401, 426, 403 as for `/session`), then reads the body: 415 unless JSON,
-  /// 413 past `maxBodyBytes`, 400 unless exactly `{"displayName": string}` with a valid name.
+  /// The body is judged first, the same for everyone (415 unless JSON, 413 past `maxBodyBytes`, 400
+  /// unless exactly `{"displayName": string}` with a valid name); then the caller is authenticated
+  /// as for `/session` (401, 426, 403 for a cookie without a same-origin `Origin`).
   func patch(_ request: Request) -> Response {
-    session.authenticated(request, mutating: true) { signed, store, _ in
-      guard let type = request.mediaType, type.is("application", "json"), type.isUTF8 else {
-        return JSONBody.error(
-          .unsupportedMediaType, "unsupported_media_type", "Send the change as application/json.")
-      }
-      guard request.body.count <= Self.maxBodyBytes else {
-        return JSONBody.error(.contentTooLarge, "request_too_large", "The body is too large.")
-      }
-      guard case .object(let body)? = try? JSONValue.parse(request.body), body.count == 1,
-        case .string(let typed)? = body["displayName"]
-      else {
-        return JSONBody.error(
-          .badRequest, "invalid_request", "The body must be a JSON object with displayName as its only field."
-        )
-      }
-      guard let name = AccountRules.displayName(typed) else {
-        return JSONBody.error(.badRequest, "invalid_display_name", AccountRules.nameProblem)
-      }
+    guard let type = request.mediaType, type.is("application", "json"), type.isUTF8 else {
+      return JSONBody.error(
+        .unsupportedMediaType, "unsupported_media_type", "Send the change as application/json.")
+    }
+    guard request.body.count <= Self.maxBodyBytes else {
+      return JSONBody.error(.contentTooLarge, "request_too_large", "The body is too large.")
+    }
+    guard case .object(let body)? = try? JSONValue.parse(request.body), body.count == 1,
+      case .string(let typed)? = body["displayName"]
+    else {
+      return JSONBody.error(
+        .badRequest, "invalid_request", "The body must be a JSON object with displayName as its only field.")
+    }
+    guard let name = AccountRules.displayName(typed) else {
+      return JSONBody.error(.badRequest, "invalid_display_name", AccountRules.nameProblem)
+    }
+    return session.authenticated(request, mutating: true) { signed, store, _ in
       try store.rename(accountID: signed.account.id, to: name)
       let account = Account(
         id: signed.account.id, email: signed.account.email, displayName: name, disabled: false)

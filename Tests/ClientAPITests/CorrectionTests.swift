@@ -62,6 +62,7 @@ struct CorrectionTests {
     #expect((session["account"] as? [String: Any])?["displayName"] as? String == "Ada Lovelace")
     let cases: [(String?, String, Int, String)] = [
       (nil, #"{"displayName": "X"}"#, 401, "unauthorized"),
+      (nil, "not json", 400, "invalid_request"),
       (token, #"{"displayName": ""}"#, 400, "invalid_display_name"),
       (token, #"{"displayName": "a\u0000b"}"#, 400, "invalid_display_name"),
       (token, "{\"displayName\": \"\(String(repeating: "n", count: 101))\"}", 400, "invalid_display_name"),
