@@ -281,6 +281,14 @@ struct RecoveryTests {
     #expect(browser.send(.get, "/account/set-password?token=\(recovery)").status.code == 410)
   }
 
+  @Test("a password chosen before the policy still signs in", arguments: Engine.available)
+  func shortPasswordsStillSignIn(engine: Engine) throws {
+    let f = try SessionFixture(engine)
+    _ = try f.account("ada@example.test", password: "short")
+    var browser = try AccountBrowser(f)
+    #expect(browser.signIn("ada@example.test", "short").status == .seeOther)
+  }
+
   @Test("the sign-in page links to recovery")
   func forgotLink() throws {
     let f = try SessionFixture(.sqlite)
