@@ -170,17 +170,10 @@ public struct InvitationPages: Sendable {
     }
   }
 
-  /// Why `password` cannot be a new password, or nil.
-  /// TODO(lead): use `PasswordPolicy.problem(_:email:)` once the recovery work lands on main (it
-  /// was not there when this was written); until then the minimum length and not the email.
+  /// Why `password` cannot be a new password, or nil: the one password policy.
   static func passwordProblem(_ password: String, email: String) -> String? {
-    if password.count < 12 || password.utf8.count > WebPages.maxPasswordBytes {
-      return "Choose a password of at least 12 characters."
-    }
-    if password.lowercased() == email.lowercased() {
-      return "Choose a password that is not your email address."
-    }
-    return nil
+    guard let address = EmailAddress(email) else { return "Choose a password of at least 12 characters." }
+    return PasswordPolicy.problem(password, email: address)
   }
 
   /// base64url, the alphabet of every token.

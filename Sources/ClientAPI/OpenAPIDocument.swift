@@ -74,6 +74,40 @@ public enum OpenAPIDocument {
             }
           }
         },
+        "/api/client/v1/account": {
+          "patch": {
+            "operationId": "updateAccount",
+            "summary": "Changes the person's own display name (1 to 100 characters, no control characters; surrounding spaces are trimmed). Answers with the session, as GET /session now would. A cookie-authenticated call needs a same-origin Origin header. Since contract version 2; every supported app version.",
+            "security": [{"bearer": []}, {"cookie": []}],
+            "parameters": [{"$ref": "#/components/parameters/Client"}],
+            "requestBody": {
+              "required": true,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "type": "object",
+                    "additionalProperties": false,
+                    "required": ["displayName"],
+                    "properties": {"displayName": {"type": "string", "minLength": 1, "maxLength": 100}}
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "Changed; the session with the new name.",
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Session"}}}
+              },
+              "400": {"$ref": "#/components/responses/Error"},
+              "401": {"$ref": "#/components/responses/Unauthorized"},
+              "403": {"$ref": "#/components/responses/Error"},
+              "413": {"$ref": "#/components/responses/PayloadTooLarge"},
+              "415": {"$ref": "#/components/responses/Error"},
+              "426": {"$ref": "#/components/responses/AppVersionUnsupported"},
+              "503": {"$ref": "#/components/responses/Busy"}
+            }
+          }
+        },
         "/api/client/v1/sessions": {
           "get": {
             "operationId": "listSessions",

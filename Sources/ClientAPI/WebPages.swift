@@ -50,7 +50,7 @@ public struct WebPages: Sendable {
       Route(.post, "/account/sessions/revoke", cacheClass: .private, execution: .pooled) { request in
         guarded { try revoke(request) }
       },
-    ]
+    ] + recoveryRoutes + correctionRoutes
   }
 
   // MARK: sign in
@@ -79,6 +79,7 @@ public struct WebPages: Sendable {
     }
     page.html(Self.credentialFields(email: email))
     page.html("<button class=\"button\" type=\"submit\">Sign in</button>\n</form>\n")
+    page.html("<p><a href=\"/account/recover\">Forgot your password?</a></p>\n")
     return page.response(status, context: context, headers: headers)
   }
 
@@ -197,7 +198,10 @@ public struct WebPages: Sendable {
     return Self.redirect("/sign-in", cookie: WebSecurity.setCookie(WebSecurity.sessionCookie, "", maxAge: 0))
   }
 
-  func accountPage(_ request: Request) throws(StoreError) -> Response {
+  /// `/account`, with `message` as an alert (a correction refused) or, after a correction, its notice.
+  func accountPage(_ request: Request, status: Status = .ok, message: String? = nil) throws(StoreError)
+    -> Response
+  {
     let store = try context.store()
     guard let signed = try context.signed(Credential(request), store) else {
       return Self.redirect("/sign-in?return=%2Faccount")
@@ -205,7 +209,13 @@ public struct WebPages: Sendable {
     let account = signed.account
     let csrf = WebSecurity.csrfToken(binding: signed.token)
     var page = HTMLPage(title: "Your account")
-    page.html("<h1>Your account</h1>\n<dl class=\"details\">\n<dt>Name</dt><dd>")
+    page.html("<h1>Your account</h1>\n")
+    page.alert(message)
+    let changed = request.query.flatMap { WebSecurity.fields(Array($0.utf8)) }?["changed"]
+    if message == nil, let notice = changed.flatMap({ Self.changeNotices[$0] }) {
+      page.html("<p class=\"notice\" role=\"status\">\(notice)</p>\n")
+    }
+    page.html("<dl class=\"details\">\n<dt>Name</dt><dd>")
     page.text(account.displayName)
     page.html("</dd>\n<dt>Email</dt><dd>")
     page.text(account.email)
@@ -223,6 +233,7 @@ public struct WebPages: Sendable {
         page.html("</td><td>\(membership.role.label)</td></tr>\n")
       }
       page.html("</tbody>\n</table>\n")
+      page.html(PeoplePages.peopleLinks(memberships))
     }
     page.html("<h2>Where you are signed in</h2>\n<table>\n<thead><tr><th scope=\"col\">Device</th>")
     page.html(
@@ -246,12 +257,13 @@ public struct WebPages: Sendable {
     page.html("</tbody>\n</table>\n<p class=\"zone\">Times are in ")
     page.text(zone.name)
     page.html(" time.</p>\n")
+    page.html(Self.correctionForms(account, csrf: csrf))
     page.html("<form method=\"post\" action=\"/sign-out\">\n")
     page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(csrf)\">\n")
     page.html("<button class=\"button\" type=\"submit\">Sign out</button>\n</form>\n")
     page.html(
       "<p><a href=\"/\">Back to Band Licence</a> · <a href=\"/account/delete\">Delete my account</a></p>\n")
-    return page.response(.ok, context: context)
+    return page.response(status, context: context)
   }
 
   func revoke(_ request: Request) throws(StoreError) -> Response {

@@ -11,6 +11,9 @@ enum AdminCommand {
     Usage: band-edge admin [--data DIR | --database URL] <command>
 
       account create --email E --name N     the password is read from standard input (never an argument)
+      account create --email E --name N --send-set-password [--config FILE]
+                                            reads no password: mails a link (valid 7 days) to choose one,
+                                            on the deployment's origin (BAND_LICENCE_APP_URL or the config)
       account disable|enable (--email E | --id ACCOUNT-ID)
                                             disabling ends every session of the account at once
       school create --name N --slug S
@@ -67,8 +70,23 @@ enum AdminCommand {
       case ("account", "create"):
         let email = try options.email("--email")
         let name = try options.required("--name")
+        if options.flag("--send-set-password") {
+          guard let displayName = AccountRules.displayName(name) else {
+            throw UsageError(AccountRules.nameProblem)
+          }
+          let origin: String
+          switch ConfigCommand.load(options.value("--config")) {
+          case .success(let deployment): origin = deployment.origin
+          case .failure(let problems): throw StoreError(problems.lines.joined(separator: "; "))
+          }
+          let account = try store.createAccountWithSetPasswordLink(
+            email: email, displayName: displayName, unknownHash: PasswordHasher().decoy(), actor: "cli",
+            origin: origin)
+          print("created account \(account.id) \(account.email); a set-password link is in the outbox")
+          return 0
+        }
         let password = readPassword()
-        guard password.count >= 10 else { throw StoreError("the password must have at least 10 characters") }
+        if let problem = PasswordPolicy.problem(password, email: email) { throw StoreError(problem) }
         let account = try store.createAccount(
           email: email, displayName: name, passwordHash: PasswordHasher().hash(password), actor: "cli")
         print("created account \(account.id) \(account.email)")

@@ -400,6 +400,7 @@ enum ServeCommand {
       EdgeRoutes.health() + shell.routes + (favicon.map { [$0] } ?? [])
       + files.routes(maxAge: deployment.linkFileMaxAge)
       + SessionAPI(client).routes + WebPages(client).routes + NativeSignIn(client).routes
+      + AccountAPI(client).routes
       + Readiness.routes(client)
       + SchoolsAPI(client).routes + PeoplePages(client).routes + InvitationPages(client).routes
       + OpenAPIDocument.routes

@@ -23,6 +23,7 @@ struct OpenAPITests {
     let router = try Router(
       SessionAPI(context).routes + WebPages(context).routes + NativeSignIn(context).routes
         + SchoolsAPI(context).routes
+        + AccountAPI(context).routes
         + OpenAPIDocument.routes
         + LinkFiles(context.deployment).routes(maxAge: 60))
     let routed = Set(

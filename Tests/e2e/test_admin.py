@@ -24,7 +24,7 @@ def test_accounts_schools_members_and_the_audit_trail(tmp_path):
     again = admin(store, "account", "create", "--email", "ada@example.test", "--name", "Ada", stdin=PASSWORD + "\n")
     assert again.returncode == 1 and again.stderr == "band-edge: error: an account with that email already exists\n"
     short = admin(store, "account", "create", "--email", "b@example.test", "--name", "B", stdin="short\n")
-    assert short.returncode == 1 and "at least 10 characters" in short.stderr
+    assert short.returncode == 1 and "at least 12 characters" in short.stderr
     assert admin(store, "school", "create", "--name", "Northfield Primary", "--slug", "northfield").returncode == 0
     granted = admin(store, "member", "add", "--email", "ada@example.test", "--school", "northfield", "--role", "teacher")
     assert granted.stdout == "granted teacher in northfield to ada@example.test\n"

@@ -1,0 +1,54 @@
+import Edge
+import LinkAssoc
+
+/// `PATCH /api/client/v1/account` (client-api-v1.md, "School-scoped endpoints"): the person's own
+/// display name, for the apps. Authenticated like `/session` (a Bearer token, or the cookie with a
+/// same-origin `Origin`); answers `200` with the session body, as `GET /session` would now.
+public struct AccountAPI: Sendable {
+  let session: SessionAPI
+  var context: ClientContext { session.context }
+
+  /// The longest body read.
+  static let maxBodyBytes = 4096
+
+  /// The endpoint over `context`.
+  public init(_ context: ClientContext) { session = SessionAPI(context) }
+
+  /// The route: private (`no-store`) and pooled.
+  public var routes: [Route] {
+    [
+      Route(.patch, "/api/client/v1/account", cacheClass: .private, execution: .pooled) { request in
+        patch(request)
+      }
+    ]
+  }
+
+  /// The body is judged first, the same for everyone (415 unless JSON, 413 past `maxBodyBytes`, 400
+  /// unless exactly `{"displayName": string}` with a valid name); then the caller is authenticated
+  /// as for `/session` (401, 426, 403 for a cookie without a same-origin `Origin`).
+  func patch(_ request: Request) -> Response {
+    guard let type = request.mediaType, type.is("application", "json"), type.isUTF8 else {
+      return JSONBody.error(
+        .unsupportedMediaType, "unsupported_media_type", "Send the change as application/json.")
+    }
+    guard request.body.count <= Self.maxBodyBytes else {
+      return JSONBody.error(.contentTooLarge, "request_too_large", "The body is too large.")
+    }
+    guard case .object(let body)? = try? JSONValue.parse(request.body), body.count == 1,
+      case .string(let typed)? = body["displayName"]
+    else {
+      return JSONBody.error(
+        .badRequest, "invalid_request", "The body must be a JSON object with displayName as its only field.")
+    }
+    guard let name = AccountRules.displayName(typed) else {
+      return JSONBody.error(.badRequest, "invalid_display_name", AccountRules.nameProblem)
+    }
+    return session.authenticated(request, mutating: true) { signed, store, _ in
+      try store.rename(accountID: signed.account.id, to: name)
+      let account = Account(
+        id: signed.account.id, email: signed.account.email, displayName: name, disabled: false)
+      return SessionAPI.sessionResponse(
+        session.sessionBody(account, try store.memberships(accountID: account.id)))
+    }
+  }
+}

@@ -1,0 +1,239 @@
+import Edge
+import LinkAssoc
+
+/// Corrections on `/account` (issue 14, "Correction"): the display name, the password (the current
+/// one required, every other session ends) and the email (a link to the new address confirms it;
+/// the old address is told; nothing changes until the link is followed).
+extension WebPages {
+  var correctionRoutes: [Route] {
+    let limited: @Sendable (Request) -> Response? = { request in
+      context.limited(request, by: context.signInLimiter, refusal: tooMany)
+    }
+    return [
+      Route(.post, "/account/name", cacheClass: .private, execution: .pooled) { request in
+        guarded { try rename(request) }
+      },
+      Route(.post, "/account/password", cacheClass: .private, execution: .background, fastPath: limited) {
+        request in guarded { try changePassword(request) }
+      },
+      Route(.post, "/account/email", cacheClass: .private, execution: .background, fastPath: limited) {
+        request in guarded { try changeEmail(request) }
+      },
+      Route(.get, LinkFlow.emailChange.path, cacheClass: .private, execution: .pooled) { request in
+        guarded { try emailConfirmPage(request) }
+      },
+      Route(.post, LinkFlow.emailChange.path, cacheClass: .private, execution: .pooled) { request in
+        guarded { try confirmEmail(request) }
+      },
+      Route(.get, "/account/email/confirmed", cacheClass: .private, fixed: emailConfirmedPage),
+    ]
+  }
+
+  /// What `/account?changed=..` says after a correction.
+  static let changeNotices: [String: String] = [
+    "name": "Your name has been changed.",
+    "password": "Your password has been changed, and every other device has been signed out.",
+    "email": "We have sent a link to your new address. Your email address changes when you follow it.",
+  ]
+
+  /// The signed-in person behind a correction form, or the answer to send instead (signed out:
+  /// to sign in; a foreign or expired form: the refusal).
+  func signedForm(_ request: Request, _ store: ClientStore) throws(StoreError) -> Result<Signed, Refused> {
+    guard let signed = try context.signed(Credential(request), store) else {
+      return .failure(Refused(refusal(request, binding: nil, signedOut: true) ?? Self.redirect("/sign-in")))
+    }
+    if let refusal = refusal(request, binding: signed.token) { return .failure(Refused(refusal)) }
+    return .success(signed)
+  }
+
+  func rename(_ request: Request) throws(StoreError) -> Response {
+    let store = try context.store()
+    let signed: Signed
+    switch try signedForm(request, store) {
+    case .success(let s): signed = s
+    case .failure(let refused): return refused.response
+    }
+    guard let name = AccountRules.displayName(WebSecurity.form(request)?["name"] ?? "") else {
+      return try accountPage(request, status: .badRequest, message: AccountRules.nameProblem)
+    }
+    try store.rename(accountID: signed.account.id, to: name)
+    return Self.redirect("/account?changed=name")
+  }
+
+  func changePassword(_ request: Request) throws(StoreError) -> Response {
+    let store = try context.store()
+    let signed: Signed
+    switch try signedForm(request, store) {
+    case .success(let s): signed = s
+    case .failure(let refused): return refused.response
+    }
+    let form = WebSecurity.form(request) ?? [:]
+    let current = form["current-password"] ?? ""
+    let new = form["new-password"] ?? ""
+    guard let email = EmailAddress(signed.account.email) else {
+      return try accountPage(
+        request, status: .badRequest, message: "Your account cannot change its password.")
+    }
+    guard !current.isEmpty, current.utf8.count <= Self.maxPasswordBytes else {
+      return try accountPage(request, status: .badRequest, message: "Enter your current password.")
+    }
+    // The policy first: a refused new password costs no Argon2id and counts no failure.
+    if let problem = PasswordPolicy.problem(new, email: email) {
+      return try accountPage(request, status: .badRequest, message: problem)
+    }
+    switch try checkPassword(email: signed.account.email, password: current, store: store, request: request) {
+    case .passed: break
+    case .refused:
+      return try accountPage(
+        request, status: .badRequest, message: "Your current password is not right. Try again.")
+    case .locked: return try accountPage(request, status: .badRequest, message: Self.lockedMessage)
+    }
+    try store.changePassword(
+      accountID: signed.account.id, keeping: signed.session.id, hash: context.hasher.hash(new),
+      host: WebSecurity.host(of: context.deployment.origin),
+      mail: passwordChangedMail(signed.account, email: email, everywhere: false))
+    return Self.redirect("/account?changed=password")
+  }
+
+  func changeEmail(_ request: Request) throws(StoreError) -> Response {
+    let store = try context.store()
+    let signed: Signed
+    switch try signedForm(request, store) {
+    case .success(let s): signed = s
+    case .failure(let refused): return refused.response
+    }
+    let form = WebSecurity.form(request) ?? [:]
+    let typed = form["new-email"] ?? ""
+    let current = form["email-password"] ?? ""
+    guard typed.utf8.count <= Self.maxEmailBytes, let newEmail = EmailAddress(typed) else {
+      return try accountPage(request, status: .badRequest, message: "Enter the new email address.")
+    }
+    guard newEmail.normalised != signed.account.email, let oldEmail = EmailAddress(signed.account.email)
+    else {
+      return try accountPage(request, status: .badRequest, message: "That is already your email address.")
+    }
+    guard !current.isEmpty, current.utf8.count <= Self.maxPasswordBytes else {
+      return try accountPage(request, status: .badRequest, message: "Enter your current password.")
+    }
+    switch try checkPassword(email: signed.account.email, password: current, store: store, request: request) {
+    case .passed: break
+    case .refused:
+      return try accountPage(
+        request, status: .badRequest, message: "Your current password is not right. Try again.")
+    case .locked: return try accountPage(request, status: .badRequest, message: Self.lockedMessage)
+    }
+    let account = signed.account
+    let changed = try store.requestEmailChange(
+      account: account, to: newEmail, host: WebSecurity.host(of: context.deployment.origin),
+      confirm: { token in
+        MailTemplates.message(
+          kind: "email_change", to: newEmail, name: account.displayName,
+          subject: "Confirm your new Band Licence email address",
+          paragraphs: [
+            "You asked to use this address for your Band Licence account. Follow the link to confirm it. "
+              + "It works once, for the next 24 hours; until then your account keeps its old address."
+          ],
+          link: ("Confirm this address", context.link(LinkFlow.emailChange.path + "?token=" + token)),
+          reason:
+            "You got this email because someone signed in to Band Licence asked to use this address. "
+            + "If it was not you, ignore it: nothing changes.")
+      },
+      notice: MailTemplates.message(
+        kind: "email_change_notice", to: oldEmail, name: account.displayName,
+        subject: "Your Band Licence email address is changing",
+        paragraphs: [
+          "Someone signed in to your Band Licence account asked to change its email address to "
+            + newEmail.normalised + ". It changes only when the link sent there is followed.",
+          "If that was you, there is nothing more to do. If it was not, sign in, change your password, "
+            + "and sign out the devices you do not know on your account page.",
+        ],
+        link: ("Go to your account", context.link("/account")),
+        reason: "You got this email because it is the address of this Band Licence account."))
+    guard changed else {
+      return try accountPage(
+        request, status: .badRequest, message: "Another account already uses that address. Choose another.")
+    }
+    return Self.redirect("/account?changed=email")
+  }
+
+  /// `GET /account/email/confirm`: with `?token=`, lands the link (`land`); else asks to confirm the
+  /// address the cookie's link names.
+  func emailConfirmPage(_ request: Request) throws(StoreError) -> Response {
+    let flow = LinkFlow.emailChange
+    let store = try context.store()
+    if let landed = try land(request, flow, store) { return landed }
+    guard let token = flow.cookieToken(request),
+      let record = try store.peekToken(token, purpose: flow.purpose),
+      let account = try store.account(id: record.accountID), !account.disabled
+    else { return linkExpired(flow) }
+    var page = HTMLPage(title: "Confirm your new email address")
+    page.html("<h1>Confirm your new email address</h1>\n<p>Use <strong>")
+    page.text(record.email)
+    page.html("</strong> for your Band Licence account instead of ")
+    page.text(account.email)
+    page.html("?</p>\n<form class=\"form\" method=\"post\" action=\"\(flow.path)\">\n")
+    page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(WebSecurity.csrfToken(binding: token))\">\n")
+    page.html("<button class=\"button\" type=\"submit\">Use this address</button>\n</form>\n")
+    return page.response(.ok, context: context)
+  }
+
+  func confirmEmail(_ request: Request) throws(StoreError) -> Response {
+    let flow = LinkFlow.emailChange
+    let token = flow.cookieToken(request)
+    if let refusal = refusal(request, binding: token) { return refusal }
+    guard let token else { return linkExpired(flow) }
+    switch try context.store().confirmEmailChange(token) {
+    case .done: return Self.redirect("/account/email/confirmed", cookie: flow.setCookie(nil))
+    case .expired: return linkExpired(flow)
+    case .addressTaken:
+      var page = HTMLPage.problem(
+        Status(409, "Conflict"), "Address in use",
+        "Another account started using that address meanwhile, so your email address has not changed.",
+        context: context, next: ("/account", "Go to your account"))
+      page.add("Set-Cookie", flow.setCookie(nil))
+      return page
+    }
+  }
+
+  var emailConfirmedPage: Response {
+    var page = HTMLPage(title: "Email address changed")
+    page.html("<h1>Your email address has been changed</h1>\n")
+    page.html("<p>Sign in with your new address from now on.</p>\n")
+    page.html("<p><a class=\"button\" href=\"/account\">Go to your account</a></p>\n")
+    return page.response(.ok, context: context)
+  }
+
+  /// The correction forms on `/account`, each with `csrf`.
+  static func correctionForms(_ account: Account, csrf: String) -> String {
+    let hidden = "<input type=\"hidden\" name=\"csrf\" value=\"\(csrf)\">\n"
+    return "<h2>Change your name</h2>\n<form class=\"form\" method=\"post\" action=\"/account/name\">\n"
+      + hidden
+      + "<label for=\"name\">Name</label>\n"
+      + "<input id=\"name\" name=\"name\" type=\"text\" autocomplete=\"name\" required maxlength=\"100\" value=\""
+      + HTMLPage.escape(account.displayName) + "\">\n"
+      + "<button class=\"button\" type=\"submit\">Save name</button>\n</form>\n"
+      + "<h2>Change your password</h2>\n<form class=\"form\" method=\"post\" action=\"/account/password\">\n"
+      + hidden
+      + "<label for=\"current-password\">Current password</label>\n"
+      + "<input id=\"current-password\" name=\"current-password\" type=\"password\" "
+      + "autocomplete=\"current-password\" required>\n"
+      + newPasswordField(label: "New password", id: "new-password")
+      + "<button class=\"button\" type=\"submit\">Change password</button>\n</form>\n"
+      + "<h2>Change your email address</h2>\n"
+      + "<p>We send a link to the new address; your address changes when you follow it.</p>\n"
+      + "<form class=\"form\" method=\"post\" action=\"/account/email\">\n" + hidden
+      + "<label for=\"new-email\">New email address</label>\n"
+      + "<input id=\"new-email\" name=\"new-email\" type=\"text\" inputmode=\"email\" autocomplete=\"email\" "
+      + "autocapitalize=\"none\" spellcheck=\"false\" required maxlength=\"254\">\n"
+      + "<label for=\"email-password\">Current password</label>\n"
+      + "<input id=\"email-password\" name=\"email-password\" type=\"password\" "
+      + "autocomplete=\"current-password\" required>\n"
+      + "<button class=\"button\" type=\"submit\">Send a confirmation link</button>\n</form>\n"
+  }
+}
+
+/// An answer that ends a form's handling early (a `Result` failure must be an `Error`).
+struct Refused: Error {
+  let response: Response
+  init(_ response: Response) { self.response = response }
+}
