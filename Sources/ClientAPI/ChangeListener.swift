@@ -9,9 +9,10 @@ import Synchronization
 /// a session's answer: one dedicated connection per process `LISTEN`s on the change channel, and
 /// its thread bumps a local generation at each notification — delivered at the writer's commit,
 /// so within milliseconds. Lost notifications are covered twice over: the shared change counter
-/// (bumped in the same transactions) is read again at least every `recheck`, and whenever the
-/// connection is not known good — not yet connected, closed by the server, reconnecting — there
-/// is no stamp at all, so every read goes to the database.
+/// (bumped in the same transactions) is read again every `recheck` (0.5 s), and whenever the
+/// connection is not known good — not yet connected, closed by the server, reconnecting, or not
+/// heard from within `recheck` + 0.5 s (a server that silently vanished) — there is no stamp at
+/// all, so every read goes to the database. A change is thus never answered stale after 1 s.
 public final class ChangeListener: Sendable {
   private final class Shared: Sendable {
     let generation = Atomic<UInt64>(0)
@@ -21,13 +22,29 @@ public final class ChangeListener: Sendable {
     let connections = Atomic<Int>(0)
     /// The server process of the current connection (for tests that kill it).
     let backendPID = Atomic<Int>(0)
+    /// When the server last answered (monotonic nanoseconds): a connection that silently stopped
+    /// answering gives no stamp once this is older than `fresh`.
+    let confirmed = Atomic<Int>(0)
+  }
+
+  /// How long an answer from the server keeps the stamp good: the recheck interval and a margin.
+  private let fresh: Int
+
+  /// Monotonic nanoseconds now.
+  private static func monotonic() -> Int {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return now.tv_sec * 1_000_000_000 + now.tv_nsec
   }
 
   private let shared = Shared()
 
   /// Starts the listening thread on `uri` (which may differ from the pool's: a transaction-mode
   /// pgbouncer cannot carry LISTEN, so the listener may go straight to PostgreSQL).
-  public init(uri: String, settings: DatabaseSettings = DatabaseSettings(), recheck: Duration = .seconds(1)) {
+  public init(
+    uri: String, settings: DatabaseSettings = DatabaseSettings(), recheck: Duration = .milliseconds(500)
+  ) {
+    fresh = Int(DatabaseSettings.milliseconds(recheck) + 500) * 1_000_000
     let shared = self.shared
     let thread = startThread { Self.run(uri: uri, settings: settings, recheck: recheck, shared) }
     pthread_detach(thread)
@@ -39,7 +56,9 @@ public final class ChangeListener: Sendable {
   /// The state now: equal stamps mean no announced change between them; nil while the listening
   /// connection is not known to be live (then nothing may be answered from a cache).
   func stamp() -> ChangeStamp? {
-    guard shared.live.load(ordering: .sequentiallyConsistent) else { return nil }
+    guard shared.live.load(ordering: .sequentiallyConsistent),
+      Self.monotonic() - shared.confirmed.load(ordering: .sequentiallyConsistent) < fresh
+    else { return nil }
     let generation = shared.generation.load(ordering: .sequentiallyConsistent)
     guard shared.live.load(ordering: .sequentiallyConsistent) else { return nil }
     return ChangeStamp(words: (generation, 1, 0, 0, 0, 0))
@@ -60,12 +79,14 @@ public final class ChangeListener: Sendable {
 
   private static func run(uri: String, settings: DatabaseSettings, recheck: Duration, _ shared: Shared) {
     var backoff = settings.firstBackoff
+    var toldNeverConnected = false
     let recheckMilliseconds = DatabaseSettings.milliseconds(recheck)
     while !shared.stopped.load(ordering: .sequentiallyConsistent) {
       do {
         let connection = try PostgresConnection(uri: uri, settings: settings, name: "band-edge-listener")
         try connection.listen(PostgresDatabase.changeChannel)
         var counter = try Self.counter(connection)
+        shared.confirmed.store(Self.monotonic(), ordering: .sequentiallyConsistent)
         shared.backendPID.store(connection.backendPID, ordering: .sequentiallyConsistent)
         // Whatever was cached before this connection existed is stale from now on.
         shared.generation.add(1, ordering: .sequentiallyConsistent)
@@ -83,6 +104,7 @@ public final class ChangeListener: Sendable {
           }
           if ContinuousClock.now >= nextCheck {
             let now = try Self.counter(connection)
+            shared.confirmed.store(Self.monotonic(), ordering: .sequentiallyConsistent)
             if now != counter {
               counter = now
               shared.generation.add(1, ordering: .sequentiallyConsistent)
@@ -94,7 +116,13 @@ public final class ChangeListener: Sendable {
       } catch {
         let wasLive = shared.live.exchange(false, ordering: .sequentiallyConsistent)
         shared.generation.add(1, ordering: .sequentiallyConsistent)
-        if wasLive { Log.event("error", "change_listener_lost", [("error", "\(error)")]) }
+        // Said when a live connection goes, and when the first one cannot be made (wrong
+        // credentials for --database-listen, say: the cache then answers nothing).
+        if wasLive || (shared.connections.load(ordering: .sequentiallyConsistent) == 0 && !toldNeverConnected)
+        {
+          toldNeverConnected = true
+          Log.event("error", "change_listener_lost", [("error", "\(error)")])
+        }
         var pause = timespec(
           tv_sec: Int(backoff.components.seconds),
           tv_nsec: Int(backoff.components.attoseconds / 1_000_000_000))
@@ -105,10 +133,7 @@ public final class ChangeListener: Sendable {
   }
 
   private static func counter(_ connection: PostgresConnection) throws(StoreError) -> Int64 {
-    // No row yet: no change has been made since the database was created.
-    guard
-      case .integer(let n)? = try connection.query("SELECT n FROM change_counter WHERE id = 1").first?.first
-    else { return 0 }
-    return n
+    Int64(try PostgresDatabase.changeCount(connection))
   }
+
 }

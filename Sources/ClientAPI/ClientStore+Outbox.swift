@@ -36,6 +36,8 @@ extension ClientStore {
   /// How long one sender may hold a claimed message before another instance may try it (a sender
   /// that died mid-delivery is covered by the next: at least once, with the same `Message-ID`).
   public static let mailClaim = 120
+  /// Delivery attempts before a message is given up (about eight hours at the default back-off).
+  public static let mailAttempts = 12
 
   /// Writes `message` to the outbox, inside the caller's transaction: it is sent if and only if
   /// the action that caused it commits. `host` names the `Message-ID`'s right-hand side.
@@ -57,20 +59,22 @@ extension ClientStore {
 
   /// Claims up to `limit` messages due now for this sender, fleet-wide one at a time (so each is
   /// delivered by one instance), and returns them.
-  public func claimDueMail(limit: Int = 10) throws(StoreError) -> [OutboxEntry] {
+  public func claimDueMail(limit: Int = 10, claim: Int = ClientStore.mailClaim) throws(StoreError)
+    -> [OutboxEntry]
+  {
     try db.exclusiveTransaction(.mail) { () throws(StoreError) -> [OutboxEntry] in
       let now = clock()
       let due = try db.query(
         """
         SELECT \(Self.outboxColumns) FROM outbox
-        WHERE sent_at IS NULL AND next_attempt_at <= ? AND claimed_until <= ?
+        WHERE sent_at IS NULL AND text_body IS NOT NULL AND next_attempt_at <= ? AND claimed_until <= ?
         ORDER BY id LIMIT ?
         """, [.integer(Int64(now)), .integer(Int64(now)), .integer(Int64(limit))]
       ).map(Self.outboxEntry)
       for entry in due {
         try db.query(
           "UPDATE outbox SET claimed_until = ? WHERE id = ?",
-          [.integer(Int64(now + Self.mailClaim)), .integer(Int64(entry.id))])
+          [.integer(Int64(now + claim)), .integer(Int64(entry.id))])
       }
       return due
     }
@@ -96,6 +100,19 @@ extension ClientStore {
         )
         .first?.first
       else { return }
+      guard attempts + 1 < Self.mailAttempts else {
+        // Given up: the body (a link with a token) goes; the metadata says why.
+        try db.query(
+          """
+          UPDATE outbox SET attempts = attempts + 1, claimed_until = 0, text_body = NULL, html_body = NULL,
+            last_error = ? WHERE id = ?
+          """,
+          [
+            .text("gave up after \(Self.mailAttempts) attempts: " + String(error.prefix(250))),
+            .integer(Int64(id)),
+          ])
+        return
+      }
       let wait = min(firstWait * Double(1 << min(Int(attempts), 7)), 3600)
       try db.query(
         """
@@ -129,7 +146,7 @@ extension ClientStore {
   public func eraseStaleMail(window: Int) throws(StoreError) -> Int {
     try db.query(
       """
-      UPDATE outbox SET text_body = NULL, html_body = NULL
+      UPDATE outbox SET text_body = NULL, html_body = NULL, last_error = 'not delivered within a week: given up'
       WHERE sent_at IS NULL AND created_at < ? AND text_body IS NOT NULL
       """, [.integer(Int64(clock() - window))])
     return db.changes

@@ -337,22 +337,11 @@ public final class ClientStore {
         subject.map { .text($0) } ?? .null,
         detail.map { .text($0) } ?? .null,
       ])
-    if Self.changesSessionAnswers.contains(action) {
-      try db.query(
-        "INSERT INTO change_counter (id, n) VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET n = change_counter.n + 1"
-      )
-      try db.announceChange()
-    }
+    if Self.changesSessionAnswers.contains(action) { try db.announceChange() }
   }
 
-  /// The change counter: how many transactions have changed session answers.
-  public func changeCount() throws(StoreError) -> Int {
-    guard case .integer(let n)? = try db.query("SELECT n FROM change_counter WHERE id = 1").first?.first
-    else {
-      return 0
-    }
-    return Int(n)
-  }
+  /// The change counter: how many changes of session answers have been announced.
+  public func changeCount() throws(StoreError) -> Int { try db.changeCount() }
 
   /// Audit events at or after `since`, oldest first.
   public func auditEvents(since: Int = 0) throws(StoreError) -> [AuditEvent] {

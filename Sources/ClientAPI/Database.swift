@@ -90,6 +90,9 @@ public protocol Database: AnyObject {
   /// that a session's answer may have changed (SQLite's watchers see any commit; PostgreSQL's
   /// listen for a notification).
   func announceChange() throws(StoreError)
+
+  /// How many changes have been announced so far (a number that only grows).
+  func changeCount() throws(StoreError) -> Int
 }
 
 /// The locks `exclusiveTransaction` takes: one per kind of fleet-wide work, and one per email

@@ -29,6 +29,7 @@ public final class FleetHeartbeat: Sendable {
     let (shared, id) = (self.shared, self.id)
     let thread = startThread {
       var store: ClientStore? = nil
+      var failing = false
       while !shared.stopped.load(ordering: .sequentiallyConsistent) {
         do {
           let current = try store ?? ClientStore(database: try database.open(settings), clock: clock)
@@ -39,9 +40,17 @@ public final class FleetHeartbeat: Sendable {
             for limiter in limiters { limiter.share(among: count) }
             Log.event("info", "fleet", [("instances", "\(count)")])
           }
+          if failing {
+            failing = false
+            Log.event("info", "fleet_heartbeat_resumed", [])
+          }
         } catch {
           // The database is away: the count stands, the pool's own answers say 503.
           if (error as? StoreError)?.unavailable != true { store = nil }
+          if !failing {
+            failing = true
+            Log.event("error", "fleet_heartbeat_failed", [("error", "\(error)")])
+          }
         }
         var pause = timespec(
           tv_sec: Int(interval.components.seconds),

@@ -28,11 +28,15 @@ public final class MailDelivery: Sendable {
     let shared = self.shared
     let thread = startThread {
       var store: ClientStore? = nil
+      var failing = false
       while !shared.stopped.load(ordering: .sequentiallyConsistent) {
         do {
           let current = try store ?? ClientStore(database: try database.open(settings), clock: clock)
           store = current
-          for entry in try current.claimDueMail() {
+          // One message at a time, each claimed for longer than one delivery may take, so a slow
+          // relay never lets another instance's claim overlap this one's.
+          let claim = Int(smtp.timeout.components.seconds) + 60
+          while let entry = try current.claimDueMail(limit: 1, claim: claim).first {
             let bytes = MailFormat.message(entry, from: smtp.from, date: clock())
             if let failure = SMTPSender.send(bytes, to: entry.to, settings: smtp) {
               let wait =
@@ -52,8 +56,17 @@ public final class MailDelivery: Sendable {
                 [("id", "\(entry.id)"), ("kind", entry.kind), ("message_id", entry.messageID)])
             }
           }
+          if failing {
+            failing = false
+            Log.event("info", "mail_outbox_readable", [])
+          }
         } catch {
           if (error as? StoreError)?.unavailable != true { store = nil }
+          // Said once, not at every interval; the outbox keeps the mail meanwhile.
+          if !failing {
+            failing = true
+            Log.event("error", "mail_outbox_unreadable", [("error", "\(error)")])
+          }
         }
         var pause = timespec(
           tv_sec: Int(interval.components.seconds),

@@ -37,11 +37,24 @@ public enum MailFormat {
     return Array(lines.joined(separator: "\r\n").utf8)
   }
 
-  /// `text` as an RFC 2047 encoded word when it is not plain printable ASCII.
+  /// `text` as a header value: plain printable ASCII as it is, anything else as RFC 2047 encoded
+  /// words of at most 45 bytes of UTF-8 each (75 characters encoded, §2), folded onto lines of
+  /// their own; control characters dropped.
   static func encodedWord(_ text: String) -> String {
-    let clean = text.filter { $0 != "\r" && $0 != "\n" }
-    if clean.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return clean }
-    return "=?UTF-8?B?" + base64(Array(clean.utf8)) + "?="
+    let clean = String(text.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F })
+    if clean.utf8.allSatisfy({ $0 < 0x7F }) { return clean }
+    var words: [String] = []
+    var chunk: [UInt8] = []
+    for character in clean {
+      let bytes = Array(character.utf8)
+      if chunk.count + bytes.count > 45, !chunk.isEmpty {
+        words.append("=?UTF-8?B?" + base64(chunk) + "?=")
+        chunk = []
+      }
+      chunk += bytes
+    }
+    if !chunk.isEmpty { words.append("=?UTF-8?B?" + base64(chunk) + "?=") }
+    return words.joined(separator: "\r\n ")
   }
 
   /// Standard base64 with padding (RFC 4648 §4).

@@ -173,16 +173,18 @@ public enum Migrations {
 
   /// What PostgreSQL adds to a step, after the shared SQL: statement triggers that announce every
   /// write that can change a session's answer — by band-edge or by anyone else (an operator's SQL,
-  /// a script) — bumping the change counter and notifying the listeners in the writer's own
-  /// transaction. A session's last-seen time is not such a change (`UPDATE OF` leaves it out), nor
+  /// a script) — advancing the change sequence and notifying the listeners in the writer's own
+  /// transaction (a sequence, not a counter row: concurrent writers never conflict on it; it
+  /// advances before the commit, and the notification, sent at the commit, says the rest). A session's last-seen time is not such a change (`UPDATE OF` leaves it out), nor
   /// is a copy into a new store (copy-store sets `band_edge.copying` for its transaction). On
   /// SQLite the loops watch the WAL index, which every commit changes.
   public static let postgresAdditions: [Int: String] = [
     8: """
+    CREATE SEQUENCE band_edge_change_seq;
     CREATE FUNCTION band_edge_announce() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
       IF coalesce(current_setting('band_edge.copying', true), '') <> 'on' THEN
-        INSERT INTO change_counter (id, n) VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET n = change_counter.n + 1;
+        PERFORM nextval('band_edge_change_seq');
         PERFORM pg_notify('band_edge_changes', '');
       END IF;
       RETURN NULL;

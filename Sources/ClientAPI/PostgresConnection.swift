@@ -15,6 +15,9 @@ public final class PostgresConnection {
   private let schedule: ReconnectSchedule
   /// The connection went and has not come back yet.
   private var lost = false
+  /// Set by the owner between its BEGIN and its COMMIT or ROLLBACK: a lost connection is then
+  /// never made again silently (see `reconnectIfLost`).
+  var inTransaction = false
   /// This connection `LISTEN`s (see `listen`).
   var listening = false
   /// Statement texts prepared on this connection, by name.
@@ -36,8 +39,17 @@ public final class PostgresConnection {
     self.schedule = schedule ?? ReconnectSchedule(settings)
     // The URI comes second, so a connect_timeout it names wins over the default.
     let timeout = String(max(1, settings.connectTimeout.components.seconds))
-    let made: OpaquePointer? = ["connect_timeout", "fallback_application_name", "dbname"].withCStrings {
-      keywords in [timeout, name, uri].withCStrings { values in PQconnectdbParams(keywords, values, 1) }
+    // TCP keepalives and a user timeout, so a connection to a server that vanished (a partition, a
+    // host gone) fails within about 20 s instead of the kernel's 15 minutes (ignored on Unix sockets).
+    let keywords = [
+      "connect_timeout", "fallback_application_name", "keepalives", "keepalives_idle", "keepalives_interval",
+      "keepalives_count", "tcp_user_timeout", "dbname",
+    ]
+    let made: OpaquePointer? = keywords.withCStrings {
+      keywords in
+      [timeout, name, "1", "10", "5", "2", "20000", uri].withCStrings { values in
+        PQconnectdbParams(keywords, values, 1)
+      }
     }
     guard let handle = made else {
       throw StoreError("cannot connect to PostgreSQL: out of memory")
@@ -95,6 +107,12 @@ public final class PostgresConnection {
       guard poll(&ready, 1, 0) > 0 else { return }
     }
     lost = true
+    // Inside a transaction the rest of it must not run on a new session, where each statement
+    // would commit on its own: the transaction fails here, and the caller's ROLLBACK (outside it)
+    // makes the connection again.
+    if inTransaction {
+      throw StoreError("the PostgreSQL connection went in the middle of a transaction", unavailable: true)
+    }
     try schedule.attempt { () throws(StoreError) in
       PQreset(handle)
       prepared.removeAll()

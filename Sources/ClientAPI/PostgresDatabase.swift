@@ -51,6 +51,7 @@ public final class PostgresDatabase: Database {
     while true {
       attempt += 1
       try connection.execute("BEGIN ISOLATION LEVEL SERIALIZABLE")
+      connection.inTransaction = true
       depth += 1
       do {
         let result = try body()
@@ -61,6 +62,7 @@ public final class PostgresDatabase: Database {
         depth -= 1
         let state = connection.lastSQLState
         announced = false
+        connection.inTransaction = false
         _ = try? connection.execute("ROLLBACK")
         guard attempt < Self.attempts, state == "40001" || state == "40P01" else { throw error }
         // Those that collided start again at spread-out moments, so they do not collide again.
@@ -96,23 +98,41 @@ public final class PostgresDatabase: Database {
   {
     if depth > 0 { return try body() }
     try connection.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+    connection.inTransaction = true
     depth += 1
     defer { depth -= 1 }
     do {
+      // A migration step or a retention run may take longer than a request's statement timeout,
+      // and waiting for the lock counts against it too.
+      if lock == .migration || lock == .jobs { try connection.execute("SET LOCAL statement_timeout = 0") }
       try connection.query("SELECT pg_advisory_xact_lock($1)", [.integer(lock.key)])
       let result = try body()
       try commit()
       return result
     } catch {
       announced = false
+      connection.inTransaction = false
       _ = try? connection.execute("ROLLBACK")
       throw error
     }
   }
 
+  /// The sequence advances (never a conflict between concurrent writers, unlike a counter row)
+  /// and the listeners are notified at the commit.
   public func announceChange() throws(StoreError) {
-    try connection.execute("NOTIFY \(Self.changeChannel)")
+    try connection.execute("SELECT nextval('band_edge_change_seq'); NOTIFY \(Self.changeChannel)")
     if depth == 0 { afterAnnouncedCommit?() } else { announced = true }
+  }
+
+  public func changeCount() throws(StoreError) -> Int {
+    try Self.changeCount(connection)
+  }
+
+  /// The change sequence's value on `connection` (0 before the first change).
+  static func changeCount(_ connection: PostgresConnection) throws(StoreError) -> Int {
+    let row = try connection.query("SELECT last_value, is_called FROM band_edge_change_seq").first
+    guard case .integer(let n)? = row?.first, case .text("t")? = row?.last else { return 0 }
+    return Int(n)
   }
 
   /// Called right after a transaction that announced a change commits, on this thread: this
@@ -122,6 +142,7 @@ public final class PostgresDatabase: Database {
 
   /// COMMIT, then the announcement hook if the transaction announced a change.
   private func commit() throws(StoreError) {
+    defer { connection.inTransaction = false }
     do { try connection.execute("COMMIT") } catch {
       announced = false
       throw error

@@ -9,6 +9,8 @@ public final class ReconnectSchedule: Sendable {
   private struct State {
     var retryAt: ContinuousClock.Instant? = nil
     var backoff: Duration
+    /// A connection failed and none has come back since.
+    var failing = false
   }
   private let state: Mutex<State>
   private let settings: DatabaseSettings
@@ -22,9 +24,14 @@ public final class ReconnectSchedule: Sendable {
   /// `connect()`, unless a recent failure says to wait; its `unavailable` failure sets the next wait.
   public func attempt<T>(_ connect: () throws(StoreError) -> T) throws(StoreError) -> T {
     let now = ContinuousClock.now
-    if let retryAt = state.withLock({ $0.retryAt }), now < retryAt {
-      throw StoreError("the database is out of reach; trying again shortly", unavailable: true)
+    // While failing, one attempt at a time: the others fail at once rather than each waiting out
+    // a connect timeout against a server that does not answer.
+    let wait = state.withLock { state -> Bool in
+      if let retryAt = state.retryAt, now < retryAt { return true }
+      if state.failing { state.retryAt = now + settings.connectTimeout }
+      return false
     }
+    if wait { throw StoreError("the database is out of reach; trying again shortly", unavailable: true) }
     do {
       let made = try connect()
       state.withLock { $0 = State(backoff: settings.firstBackoff) }
@@ -32,8 +39,9 @@ public final class ReconnectSchedule: Sendable {
     } catch {
       if error.unavailable {
         state.withLock { state in
-          state.retryAt = now + state.backoff
+          state.retryAt = ContinuousClock.now + state.backoff
           state.backoff = min(state.backoff * 2, settings.longestBackoff)
+          state.failing = true
         }
       }
       throw error

@@ -68,7 +68,10 @@ public enum SMTPSender {
     var recipients: UnsafeMutablePointer<curl_slist>? = nil
     recipients = curl_slist_append(recipients, "<\(recipient)>")
     defer { curl_slist_free_all(recipients) }
-    var failure = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+    // Allocated, not an array: curl writes into it during perform, after any closure would end.
+    let failure = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+    failure.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+    defer { failure.deallocate() }
     let context = Unmanaged.passUnretained(source).toOpaque()
     var status = be_curl_setopt_string(curl, CURLOPT_URL, settings.url)
     func set(_ result: CURLcode) { if status == CURLE_OK { status = result } }
@@ -91,16 +94,14 @@ public enum SMTPSender {
     set(be_curl_setopt_string(curl, CURLOPT_PROTOCOLS_STR, "smtp,smtps"))
     if let username = settings.username { set(be_curl_setopt_string(curl, CURLOPT_USERNAME, username)) }
     if let password = settings.password { set(be_curl_setopt_string(curl, CURLOPT_PASSWORD, password)) }
-    set(
-      failure.withUnsafeMutableBufferPointer {
-        be_curl_setopt_pointer(curl, CURLOPT_ERRORBUFFER, $0.baseAddress)
-      })
+    set(be_curl_setopt_pointer(curl, CURLOPT_ERRORBUFFER, failure))
     guard status == CURLE_OK else {
       return "libcurl refused an option: \(String(cString: curl_easy_strerror(status)))"
     }
-    let result = curl_easy_perform(curl)
+    // The source is read through an unretained pointer until perform returns.
+    let result = withExtendedLifetime(source) { curl_easy_perform(curl) }
     guard result == CURLE_OK else {
-      let detail = failure.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+      let detail = String(cString: failure)
       var code = 0
       _ = withUnsafeMutablePointer(to: &code) { be_curl_getinfo_long(curl, CURLINFO_RESPONSE_CODE, $0) }
       let reason = detail.isEmpty ? String(cString: curl_easy_strerror(result)) : detail

@@ -138,8 +138,20 @@ public final class SQLiteDatabase: Database {
     throws(StoreError) -> T
   { try transaction(body) }
 
-  /// Nothing to send: the loops' watchers read the WAL index, which every commit changes.
-  public func announceChange() throws(StoreError) {}
+  /// Nothing to send (the loops' watchers read the WAL index, which every commit changes); the
+  /// counter is kept for operators and tests (one writer at a time: no conflicts).
+  public func announceChange() throws(StoreError) {
+    try query(
+      "INSERT INTO change_counter (id, n) VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET n = change_counter.n + 1"
+    )
+  }
+
+  public func changeCount() throws(StoreError) -> Int {
+    guard case .integer(let n)? = try query("SELECT n FROM change_counter WHERE id = 1").first?.first else {
+      return 0
+    }
+    return Int(n)
+  }
 
   /// `PRAGMA user_version`.
   public func schemaVersion() throws(StoreError) -> Int {

@@ -302,7 +302,8 @@ public enum DeploymentLoader {
       if let smtp = mail.smtp, !(smtp.hasPrefix("smtp://") || smtp.hasPrefix("smtps://")) {
         problems.append("mail.smtp must be an smtp:// or smtps:// URL")
       }
-      if let from = mail.from, !from.contains("@") || from.contains("\r") || from.contains("\n") {
+      // Bytes, not Characters: "\r\n" is one Character, equal to neither "\r" nor "\n".
+      if let from = mail.from, !from.contains("@") || from.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
         problems.append("mail.from must be an email address (optionally 'Name <address>')")
       }
     }

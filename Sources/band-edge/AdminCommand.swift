@@ -22,7 +22,8 @@ enum AdminCommand {
       sessions list|revoke (--account E | --account-id ID | --all | --platform ios|android [--below-version V])
       audit [--json] [--since EPOCH-SECONDS]
       outbox list [--limit N]               the newest messages: number, kind, recipient, state
-      outbox show --id N                    one message; its text (with its link) in development only
+      outbox show --id N                    one message; its text (with its link) only with
+                                            BAND_LICENCE_ENV=development
       outbox test --to E                    queue a test message (the running servers deliver it)
       seed-demo                             fictional demo data; development only (BAND_LICENCE_ENV)
       migrate                               apply migrations and exit (serve runs this at every start)
@@ -49,6 +50,7 @@ enum AdminCommand {
       case "--data": location = .sqlite(directory: try arguments.value(of: word, inline: nil))
       case "--database":
         location = try databaseLocation(try arguments.value(of: word, inline: nil), "--database")
+      case "--database-unprepared": setenv("BAND_LICENCE_DATABASE_UNPREPARED", "1", 1)
       default: words.append(word)
       }
     }
@@ -159,10 +161,14 @@ enum AdminCommand {
         print(
           "Created: \(m.createdAt)\nAttempts: \(m.attempts)\nSent: \(m.sentAt.map(String.init) ?? "not yet")")
         if let error = m.lastError { print("Last error: \(error)") }
-        // The body holds a link with a token: only a developer's own outbox shows it.
-        let environment = ProcessEnvironment.value("BAND_LICENCE_ENV") ?? "development"
-        if environment.isEmpty || environment == "development" {
+        // The body holds a link with a token: only an outbox said to be a development one shows it
+        // (BAND_LICENCE_ENV=development); unset is not enough, since a production host may set its
+        // environment in the configuration file only.
+        let environment = ProcessEnvironment.value("BAND_LICENCE_ENV") ?? ""
+        if environment == "development" {
           print("\n" + (m.text ?? "(the body was erased once the message was delivered)"))
+        } else if environment.isEmpty {
+          print("\n(bodies are shown in development only: run with BAND_LICENCE_ENV=development to see it)")
         } else {
           print("\n(bodies are shown in development only; this is \(environment))")
         }
@@ -225,7 +231,15 @@ enum AdminCommand {
     if let file = location.sqlitePath {
       mkdir(String(file.dropLast("/band-edge.sqlite".count)), 0o700)
     }
-    return try ClientStore(database: try location.open(), clock: { Int(time(nil)) })
+    return try ClientStore(database: try location.open(databaseSettings()), clock: { Int(time(nil)) })
+  }
+
+  /// The connection settings of a one-off command: statements unprepared when serve (whose child
+  /// this may be) or `--database-unprepared` says so (through pgbouncer before 1.21).
+  static func databaseSettings() -> DatabaseSettings {
+    var settings = DatabaseSettings()
+    settings.preparedStatements = ProcessEnvironment.value("BAND_LICENCE_DATABASE_UNPREPARED") != "1"
+    return settings
   }
 
   /// The location `text` names, or a usage error saying what the forms are.
@@ -364,7 +378,8 @@ extension AdminCommand {
       }
       if let file = to.sqlitePath { mkdir(String(file.dropLast("/band-edge.sqlite".count)), 0o700) }
       let summaries = try StoreCopy.copy(
-        from: try from.open(), to: try to.open(), sourceName: from.description, targetName: to.description)
+        from: try from.open(databaseSettings()), to: try to.open(databaseSettings()),
+        sourceName: from.description, targetName: to.description)
       for summary in summaries { print(summary.line) }
       let rows = summaries.reduce(0) { $0 + $1.rows }
       print(

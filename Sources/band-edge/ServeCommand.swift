@@ -129,7 +129,10 @@ enum ServeCommand {
           throw UsageError("--smtp takes an smtp:// or smtps:// URL")
         }
         smtpFlag = url
-      case "--database-unprepared": settings.database.preparedStatements = false
+      case "--database-unprepared":
+        settings.database.preparedStatements = false
+        // The migrate and retention children read it from their environment.
+        setenv("BAND_LICENCE_DATABASE_UNPREPARED", "1", 1)
       case "--database-listen":
         let uri = try value()
         guard case .postgres = DatabaseLocation(uri) else {

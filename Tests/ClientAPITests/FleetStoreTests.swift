@@ -249,6 +249,14 @@ struct PostgresFleetTests {
     try admin.query("SELECT pg_terminate_backend($1::int)", [.integer(Int64(listener.backendPID))])
     try eventually("it reconnects") { listener.connections > before && listener.isLive }
     #expect(listener.stamp() != held)
+    // A server that silently stops answering (its process stopped, as behind a partition): within
+    // a second there is no stamp, though the connection still looks open; then it comes back.
+    let pid = pid_t(listener.backendPID)
+    try eventually("a stamp to start from") { listener.stamp() != nil }
+    kill(pid, SIGSTOP)
+    try eventually("no stamp from a server that stopped answering") { listener.stamp() == nil }
+    kill(pid, SIGCONT)
+    try eventually("a stamp again once it answers") { listener.stamp() != nil }
   }
 
   @Test("a database that is not there is 'unavailable', and attempts are spaced out")
@@ -299,6 +307,29 @@ struct PostgresFleetTests {
     #expect(
       try connection.query("SELECT $1::bigint", [.integer(3)]) == [[.integer(3)]],
       "prepared again after the reconnect")
+  }
+
+  @Test(
+    "a connection lost in the middle of a transaction fails it whole; the rest never runs on a new session")
+  func lostMidTransaction() throws {
+    let schema = try TestSchema()
+    defer { schema.drop() }
+    let db = try PostgresDatabase(uri: schema.uri)
+    let admin = try PostgresConnection(uri: schema.uri)
+    try db.execute("CREATE TABLE t (n BIGINT)")
+    let pid = try #require(db.query("SELECT pg_backend_pid()").first?.first)
+    #expect(throws: StoreError.self) {
+      try db.transaction { () throws(StoreError) in
+        try db.query("INSERT INTO t VALUES (1)")
+        try admin.query("SELECT pg_terminate_backend($1::int)", [pid])
+        usleep(100_000)
+        try db.query("INSERT INTO t VALUES (2)")
+      }
+    }
+    #expect(try db.query("SELECT count(*) FROM t") == [[.integer(0)]], "nothing of it committed")
+    try db.transaction { () throws(StoreError) in _ = try db.query("INSERT INTO t VALUES (3)") }
+    #expect(
+      try db.query("SELECT n FROM t") == [[.integer(3)]], "the next transaction runs on the new connection")
   }
 
   @Test("a statement past the statement timeout is cancelled and 'unavailable'")

@@ -96,6 +96,61 @@ struct MailFoundationTests {
     )
   }
 
+  @Test("a long subject in another script is folded into encoded words of at most 75 characters")
+  func longSubject() throws {
+    let subject = String(repeating: "Réinitialisez votre mot de passe — ", count: 4)
+    let header = MailFormat.encodedWord(subject)
+    let words = header.split(separator: "\r\n ").map(String.init)
+    #expect(words.count > 1 && words.allSatisfy { $0.count <= 75 && $0.hasPrefix("=?UTF-8?B?") })
+    let decoded = words.map { word -> String in
+      let base64 = word.dropFirst("=?UTF-8?B?".count).dropLast(2)
+      return String(decoding: Self.decodeBase64(String(base64)), as: UTF8.self)
+    }.joined()
+    #expect(decoded == subject)
+    #expect(
+      MailFormat.encodedWord("Plain\r\nBcc: x@example.test") == "PlainBcc: x@example.test",
+      "no header injection")
+  }
+
+  static func decodeBase64(_ text: String) -> [UInt8] {
+    let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+    var bits = 0
+    var count = 0
+    var out: [UInt8] = []
+    for c in text.utf8 where c != UInt8(ascii: "=") {
+      guard let v = alphabet.firstIndex(of: c) else { continue }
+      bits = bits << 6 | v
+      count += 6
+      if count >= 8 {
+        count -= 8
+        out.append(UInt8(truncatingIfNeeded: bits >> count))
+      }
+    }
+    return out
+  }
+
+  @Test(
+    "undelivered mail: given up after a week or after its attempts, its body erased, never sent blank",
+    arguments: Engine.available)
+  func givingUp(engine: Engine) throws {
+    let (store, clock, _, finish) = try Self.store(engine)
+    defer { finish() }
+    let message = MailMessage(kind: "recovery", to: "ada@example.test", subject: "s", text: "t", html: "h")
+    try store.enqueueMail(message, host: "x.example.test")
+    clock.advance(8 * 86400)
+    #expect(try store.eraseStaleMail(window: 7 * 86400) == 1)
+    #expect(try store.claimDueMail().isEmpty, "an erased message is never sent blank")
+    try store.enqueueMail(message, host: "x.example.test")
+    for _ in 0..<ClientStore.mailAttempts {
+      let due = try store.claimDueMail()
+      #expect(due.count == 1)
+      try store.markFailed(due[0].id, error: "SMTP delivery failed: 550", firstWait: 0)
+    }
+    #expect(try store.claimDueMail().isEmpty)
+    let last = try #require(try store.outbox().first)
+    #expect(last.text == nil && last.lastError?.hasPrefix("gave up after") == true)
+  }
+
   /// (relay URL, whether TLS is required, as printed)
   static let relays: [(String, Bool, String)] = [
     ("smtp://127.0.0.1:2525", false, "smtp://127.0.0.1:2525"),

@@ -37,7 +37,8 @@ def test_a_queued_message_arrives_once_with_its_message_id_and_its_body_is_then_
         listed = admin(server.database_args, "outbox", "list").stdout
         assert "relay_test ada@example.test sent" in listed
         number = listed.split()[0]
-        shown = admin(server.database_args, "outbox", "show", "--id", number).stdout
+        shown = admin(server.database_args, "outbox", "show", "--id", number,
+                      env={"BAND_LICENCE_ENV": "development"}).stdout
         assert "the body was erased once the message was delivered" in shown
         logs = server.stdout_path.read_text() + server.stderr_path.read_text()
         assert "mail_sent" in logs and "checks that Band Licence" not in logs, "metadata only in the log"
@@ -50,6 +51,8 @@ def test_outbox_show_prints_the_text_only_in_development(tmp_path):
     queue(store, "ada@example.test")
     shown = admin(store, "outbox", "show", "--id", "1", env={"BAND_LICENCE_ENV": "development"}).stdout
     assert "checks that Band Licence can send mail" in shown
+    unset = admin(store, "outbox", "show", "--id", "1", env={}).stdout
+    assert "Message-ID:" in unset and "checks that Band Licence" not in unset, "unset is not development"
     for environment in ("staging", "production"):
         hidden = admin(store, "outbox", "show", "--id", "1", env={"BAND_LICENCE_ENV": environment}).stdout
         assert "Message-ID:" in hidden and "checks that Band Licence" not in hidden
