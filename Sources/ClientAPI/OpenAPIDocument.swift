@@ -77,6 +77,7 @@ public enum OpenAPIDocument {
         "/api/client/v1/account": {
           "patch": {
             "operationId": "updateAccount",
+            "x-since": {"contractVersion": 2, "minimumAppVersion": {"ios": "1.0.0", "android": "1.0.0"}},
             "summary": "Changes the person's own display name (1 to 100 characters, no control characters; surrounding spaces are trimmed). Answers with the session, as GET /session now would. A cookie-authenticated call needs a same-origin Origin header. Since contract version 2; every supported app version.",
             "security": [{"bearer": []}, {"cookie": []}],
             "parameters": [{"$ref": "#/components/parameters/Client"}],

@@ -110,3 +110,19 @@ def test_a_web_session_is_named_by_its_browser_from_a_fixed_word_list(make_serve
     assert [d["browser"] for d in devices] == ["Firefox on Linux"]
     account = browser.send("GET", "/account").body
     assert b"Firefox on Linux" in account and b"script" not in account.split(b"<main")[1].split(b"</main>")[0]
+
+
+def test_every_operation_added_by_the_account_lifecycle_says_since_when_and_for_which_apps():
+    """The API expansion rules: each new endpoint is documented with the contract version that
+    added it and the oldest app version that may call it."""
+    import json
+    from pathlib import Path
+    document = json.loads((Path(__file__).resolve().parents[2] / "docs" / "client-api-v1.openapi.json").read_text())
+    new = [(path, method, op) for path, item in document["paths"].items()
+           if path.startswith(("/api/client/v1/schools/", "/api/client/v1/account"))
+           for method, op in item.items() if method in ("get", "post", "patch", "delete", "put")]
+    assert len(new) == 7
+    for path, method, op in new:
+        since = op.get("x-since", {})
+        assert since.get("contractVersion") == 2 and set(since.get("minimumAppVersion", {})) == {"ios", "android"}, \
+            (method, path)
