@@ -9,6 +9,11 @@ private final class ThreadBody: Sendable {
 
 /// Starts an OS thread running `body` (threads of our own, off Swift's cooperative pool:
 /// event loops and pool workers block in epoll, SQLite and Argon2).
+///
+/// The thread blocks SIGTERM, SIGINT and SIGHUP before it runs: the server takes them on one
+/// thread (`Server.run`), and a thread started before that mask was set — the change listener,
+/// the heartbeat, the mail sender — would otherwise receive a SIGHUP with its default action,
+/// which ends the process.
 @discardableResult
 public func startThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
   let context = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
@@ -16,6 +21,10 @@ public func startThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
   let result = pthread_create(
     &thread, nil,
     { raw in
+      var signals = sigset_t()
+      sigemptyset(&signals)
+      for s in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&signals, s) }
+      pthread_sigmask(SIG_BLOCK, &signals, nil)
       Unmanaged<ThreadBody>.fromOpaque(raw!).takeRetainedValue().run()
       return nil
     }, context)
