@@ -27,39 +27,20 @@ public final class FleetHeartbeat: Sendable {
     window: Int = 5, clock: @escaping @Sendable () -> Int
   ) {
     let (shared, id) = (self.shared, self.id)
-    let thread = startThread {
-      var store: ClientStore? = nil
-      var failing = false
-      while !shared.stopped.load(ordering: .sequentiallyConsistent) {
-        do {
-          let current = try store ?? ClientStore(database: try database.open(settings), clock: clock)
-          store = current
-          let count = try current.heartbeat(instance: id, window: window)
-          shared.beats.add(1, ordering: .sequentiallyConsistent)
-          if shared.instances.exchange(count, ordering: .sequentiallyConsistent) != count {
-            for limiter in limiters { limiter.share(among: count) }
-            Log.event("info", "fleet", [("instances", "\(count)")])
-          }
-          if failing {
-            failing = false
-            Log.event("info", "fleet_heartbeat_resumed", [])
-          }
-        } catch {
-          // The database is away: the count stands, the pool's own answers say 503.
-          if (error as? StoreError)?.unavailable != true { store = nil }
-          if !failing {
-            failing = true
-            Log.event("error", "fleet_heartbeat_failed", [("error", "\(error)")])
-          }
+    // While the database is away the count stands; the pool's own answers say 503.
+    StoreLoop.start(
+      database: database, settings: settings, clock: clock, interval: interval,
+      events: ("fleet_heartbeat_failed", "fleet_heartbeat_resumed"),
+      stopped: { shared.stopped.load(ordering: .sequentiallyConsistent) },
+      step: { store in
+        let count = try store.heartbeat(instance: id, window: window)
+        shared.beats.add(1, ordering: .sequentiallyConsistent)
+        if shared.instances.exchange(count, ordering: .sequentiallyConsistent) != count {
+          for limiter in limiters { limiter.share(among: count) }
+          Log.event("info", "fleet", [("instances", "\(count)")])
         }
-        var pause = timespec(
-          tv_sec: Int(interval.components.seconds),
-          tv_nsec: Int(interval.components.attoseconds / 1_000_000_000))
-        nanosleep(&pause, nil)
-      }
-      _ = try? store?.leave(instance: id)
-    }
-    pthread_detach(thread)
+      },
+      finish: { store in _ = try? store?.leave(instance: id) })
   }
 
   /// The thread ends within an interval of the last reference going, and takes this instance off

@@ -26,55 +26,35 @@ public final class MailDelivery: Sendable {
     clock: @escaping @Sendable () -> Int
   ) {
     let shared = self.shared
-    let thread = startThread {
-      var store: ClientStore? = nil
-      var failing = false
-      while !shared.stopped.load(ordering: .sequentiallyConsistent) {
-        do {
-          let current = try store ?? ClientStore(database: try database.open(settings), clock: clock)
-          store = current
-          // One message at a time, each claimed for longer than one delivery may take, so a slow
-          // relay never lets another instance's claim overlap this one's.
-          let claim = Int(smtp.timeout.components.seconds) + 60
-          while let entry = try current.claimDueMail(limit: 1, claim: claim).first {
-            let bytes = MailFormat.message(entry, from: smtp.from, date: clock())
-            if let failure = SMTPSender.send(bytes, to: entry.to, settings: smtp) {
-              let wait =
-                Double(firstRetry.components.seconds) + Double(firstRetry.components.attoseconds) / 1e18
-              try current.markFailed(entry.id, error: failure, firstWait: wait)
-              Log.event(
-                "error", "mail_failed",
-                [
-                  ("id", "\(entry.id)"), ("kind", entry.kind), ("attempt", "\(entry.attempts + 1)"),
-                  ("error", failure),
-                ])
-            } else {
-              try current.markDelivered(entry.id)
-              shared.delivered.add(1, ordering: .sequentiallyConsistent)
-              Log.event(
-                "info", "mail_sent",
-                [("id", "\(entry.id)"), ("kind", entry.kind), ("message_id", entry.messageID)])
-            }
-          }
-          if failing {
-            failing = false
-            Log.event("info", "mail_outbox_readable", [])
-          }
-        } catch {
-          if (error as? StoreError)?.unavailable != true { store = nil }
-          // Said once, not at every interval; the outbox keeps the mail meanwhile.
-          if !failing {
-            failing = true
-            Log.event("error", "mail_outbox_unreadable", [("error", "\(error)")])
+    // One message at a time, each claimed for longer than one delivery may take, so a slow relay
+    // never lets another instance's claim overlap this one's. A failure to read the outbox is
+    // said once; the outbox keeps the mail meanwhile.
+    let claim = Int(smtp.timeout.components.seconds) + 60
+    let wait = Double(firstRetry.components.seconds) + Double(firstRetry.components.attoseconds) / 1e18
+    StoreLoop.start(
+      database: database, settings: settings, clock: clock, interval: interval,
+      events: ("mail_outbox_unreadable", "mail_outbox_readable"),
+      stopped: { shared.stopped.load(ordering: .sequentiallyConsistent) },
+      step: { store in
+        while let entry = try store.claimDueMail(limit: 1, claim: claim).first {
+          let bytes = MailFormat.message(entry, from: smtp.from, date: clock())
+          if let failure = SMTPSender.send(bytes, to: entry.to, settings: smtp) {
+            try store.markFailed(entry.id, error: failure, firstWait: wait)
+            Log.event(
+              "error", "mail_failed",
+              [
+                ("id", "\(entry.id)"), ("kind", entry.kind), ("attempt", "\(entry.attempts + 1)"),
+                ("error", failure),
+              ])
+          } else {
+            try store.markDelivered(entry.id)
+            shared.delivered.add(1, ordering: .sequentiallyConsistent)
+            Log.event(
+              "info", "mail_sent",
+              [("id", "\(entry.id)"), ("kind", entry.kind), ("message_id", entry.messageID)])
           }
         }
-        var pause = timespec(
-          tv_sec: Int(interval.components.seconds),
-          tv_nsec: Int(interval.components.attoseconds / 1_000_000_000))
-        nanosleep(&pause, nil)
-      }
-    }
-    pthread_detach(thread)
+      })
   }
 
   /// The thread ends within an interval of the last reference going.

@@ -1,3 +1,5 @@
+import Edge
+
 #if canImport(Glibc)
   import Glibc
 #endif
@@ -64,17 +66,10 @@ public enum MailFormat {
     return String(text)
   }
 
-  /// `Tue, 01 Dec 2026 10:20:00 +0000` (RFC 5322 §3.3), in UTC.
+  /// `Tue, 01 Dec 2026 10:20:00 +0000` (RFC 5322 §3.3), in UTC: the HTTP date with the zone as
+  /// an offset ("GMT" is only an obsolete zone there, §4.3).
   static func rfc5322Date(_ epochSeconds: Int) -> String {
-    var t = time_t(epochSeconds)
-    var parts = tm()
-    gmtime_r(&t, &parts)
-    let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
-    let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-    func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
-    return
-      "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) "
-      + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) +0000"
+    String(HTTPDate.format(epochSeconds).dropLast(3)) + "+0000"
   }
 
   static func base64Lines(_ text: String) -> [String] {

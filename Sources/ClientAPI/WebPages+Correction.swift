@@ -81,18 +81,26 @@ extension WebPages {
     if let problem = PasswordPolicy.problem(new, email: email) {
       return try accountPage(request, status: .badRequest, message: problem)
     }
-    switch try checkPassword(email: signed.account.email, password: current, store: store, request: request) {
-    case .passed: break
-    case .refused:
-      return try accountPage(
-        request, status: .badRequest, message: "Your current password is not right. Try again.")
-    case .locked: return try accountPage(request, status: .badRequest, message: Self.lockedMessage)
-    }
+    if let refusal = try wrongCurrentPassword(request, signed, current, store) { return refusal }
     try store.changePassword(
       accountID: signed.account.id, keeping: signed.session.id, hash: context.hasher.hash(new),
       host: WebSecurity.host(of: context.deployment.origin),
       mail: passwordChangedMail(signed.account, email: email, everywhere: false))
     return Self.redirect("/account?changed=password")
+  }
+
+  /// The account page again when `current` is not the signed-in person's password (checked with
+  /// the lockout, as at sign-in), else nil.
+  func wrongCurrentPassword(_ request: Request, _ signed: Signed, _ current: String, _ store: ClientStore)
+    throws(StoreError) -> Response?
+  {
+    switch try checkPassword(email: signed.account.email, password: current, store: store, request: request) {
+    case .passed: return nil
+    case .refused:
+      return try accountPage(
+        request, status: .badRequest, message: "Your current password is not right. Try again.")
+    case .locked: return try accountPage(request, status: .badRequest, message: Self.lockedMessage)
+    }
   }
 
   func changeEmail(_ request: Request) throws(StoreError) -> Response {
@@ -115,13 +123,7 @@ extension WebPages {
     guard !current.isEmpty, current.utf8.count <= Self.maxPasswordBytes else {
       return try accountPage(request, status: .badRequest, message: "Enter your current password.")
     }
-    switch try checkPassword(email: signed.account.email, password: current, store: store, request: request) {
-    case .passed: break
-    case .refused:
-      return try accountPage(
-        request, status: .badRequest, message: "Your current password is not right. Try again.")
-    case .locked: return try accountPage(request, status: .badRequest, message: Self.lockedMessage)
-    }
+    if let refusal = try wrongCurrentPassword(request, signed, current, store) { return refusal }
     let account = signed.account
     let changed = try store.requestEmailChange(
       account: account, to: newEmail, host: WebSecurity.host(of: context.deployment.origin),

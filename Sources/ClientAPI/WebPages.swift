@@ -343,31 +343,9 @@ public struct WebPages: Sendable {
 
   // MARK: helpers
 
-  /// The 403 for a POST that is not provably from our own page: wrong or missing `Origin`/`Referer`,
-  /// or a missing or wrong CSRF token. `signedOut` posts carry no session to bind a token to, so
-  /// only the origin is checked (they change nothing but the caller's own cookie).
+  /// The 403/415 for a POST that is not provably from our own page (`ClientContext.formRefusal`).
   func refusal(_ request: Request, binding: String?, signedOut: Bool = false) -> Response? {
-    if let type = request.mediaType, !(type.is("application", "x-www-form-urlencoded") && type.isUTF8) {
-      // Our forms send URL-encoded UTF-8 (HTML §4.10.21.7); anything else is not one of our forms.
-      return HTMLPage.problem(
-        .unsupportedMediaType, "Form not readable",
-        "This form was sent in a way Band Licence cannot read (it must be URL-encoded UTF-8). "
-          + "Open the page again and resend it.", context: context)
-    }
-    guard WebSecurity.sameOrigin(request, deployment: context.deployment) else {
-      return HTMLPage.problem(
-        .forbidden, "Request refused",
-        "This form must be sent from a Band Licence page. Open the page again and resend it.",
-        context: context)
-    }
-    if signedOut { return nil }
-    guard WebSecurity.csrfValid(WebSecurity.form(request)?["csrf"], binding: binding) else {
-      return HTMLPage.problem(
-        .forbidden, "Form expired",
-        "This form has expired or was not sent from Band Licence. Open the page again and resend it.",
-        context: context)
-    }
-    return nil
+    context.formRefusal(request, binding: binding, signedOut: signedOut)
   }
 
   /// The page for an address over its sign-in limit (sent from the loop, before any password work).
@@ -378,23 +356,7 @@ public struct WebPages: Sendable {
       context: context)
   }
 
-  func guarded(_ body: () throws -> Response) -> Response {
-    do { return try body() } catch {
-      // The failure is logged there; the person gets a page, not its plain text.
-      let plain = ClientContext.storeFailure(error, html: true)
-      guard plain.status == .serviceUnavailable else {
-        return HTMLPage.problem(
-          plain.status, "Something went wrong", "Something went wrong on our side. Please try again.",
-          context: context, next: ("/", "Go to the start page"))
-      }
-      var page = HTMLPage.problem(
-        plain.status, "Try again in a moment",
-        "Band Licence cannot reach its database just now. Please try again in a moment.",
-        context: context, next: ("/", "Go to the start page"))
-      page.add("Retry-After", "1")
-      return page
-    }
-  }
+  func guarded(_ body: () throws -> Response) -> Response { context.guardedPage(body) }
 
   /// `<time>` of `instant` in the deployment's zone, labelled with the zone's abbreviation.
   func time(_ instant: Int) -> String {

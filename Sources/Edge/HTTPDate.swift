@@ -3,7 +3,7 @@
 #endif
 
 /// The `Date` header line, formatted once per second (RFC 9110 §5.6.7 IMF-fixdate).
-struct HTTPDate {
+public struct HTTPDate: Sendable {
   private(set) var line: [UInt8] = []
   /// The wall-clock second the line shows.
   private(set) var second: Int = -1
@@ -22,7 +22,8 @@ struct HTTPDate {
     line = Array("Date: \(Self.format(epochSeconds))\r\n".utf8)
   }
 
-  static func format(_ epochSeconds: Int) -> String {
+  /// `Tue, 01 Dec 2026 10:20:00 GMT` (IMF-fixdate) for `epochSeconds`.
+  public static func format(_ epochSeconds: Int) -> String {
     var t = time_t(epochSeconds)
     var parts = tm()
     gmtime_r(&t, &parts)
