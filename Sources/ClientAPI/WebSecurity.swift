@@ -45,8 +45,9 @@ public enum WebSecurity {
     return Secrets.equal(Array(presented.utf8), Array(csrfToken(binding: binding).utf8))
   }
 
-  /// The host of an origin (`https://app.example.test:8443` → `app.example.test`).
-  static func host(of origin: String) -> String {
+  /// The host of an origin: `app.example.test` from `https://app.example.test:8443`, `::1` from
+  /// `http://[::1]:8080`.
+  public static func host(of origin: String) -> String {
     var rest = Substring(origin)
     if let scheme = rest.firstRange(of: "://") { rest = rest[scheme.upperBound...] }
     if rest.hasPrefix("[") { return String(rest.dropFirst().prefix { $0 != "]" }) }

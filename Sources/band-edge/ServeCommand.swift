@@ -433,23 +433,13 @@ enum ServeCommand {
     }
     let context: TLSContext
     do { context = try TLSContext(pairs: pairs) } catch { return .failure(error) }
-    let host = originHost(origin)
+    let host = WebSecurity.host(of: origin)
     guard context.coversAny(host: host) else {
       let names = pairs.map(\.certificate).joined(separator: ", ")
       return .failure(
         TLSError(message: "the certificate \(names) does not cover \(host), the configured origin's host"))
     }
     return .success(context)
-  }
-
-  /// `app.example.org` from `https://app.example.org:8443`; `::1` from `http://[::1]:8080`.
-  static func originHost(_ origin: String) -> String {
-    var rest = Substring(origin)
-    if let scheme = rest.firstRange(of: "://") { rest = rest[scheme.upperBound...] }
-    if rest.hasPrefix("["), let close = rest.firstIndex(of: "]") {
-      return String(rest[rest.index(after: rest.startIndex)..<close])
-    }
-    return String(rest.prefix { $0 != ":" && $0 != "/" })
   }
 
   private static func split(_ word: String) -> (String, String?) {

@@ -151,6 +151,17 @@ struct MailFoundationTests {
     #expect(last.text == nil && last.lastError?.hasPrefix("gave up after") == true)
   }
 
+  static let origins: [(String, String)] = [
+    ("https://app.example.test", "app.example.test"), ("https://app.example.test:8443", "app.example.test"),
+    ("http://127.0.0.1:8080", "127.0.0.1"), ("http://[::1]:8080", "::1"),
+    ("https://a.example.test/x", "a.example.test"),
+  ]
+
+  @Test("the host of an origin (the Message-ID's right side, the certificate check)", arguments: origins)
+  func originHost(origin: String, host: String) {
+    #expect(WebSecurity.host(of: origin) == host)
+  }
+
   /// (relay URL, whether TLS is required, as printed)
   static let relays: [(String, Bool, String)] = [
     ("smtp://127.0.0.1:2525", false, "smtp://127.0.0.1:2525"),
