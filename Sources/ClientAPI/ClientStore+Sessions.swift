@@ -9,6 +9,14 @@ public struct SessionLifetimes: Sendable, Equatable {
   public init() {}
 }
 
+/// What `GET /session` answers from: the live session, its account and the account's live
+/// memberships.
+public struct SessionView: Sendable, Equatable {
+  public let session: SessionRecord
+  public let account: Account
+  public let memberships: [Membership]
+}
+
 /// Which sessions an operator means.
 public enum SessionFilter: Sendable, Equatable {
   case account(email: EmailAddress)
@@ -69,35 +77,54 @@ extension ClientStore {
 
   /// The live session a token names, its account and the account's live memberships, in one
   /// statement (one read transaction): what `GET /session` answers. Same rules as `session`.
-  public func sessionView(token: String, lifetimes: SessionLifetimes) throws(StoreError) -> (
-    SessionRecord, Account, [Membership]
-  )? {
+  public func sessionView(token: String, lifetimes: SessionLifetimes) throws(StoreError) -> SessionView? {
+    try sessionViews(tokens: [token], lifetimes: lifetimes)[0]
+  }
+
+  /// `sessionView` for several tokens in one statement (the pool's batch of `GET /session`
+  /// reads): one answer per token, in order, nil where the token names no live session.
+  public func sessionViews(tokens: [String], lifetimes: SessionLifetimes) throws(StoreError) -> [SessionView?]
+  {
+    guard !tokens.isEmpty else { return [] }
+    let digests = tokens.map { Secrets.digest($0) }
+    var distinct: [[UInt8]] = []
+    for digest in digests where !distinct.contains(digest) { distinct.append(digest) }
+    // A few statement texts only (1, 2, 4, ... placeholders, the last digest repeated), so each is
+    // prepared once per connection.
+    var width = 1
+    while width < distinct.count { width *= 2 }
+    let parameters = (0..<width).map { DatabaseValue.blob(distinct[min($0, distinct.count - 1)]) }
     let rows = try db.query(
       """
-      SELECT s.id, s.account_id, s.kind, s.platform, s.app_version, s.created_at, s.last_seen_at, s.expires_at, s.browser,
-             a.id, a.email, a.display_name, a.disabled, sc.id, sc.name, sc.slug, m.role
+      SELECT s.token_digest, s.id, s.account_id, s.kind, s.platform, s.app_version, s.created_at, s.last_seen_at,
+             s.expires_at, s.browser, a.id, a.email, a.display_name, a.disabled, sc.id, sc.name, sc.slug, m.role
       FROM sessions s JOIN accounts a ON a.id = s.account_id
       LEFT JOIN memberships m ON m.account_id = a.id AND m.revoked_at IS NULL
       LEFT JOIN schools sc ON sc.id = m.school_id
-      WHERE s.token_digest = ? AND s.revoked_at IS NULL
+      WHERE s.token_digest IN (\(Array(repeating: "?", count: width).joined(separator: ", "))) AND s.revoked_at IS NULL
       ORDER BY sc.name, sc.id
-      """, [.blob(Secrets.digest(token))])
-    guard let first = rows.first else { return nil }
-    let stored = Self.session(Array(first[0..<9]), revokedAt: nil, reason: nil)
-    let account = Self.account(Array(first[9..<13]))
-    guard let seenAt = try liveSeenAt(stored, account, lifetimes) else { return nil }
-    let record = SessionRecord(
-      id: stored.id, accountID: stored.accountID, kind: stored.kind, platform: stored.platform,
-      appVersion: stored.appVersion, createdAt: stored.createdAt, lastSeenAt: seenAt,
-      expiresAt: stored.expiresAt,
-      revokedAt: nil, revokedReason: nil, browser: stored.browser)
-    let memberships: [Membership] = rows.compactMap { row in
-      guard case .text(let id) = row[13], case .text(let name) = row[14], case .text(let slug) = row[15],
-        case .text(let role) = row[16], let parsed = Role(rawValue: role)
-      else { return nil }
-      return Membership(school: School(id: id, name: name, slug: slug), role: parsed)
+      """, parameters)
+    var found: [[UInt8]: SessionView] = [:]
+    for digest in distinct {
+      let mine = rows.filter { $0[0] == .blob(digest) }
+      guard let first = mine.first else { continue }
+      let stored = Self.session(Array(first[1..<10]), revokedAt: nil, reason: nil)
+      let account = Self.account(Array(first[10..<14]))
+      guard let seenAt = try liveSeenAt(stored, account, lifetimes) else { continue }
+      let record = SessionRecord(
+        id: stored.id, accountID: stored.accountID, kind: stored.kind, platform: stored.platform,
+        appVersion: stored.appVersion, createdAt: stored.createdAt, lastSeenAt: seenAt,
+        expiresAt: stored.expiresAt,
+        revokedAt: nil, revokedReason: nil, browser: stored.browser)
+      let memberships: [Membership] = mine.compactMap { row in
+        guard case .text(let id) = row[14], case .text(let name) = row[15], case .text(let slug) = row[16],
+          case .text(let role) = row[17], let parsed = Role(rawValue: role)
+        else { return nil }
+        return Membership(school: School(id: id, name: name, slug: slug), role: parsed)
+      }
+      found[digest] = SessionView(session: record, account: account, memberships: memberships)
     }
-    return (record, account, memberships)
+    return digests.map { found[$0] }
   }
 
   /// Within both lifetimes and the account enabled: then marks the session seen (at most once a

@@ -314,7 +314,7 @@ public struct NativeSignIn: Sendable {
           idempotencyKey: request.headers["idempotency-key"], bodyDigest: Secrets.digest(bytes: request.body)),
         lifetimes: context.lifetimes)
       guard case .granted(let token, let session) = outcome,
-        let (_, account, memberships) = try store.sessionView(token: token, lifetimes: context.lifetimes)
+        let view = try store.sessionView(token: token, lifetimes: context.lifetimes)
       else {
         return JSONBody.error(
           .badRequest, "invalid_grant",
@@ -325,7 +325,7 @@ public struct NativeSignIn: Sendable {
       out += #"{"expiresAt":"#.utf8
       JSONValue.appendString(Timestamp.iso8601(session.expiresAt), to: &out)
       out += #","session":"#.utf8
-      out += api.sessionBody(account, memberships)
+      out += api.sessionBody(view.account, view.memberships)
       out += #","sessionToken":"#.utf8
       JSONValue.appendString(token, to: &out)
       out += #","tokenType":"Bearer"}"#.utf8

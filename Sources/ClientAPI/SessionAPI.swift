@@ -23,12 +23,16 @@ public struct SessionAPI: Sendable {
       ]).canonicalBytes
   }
 
+  /// The most `GET /session` reads one statement answers (the pool takes those waiting together).
+  static let readBatch = 32
+
   /// The routes: all private (`no-store`) and pooled (they read the database).
   public var routes: [Route] {
     [
       Route(
         .get, "/api/client/v1/session", cacheClass: .private, execution: .pooled,
-        fastPath: { request in cachedSession(request) }
+        fastPath: { request in cachedSession(request) },
+        batch: RequestBatch(limit: Self.readBatch) { requests in readSessions(requests) }
       ) { request in
         readSession(request)
       },
@@ -115,29 +119,50 @@ public struct SessionAPI: Sendable {
     return Self.sessionResponse(body)
   }
 
-  /// `GET /session` on the pool: one statement reads the session, the account and its live
-  /// memberships; the answer is cached, stamped with the database's state before the read.
-  func readSession(_ request: Request) -> Response {
-    let credential = Credential(request)
-    if let refusal = precheck(request, credential, mutating: false) { return refusal }
-    do {
-      guard let token = credential.token else { return Self.unauthorized(error: "invalid_token") }
-      let stamp = context.sessionCache.stampBeforeRead()
-      guard
-        let (session, account, memberships) = try context.store().sessionView(
-          token: token, lifetimes: context.lifetimes)
-      else { return Self.unauthorized(error: "invalid_token") }
-      let body = sessionBody(account, memberships)
-      if let stamp {
-        let lifetimes = context.lifetimes
-        let idle = session.kind == "native" ? lifetimes.nativeIdle : lifetimes.webIdle
-        let validUntil = min(session.expiresAt, session.lastSeenAt + min(idle, ClientStore.seenResolution))
-        context.sessionCache.store(body, for: Secrets.digest(token), stamp: stamp, validUntil: validUntil)
+  /// `GET /session` on the pool, alone.
+  func readSession(_ request: Request) -> Response { readSessions([request])[0] }
+
+  /// `GET /session` on the pool for a batch of requests: one statement reads their sessions, the
+  /// accounts and their live memberships; each answer is cached, stamped with the database's
+  /// state before the read. One response per request, in order.
+  func readSessions(_ requests: [Request]) -> [Response] {
+    var answers: [Response?] = []
+    var reads: [(index: Int, token: String)] = []
+    for (index, request) in requests.enumerated() {
+      let credential = Credential(request)
+      if let refusal = precheck(request, credential, mutating: false) {
+        answers.append(refusal)
+      } else if let token = credential.token {
+        answers.append(nil)
+        reads.append((index, token))
+      } else {
+        answers.append(Self.unauthorized(error: "invalid_token"))
       }
-      return Self.sessionResponse(body)
-    } catch {
-      return ClientContext.storeFailure(error, html: false)
     }
+    guard !reads.isEmpty else { return answers.map { $0 ?? Self.unauthorized(error: "invalid_token") } }
+    do {
+      let stamp = context.sessionCache.stampBeforeRead()
+      let views = try context.store().sessionViews(tokens: reads.map(\.token), lifetimes: context.lifetimes)
+      for ((index, token), view) in zip(reads, views) {
+        guard let view else {
+          answers[index] = Self.unauthorized(error: "invalid_token")
+          continue
+        }
+        let body = sessionBody(view.account, view.memberships)
+        if let stamp {
+          let lifetimes = context.lifetimes
+          let session = view.session
+          let idle = session.kind == "native" ? lifetimes.nativeIdle : lifetimes.webIdle
+          let validUntil = min(session.expiresAt, session.lastSeenAt + min(idle, ClientStore.seenResolution))
+          context.sessionCache.store(body, for: Secrets.digest(token), stamp: stamp, validUntil: validUntil)
+        }
+        answers[index] = Self.sessionResponse(body)
+      }
+    } catch {
+      let failure = ClientContext.storeFailure(error, html: false)
+      for (index, _) in reads { answers[index] = failure }
+    }
+    return answers.map { $0 ?? Self.unauthorized(error: "invalid_token") }
   }
 
   static func sessionResponse(_ body: [UInt8]) -> Response {

@@ -514,9 +514,16 @@ final class EventLoop {
       let mailbox = self.mailbox
       let fd = connection.fd
       let generation = connection.generation
-      let accepted = (route.execution == .background ? background : pool).submit {
-        let response = route.respond(to: request)
-        mailbox.post(.completed(fd: fd, generation: generation, response: response))
+      let accepted: Bool
+      if let batch = route.batch {
+        accepted = pool.submit(request, to: batch) { response in
+          mailbox.post(.completed(fd: fd, generation: generation, response: response))
+        }
+      } else {
+        accepted = (route.execution == .background ? background : pool).submit {
+          let response = route.respond(to: request)
+          mailbox.post(.completed(fd: fd, generation: generation, response: response))
+        }
       }
       if !accepted {
         var busy = ConnectionMachine<MonotonicClock>.refusal(

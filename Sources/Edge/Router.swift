@@ -20,17 +20,22 @@ public struct Route: Sendable {
   /// For a pooled or background route: an answer the loop may give without blocking (a cache hit,
   /// a rate-limit refusal), or nil to hand the request to its pool as usual.
   public let fastPath: (@Sendable (Request) -> Response?)?
+  /// For a pooled route: how the pool may answer several of its requests at once (`handler`
+  /// still answers one alone, as in-process callers use it).
+  public let batch: RequestBatch?
 
-  /// A route computed per request; a pooled one may have a non-blocking `fastPath`.
+  /// A route computed per request; a pooled one may have a non-blocking `fastPath` and a `batch`.
   public init(
     _ method: HTTPMethod, _ pattern: String, cacheClass: CacheClass, execution: Execution = .inline,
-    fastPath: (@Sendable (Request) -> Response?)? = nil, handler: @escaping @Sendable (Request) -> Response
+    fastPath: (@Sendable (Request) -> Response?)? = nil, batch: RequestBatch? = nil,
+    handler: @escaping @Sendable (Request) -> Response
   ) {
     self.method = method
     self.pattern = pattern
     self.cacheClass = cacheClass
     self.execution = execution
     self.fastPath = execution == .inline ? nil : fastPath
+    self.batch = execution == .pooled ? batch : nil
     self.handler = .dynamic(handler)
   }
 
@@ -41,6 +46,7 @@ public struct Route: Sendable {
     self.cacheClass = cacheClass
     self.execution = .inline
     self.fastPath = nil
+    self.batch = nil
     self.handler = .fixed(PrebuiltResponse(response, cacheClass: cacheClass))
   }
 

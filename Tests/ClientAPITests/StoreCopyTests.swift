@@ -217,7 +217,8 @@ struct StoreCopyTests {
     }
     #expect(try target.schemaVersion() == Migrations.latest)
     let (store, _) = try StoreEngineTests.store(target)
-    #expect(try store.sessionView(token: token, lifetimes: SessionLifetimes())?.1.email == "ada@example.test")
+    #expect(
+      try store.sessionView(token: token, lifetimes: SessionLifetimes())?.account.email == "ada@example.test")
     #expect(try store.isLocked(email: locked), "the server keys came along, so the failure key matches")
     let before = try store.auditEvents().count
     _ = try store.createSchool(name: "Riverside Music Academy", slug: "riverside", actor: "t")

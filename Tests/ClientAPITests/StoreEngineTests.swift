@@ -40,10 +40,10 @@ struct StoreEngineTests {
     let session = try store.signIn(
       accountID: ada.id, token: token, replacing: nil, upgradedHash: nil, lifetimes: SessionLifetimes(),
       browser: "Firefox on Linux")
-    let (read, account, schools) = try #require(
-      try store.sessionView(token: token, lifetimes: SessionLifetimes()))
+    let view = try #require(try store.sessionView(token: token, lifetimes: SessionLifetimes()))
     #expect(
-      read.id == session.id && read.browser == "Firefox on Linux" && account == ada && schools.count == 1)
+      view.session.id == session.id && view.session.browser == "Firefox on Linux" && view.account == ada
+        && view.memberships.count == 1)
     #expect(try store.revokeOwnSession(id: session.id, accountID: ada.id, reason: "signed_out"))
     #expect(try store.sessionView(token: token, lifetimes: SessionLifetimes()) == nil)
     #expect(
@@ -51,6 +51,43 @@ struct StoreEngineTests {
         "account.created", "school.created", "membership.granted", "session.created", "sign_in.succeeded",
         "session.revoked",
       ])
+  }
+
+  @Test(
+    "one statement reads many sessions: each token gets its own person, in order", arguments: Engine.available
+  )
+  func sessionViews(engine: Engine) throws {
+    let (db, finish) = try engine.database()
+    defer { finish() }
+    let (store, _) = try Self.store(db)
+    _ = try store.createSchool(name: "Northfield Primary", slug: "northfield", actor: "t")
+    _ = try store.createSchool(name: "Aldgate Music", slug: "aldgate", actor: "t")
+    var tokens: [String] = []
+    let people: [EmailAddress] = ["ada@example.test", "bo@example.test", "cy@example.test"]
+    for (i, email) in people.enumerated() {
+      let account = try store.createAccount(email: email, displayName: "P\(i)", passwordHash: "x", actor: "t")
+      if i != 2 { try store.addMember(email: email, schoolSlug: "northfield", role: .teacher, actor: "t") }
+      if i == 0 { try store.addMember(email: email, schoolSlug: "aldgate", role: .administrator, actor: "t") }
+      let token = Secrets.token()
+      _ = try store.createSession(
+        accountID: account.id, kind: "native", platform: "ios", appVersion: "1.4.0", token: token,
+        lifetimes: SessionLifetimes())
+      tokens.append(token)
+    }
+    let revoked = tokens[1]
+    try store.revokeSessions(.account(email: "bo@example.test"), reason: "t", actor: "t")
+    // Padded to a power of two with a repeated digest: 1, 2, 3 (as 4), 5 (as 8) and a duplicate.
+    let asked = [tokens[0], Secrets.token(), revoked, tokens[2], tokens[0]]
+    for count in 1...asked.count {
+      let views = try store.sessionViews(tokens: Array(asked.prefix(count)), lifetimes: SessionLifetimes())
+      let expected: [String?] = ["ada@example.test", nil, nil, "cy@example.test", "ada@example.test"]
+      #expect(views.map { $0?.account.email } == Array(expected.prefix(count)))
+    }
+    let ada = try #require(try store.sessionView(token: tokens[0], lifetimes: SessionLifetimes()))
+    #expect(ada.memberships.map(\.school.slug) == ["aldgate", "northfield"], "ordered by school name")
+    #expect(ada.memberships.map(\.role) == [.administrator, .teacher])
+    #expect(try store.sessionView(token: tokens[2], lifetimes: SessionLifetimes())?.memberships == [])
+    #expect(try store.sessionViews(tokens: [], lifetimes: SessionLifetimes()).isEmpty)
   }
 
   @Test("the lockout schedule, keyed by the server's own key", arguments: Engine.available)

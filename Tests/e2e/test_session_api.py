@@ -88,6 +88,47 @@ def test_concurrent_reads_on_the_pool():
         server.stop()
 
 
+def test_many_people_at_once_each_read_their_own_session():
+    """With the cache off and one pool thread, reads wait together and the pool answers them in
+    batches with one statement: every answer must still be its own person's, and a token that
+    names nothing must still get 401 while others in the same batch get 200."""
+    server = Server("--pool-threads", "1", "--session-cache-entries", "0")
+    try:
+        people = {}
+        for i in range(12):
+            email = f"teacher{i:02d}@example.test"
+            people[add_session(server, email, [(f"school{i:02d}", "teacher")])] = (email, f"school{i:02d}")
+        unknown = base64.urlsafe_b64encode(os.urandom(32)).rstrip(b"=").decode()
+        people[unknown] = None
+        wrong = []
+
+        def reader(token):
+            client = server.connect()
+            request = f"GET /api/client/v1/session HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer {token}\r\n\r\n"
+            for _ in range(40):
+                client.send(request * 3)  # pipelined: the queue fills while the worker reads
+                for _ in range(3):
+                    response = client.read_response()
+                    if people[token] is None:
+                        ok = response.status == 401
+                    else:
+                        body = json.loads(response.body) if response.status == 200 else {}
+                        email, school = people[token]
+                        ok = body.get("account", {}).get("email") == email and [
+                            s["slug"] for s in body["schools"]] == [school]
+                    if not ok:
+                        wrong.append((token[:6], response.status))
+
+        threads = [threading.Thread(target=reader, args=(token,)) for token in people]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert wrong == []
+    finally:
+        server.stop()
+
+
 def test_answers_served_from_the_loop_see_every_write_at_once():
     """After a few reads the answer comes from the loop's cache; a write by another process (here
     Python's sqlite3 or psycopg, not band-edge code) must still show in the very next answer."""
