@@ -114,9 +114,9 @@ public struct SessionAPI: Sendable {
     let credential = Credential(request)
     if let refusal = precheck(request, credential, mutating: false) { return refusal }
     guard let token = credential.token,
-      let body = context.sessionCache.body(for: Secrets.digest(token), now: context.clock())
+      let answer = context.sessionCache.answer(for: Secrets.digest(token), now: context.clock())
     else { return nil }
-    return Self.sessionResponse(body)
+    return answer.response
   }
 
   /// `GET /session` on the pool, alone.
@@ -149,14 +149,18 @@ public struct SessionAPI: Sendable {
           continue
         }
         let body = sessionBody(view.account, view.memberships)
-        if let stamp {
-          let lifetimes = context.lifetimes
-          let session = view.session
-          let idle = session.kind == "native" ? lifetimes.nativeIdle : lifetimes.webIdle
-          let validUntil = min(session.expiresAt, session.lastSeenAt + min(idle, ClientStore.seenResolution))
-          context.sessionCache.store(body, for: Secrets.digest(token), stamp: stamp, validUntil: validUntil)
+        guard let stamp else {
+          answers[index] = Self.sessionResponse(body)
+          continue
         }
-        answers[index] = Self.sessionResponse(body)
+        // Kept as ready bytes, so that a hit on the loop costs what a static file does.
+        let answer = PrebuiltResponse(Self.sessionResponse(body), cacheClass: .private)
+        let lifetimes = context.lifetimes
+        let session = view.session
+        let idle = session.kind == "native" ? lifetimes.nativeIdle : lifetimes.webIdle
+        let validUntil = min(session.expiresAt, session.lastSeenAt + min(idle, ClientStore.seenResolution))
+        context.sessionCache.store(answer, for: Secrets.digest(token), stamp: stamp, validUntil: validUntil)
+        answers[index] = answer.response
       }
     } catch {
       let failure = ClientContext.storeFailure(error, html: false)

@@ -98,8 +98,8 @@ final class WALWatch: ChangeWatch, @unchecked Sendable {
   }
 }
 
-/// Session answers the loop may send without the pool: each entry is the exact body the store
-/// gave for a token digest, valid only while its watch sees no change since it was read (on
+/// Session answers the loop may send without the pool: each entry is the exact answer (prebuilt:
+/// head and body as ready bytes) the store's read gave for a token digest, valid only while its watch sees no change since it was read (on
 /// SQLite any commit anywhere, on PostgreSQL any announced change — a revoked session or
 /// membership, a disabled account — invalidates every entry at once) and while the session's
 /// lifetimes and last-seen resolution allow.
@@ -114,7 +114,7 @@ final class SessionCache: Sendable {
   }
 
   struct Entry {
-    let body: [UInt8]
+    let answer: PrebuiltResponse
     let stamp: ChangeStamp
     /// The session stays answerable until the first of these instants (epoch seconds).
     let validUntil: Int
@@ -148,16 +148,16 @@ final class SessionCache: Sendable {
     self.init(capacity: capacity) { WALWatch(databasePath: databasePath) }
   }
 
-  /// The cached body for `digest` if the database is unchanged since it was read and `now` is
+  /// The cached answer for `digest` if the database is unchanged since it was read and `now` is
   /// before its end; never blocks (a lookup under a short lock).
-  func body(for digest: [UInt8], now: Int) -> [UInt8]? {
+  func answer(for digest: [UInt8], now: Int) -> PrebuiltResponse? {
     guard capacity > 0 else { return nil }
     return state.withLock { state in
       guard case .ready(let watch) = state.watch, let entry = state.entries[Key(digest)],
         now < entry.validUntil,
         let stamp = watch.stamp(), stamp == entry.stamp
       else { return nil }
-      return entry.body
+      return entry.answer
     }
   }
 
@@ -179,11 +179,11 @@ final class SessionCache: Sendable {
     }
   }
 
-  /// Keeps `body` for `digest`, read at `stamp`, answerable until `validUntil`.
-  func store(_ body: [UInt8], for digest: [UInt8], stamp: ChangeStamp, validUntil: Int) {
+  /// Keeps `answer` for `digest`, read at `stamp`, answerable until `validUntil`.
+  func store(_ answer: PrebuiltResponse, for digest: [UInt8], stamp: ChangeStamp, validUntil: Int) {
     state.withLock { state in
       if state.entries.count >= capacity { state.entries.removeAll(keepingCapacity: true) }
-      state.entries[Key(digest)] = Entry(body: body, stamp: stamp, validUntil: validUntil)
+      state.entries[Key(digest)] = Entry(answer: answer, stamp: stamp, validUntil: validUntil)
     }
   }
 }

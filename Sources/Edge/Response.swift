@@ -48,6 +48,15 @@ public struct Response: Sendable {
       case .shared(let s): s.count
       }
     }
+
+    /// The bytes (a copy when shared), for in-process callers and tests.
+    public var contents: [UInt8] {
+      switch self {
+      case .empty: []
+      case .bytes(let b): b
+      case .shared(let s): s.array
+      }
+    }
   }
 
   /// The status.
@@ -74,7 +83,7 @@ public struct Response: Sendable {
 
   init(prebuilt: PrebuiltResponse) {
     status = prebuilt.status
-    headers = []
+    headers = prebuilt.headers
     body = .shared(prebuilt.body)
     self.prebuilt = prebuilt
   }
@@ -107,10 +116,13 @@ public struct Response: Sendable {
   ]
 }
 
-/// A response built once, at load: the status line and every header but `Date` and
-/// `Connection` as ready bytes, and the body. Serving it is a copy of a few bytes and one write.
+/// A response built once (at load, or when a cache keeps it): its status, header fields and body,
+/// with the status line and every header but `Date` and `Connection` as ready bytes beside them.
+/// Serving it is a copy of a few bytes and one write.
 public final class PrebuiltResponse: Sendable {
   let status: Status
+  /// The response's own header fields (not the writer's).
+  let headers: [(name: String, value: String)]
   let cacheClass: CacheClass
   /// Status line and header lines (each ending in CRLF), without Date/Connection/blank line.
   let head: SharedBytes
@@ -119,13 +131,9 @@ public final class PrebuiltResponse: Sendable {
   /// Prebuilds `response` as a route of `cacheClass` serves it.
   public init(_ response: Response, cacheClass: CacheClass) {
     status = response.status
+    headers = response.headers
     self.cacheClass = cacheClass
-    let bodyBytes: [UInt8] =
-      switch response.body {
-      case .empty: []
-      case .bytes(let b): b
-      case .shared(let s): s.array
-      }
+    let bodyBytes = response.body.contents
     var head: [UInt8] = []
     OutputQueue.appendHeadLines(
       of: response, cacheClass: cacheClass.applied(to: response.status), contentLength: bodyBytes.count,

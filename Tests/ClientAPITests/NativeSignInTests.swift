@@ -232,7 +232,7 @@ struct NativeRefusalTests {
       databasePath: "/nonexistent/never-opened.sqlite", deployment: Self.deployment,
       lifetimes: SessionLifetimes(), clock: { 0 })
     let response = NativeSignIn(context).refused(refusal)
-    guard case .bytes(let bytes) = response.body else { return (response, "") }
+    let bytes = response.body.contents
     return (response, String(decoding: bytes, as: UTF8.self))
   }
 
@@ -269,7 +269,7 @@ struct NativeRefusalTests {
       }(),
       lifetimes: SessionLifetimes(), clock: { 0 })
     let response = NativeSignIn(context).refused(unapproved)
-    guard case .bytes(let bytes) = response.body else { return }
+    let bytes = response.body.contents
     #expect(!String(decoding: bytes, as: UTF8.self).contains("/native/callback"))
   }
 }

@@ -31,7 +31,7 @@ private struct PageBrowser {
 
   /// The page's text.
   static func html(_ response: Response) -> String {
-    String(decoding: response.body.bytes ?? [], as: UTF8.self)
+    String(decoding: response.body.contents, as: UTF8.self)
   }
 
   /// The CSRF token in the page's first form.

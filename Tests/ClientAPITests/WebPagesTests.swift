@@ -58,7 +58,7 @@ private struct Browser {
 
   /// The CSRF token in the last page's form.
   static func csrf(_ response: Response) -> String {
-    guard case .bytes(let bytes) = response.body else { return "" }
+    let bytes = response.body.contents
     let page = String(decoding: bytes, as: UTF8.self)
     guard let start = page.firstRange(of: "name=\"csrf\" value=\"") else { return "" }
     return String(page[start.upperBound...].prefix { $0 != "\"" })
@@ -72,7 +72,7 @@ private struct Browser {
 }
 
 func text(_ response: Response) -> String {
-  guard case .bytes(let bytes) = response.body else { return "" }
+  let bytes = response.body.contents
   return String(decoding: bytes, as: UTF8.self)
 }
 
