@@ -161,9 +161,13 @@ enum Credential: Equatable {
   /// The credential in `request`: the `Authorization` field wins over the cookie.
   init(_ request: Request) {
     if let authorization = request.headers["authorization"] {
-      let parts = authorization.split(separator: " ", maxSplits: 1)
-      if parts.count == 2, parts[0].lowercased() == "bearer", !parts[1].isEmpty {
-        self = .bearer(String(parts[1]))
+      // `Bearer <token>`, the scheme in any case (RFC 9110 §11.1); read as bytes, since this runs
+      // on the loop for every session read.
+      let bytes = authorization.utf8
+      if let space = bytes.firstIndex(of: UInt8(ascii: " ")), bytes.index(after: space) != bytes.endIndex,
+        bytes[..<space].elementsEqual("bearer".utf8, by: { $0 | 0x20 == $1 })
+      {
+        self = .bearer(String(authorization[authorization.utf8.index(after: space)...]))
       } else {
         self = .malformed
       }

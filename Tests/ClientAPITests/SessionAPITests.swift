@@ -255,3 +255,29 @@ struct SessionAPITests {
     }
   }
 }
+
+/// The credential a request carries: one reading of the `Authorization` field and the cookie.
+@Suite("Credentials")
+struct CredentialTests {
+  static let cases: [(headers: [(String, String)], expected: Credential)] = [
+    ([], .none),
+    ([("Authorization", "Bearer abc")], .bearer("abc")),
+    ([("Authorization", "bearer abc")], .bearer("abc")),
+    ([("Authorization", "BEARER abc-_0")], .bearer("abc-_0")),
+    ([("Authorization", "Bearer")], .malformed),
+    ([("Authorization", "Basic YWRhOng=")], .malformed),
+    ([("Authorization", "Bearers abc")], .malformed),
+    ([("Authorization", "Bearxr abc")], .malformed),
+    ([("Authorization", "Bearer a b")], .bearer("a b")),
+    ([("Authorization", "Bearer abc"), ("Cookie", "\(WebSecurity.sessionCookie)=xyz")], .bearer("abc")),
+    ([("Cookie", "\(WebSecurity.sessionCookie)=xyz")], .cookie("xyz")),
+  ]
+
+  @Test("Authorization wins over the cookie; the scheme in any case; anything else is malformed")
+  func table() {
+    for (headers, expected) in Self.cases {
+      let request = Request(method: .get, target: "/api/client/v1/session", headers: headers)
+      #expect(Credential(request) == expected, "\(headers)")
+    }
+  }
+}
