@@ -10,6 +10,11 @@ NAMES = {"edge": "band-edge", "edge-nocache": "be-uncached", "edge-pg": "be-pg",
          "nginx": "nginx", "h2o": "h2o"}
 
 
+def name(server: str) -> str:
+    """The column label: a server's short name, or a run_set label as it is."""
+    return NAMES.get(server, server)
+
+
 def parse(path: Path) -> dict:
     text = path.read_text()
     out = {"rps": float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))}
@@ -38,16 +43,16 @@ def main() -> None:
     for r in range(rounds):
         for s in servers:
             x = results[s][r]
-            print(f"{r + 1:<7}{NAMES[s]:<11}{x['rps']:>11.0f}{x['p50']:>9.3f}{x['p99']:>9.3f}{x['cpu']:>12.2f}"
+            print(f"{r + 1:<7}{name(s):<11}{x['rps']:>11.0f}{x['p50']:>9.3f}{x['p99']:>9.3f}{x['cpu']:>12.2f}"
                   f"  {x['errors']}, non-2xx {x['non2xx']}")
     med = {s: {k: statistics.median(x[k] for x in results[s]) for k in ("rps", "p50", "p99", "cpu")} for s in servers}
     for s in servers:
-        print(f"median     {NAMES[s]:<9} {med[s]['rps']:.0f} req/s, p50 {med[s]['p50']:.3f} ms, p99 {med[s]['p99']:.3f} ms, "
+        print(f"median     {name(s):<9} {med[s]['rps']:.0f} req/s, p50 {med[s]['p50']:.3f} ms, p99 {med[s]['p99']:.3f} ms, "
               f"{med[s]['cpu']:.2f} us CPU/req, peak RSS {rss[s]:.1f} MiB{' (worker)' if s == 'nginx' else ''}")
     first = servers[0]
     for other in servers[1:]:
         paired = [results[first][r]["rps"] / results[other][r]["rps"] for r in range(rounds)]
-        print(f"ratio      {NAMES[first]}/{NAMES[other]}: requests/s {med[first]['rps'] / med[other]['rps']:.3f} "
+        print(f"ratio      {name(first)}/{name(other)}: requests/s {med[first]['rps'] / med[other]['rps']:.3f} "
               f"(paired rounds {', '.join(f'{x:.3f}' for x in paired)}; median {statistics.median(paired):.3f}), "
               f"p99 {med[first]['p99'] / med[other]['p99']:.3f}, CPU per request {med[first]['cpu'] / med[other]['cpu']:.3f}")
 
