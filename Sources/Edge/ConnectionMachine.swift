@@ -1,21 +1,38 @@
 /// Everything a connection needs from its loop while it decides: the routes, the access log and
 /// the `Date` line. One per loop; passed in so that the machine stays pure.
 public struct ConnectionContext: Sendable {
-  /// The current route table.
-  public var router: Router
+  /// The dispatcher: the route table and the listener's policy.
+  public var dispatcher: Dispatcher
   /// The loop's access-log buffer.
   public var log: AccessLog
-  /// Where plain-HTTP requests are sent (`308` to this origin plus the same path and query), when
-  /// set; `/healthz` and `/readyz` are still answered in the clear, for load balancers.
-  public var httpsRedirect: String? = nil
   var date = HTTPDate()
+
+  /// The current route table.
+  public var router: Router {
+    get { dispatcher.router }
+    set { dispatcher.router = newValue }
+  }
+
+  /// Where plain-HTTP requests are sent (`Dispatcher.httpsRedirect`).
+  public var httpsRedirect: String? {
+    get { dispatcher.httpsRedirect }
+    set { dispatcher.httpsRedirect = newValue }
+  }
 
   /// A context over `router`.
   public init(router: Router, log: AccessLog) {
-    self.router = router
+    dispatcher = Dispatcher(router: router)
     self.log = log
     date.refresh()
   }
+}
+
+/// The head fields of the request an HTTP/1 parser holds, for the dispatcher.
+struct ParsedHeadFields: HeadFields {
+  let parser: HTTP1Parser
+  let buffer: UnsafeRawBufferPointer
+
+  func value(_ name: StaticString) -> String? { parser.field(buffer, name) }
 }
 
 /// The life of one HTTP/1.1 connection as a state machine over an injectable clock.
@@ -95,6 +112,10 @@ struct ConnectionMachine<Clock: EdgeClock> {
   private var inFlight: InFlight?
   /// A fast-path answer held until `readDeadline` (see `Response.holdFor`).
   private var held: Response?
+  /// The route chosen on the head of the request whose body is being read.
+  private var routed: Routed?
+  /// The request whose body is being read was answered on its head: the body is dropped.
+  private var discarding = false
   /// Whether a request has completed on this connection; until then the head is due a head
   /// timeout after accept (a late first byte must not restart the clock: slowloris).
   private var servedOne = false
@@ -144,7 +165,7 @@ struct ConnectionMachine<Clock: EdgeClock> {
     var probe = HTTP1Parser(limits: limits)
     _ = try? probe.advance(received)
     failRequest(
-      Self.refusal(
+      Dispatcher.refusal(
         .badRequest, path: probe.errorContext(received)?.path, accept: nil,
         "Bad Request: plain HTTP was sent to the HTTPS port; use https://."), context: &context)
   }
@@ -165,21 +186,29 @@ struct ConnectionMachine<Clock: EdgeClock> {
     }
     let message = "The server is busy; try again shortly."
     let retry = [(name: "Retry-After", value: "1")]
-    if let dispatch = step.dispatch, let inFlight {
+    if discarding {
+      // Its answer went out on the head: the body it was dropping is not worth the memory.
+      discarding = false
+      closeAfterWrite = true
+      state = .awaitingRequest
+      input = []
+      releaseBudget()
+      return Step(close: output.isEmpty ? .now : .none)
+    } else if let dispatch = step.dispatch, let inFlight {
       // The request is complete but its handler has not been given it: answer it here instead.
       self.inFlight = nil
       inFlightBodyBytes = 0
       state = .awaitingRequest
       closeAfterWrite = true
       emit(
-        Self.refusal(
+        Dispatcher.refusal(
           .serviceUnavailable, dispatch.request, message, headers: retry, page: context.router.errorPage),
         cacheClass: .private, headOnly: inFlight.headOnly, connection: .close, method: inFlight.method,
         path: inFlight.path, started: inFlight.started, context: &context)
     } else {
       let target = input.withUnsafeBytes { parser.errorContext($0) }
       failRequest(
-        Self.refusal(
+        Dispatcher.refusal(
           .serviceUnavailable, path: target?.path, accept: target?.accept, message, headers: retry,
           page: context.router.errorPage), context: &context)
     }
@@ -265,10 +294,12 @@ struct ConnectionMachine<Clock: EdgeClock> {
     case .awaitingRequest, .lingering:
       return Step(close: .now)
     case .readingHead, .readingBody:
+      // A body dropped after an answer on its head is not answered again.
+      if discarding { return Step(close: .now) }
       // RFC 9110 §15.5.9: tell the client, then close.
       let target = input.withUnsafeBytes { parser.errorContext($0) }
       failRequest(
-        Self.refusal(
+        Dispatcher.refusal(
           .requestTimeout, path: target?.path, accept: target?.accept, "The request did not arrive in time.",
           page: context.router.errorPage), context: &context)
       writeDeadline = now.adding(min(limits.writeTimeout, limits.lingerTimeout))
@@ -304,13 +335,26 @@ struct ConnectionMachine<Clock: EdgeClock> {
       do throws(HTTPParseError) {
         result = try parser.advance(window)
       } catch {
-        // Once the target is known the answer takes the engine's error shape (JSON under /api/).
-        let target = parser.errorContext(window)
         offset = buffer.count
+        if discarding {
+          // Answered on its head already: a body that breaks its framing or the limit while it is
+          // dropped ends the connection, without a second answer.
+          discarding = false
+          closeAfterWrite = true
+          state = .awaitingRequest
+          if output.isEmpty { step.close = .now }
+          break parsing
+        }
+        // Once the target is known the answer takes the engine's error shape (JSON under /api/);
+        // a body past its route's limit gets the route's own refusal.
+        let target = parser.errorContext(window)
+        let routeRefusal = error == .bodyTooLarge ? routed?.route.body.tooLarge : nil
+        routed = nil
         failRequest(
-          Self.refusal(
-            error.status, path: target?.path, accept: target?.accept, Self.message(for: error),
-            page: context.router.errorPage), context: &context)
+          routeRefusal
+            ?? Dispatcher.refusal(
+              error.status, path: target?.path, accept: target?.accept, Dispatcher.message(for: error),
+              page: context.router.errorPage), context: &context)
         break parsing
       }
       switch result {
@@ -320,15 +364,29 @@ struct ConnectionMachine<Clock: EdgeClock> {
           readDeadline = now.adding(limits.bodyTimeout)  // progress resets the body timeout
         }
         break parsing
-      case .continueExpected:
-        output.append("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+      case .head:
+        // A body follows: the head alone chooses the route (or the refusal) before any of it is
+        // read and before `100 Continue`.
         state = .readingBody
         readDeadline = now.adding(limits.bodyTimeout)
+        if !routeHead(window, now: now, context: &context) {
+          // Answered, and closing: what else arrives is read and dropped while lingering.
+          offset = buffer.count
+          parser.skipRequest()
+          state = .awaitingRequest
+          break parsing
+        }
       case .complete(let consumed):
         offset += consumed
         servedOne = true
         state = .awaitingRequest
         readDeadline = now.adding(limits.idleTimeout)
+        if discarding {
+          // Its answer went out on the head; the body is read past and dropped.
+          discarding = false
+          parser.skipRequest()
+          continue parsing
+        }
         if let dispatch = respond(window, now: now, context: &context) {
           step.dispatch = dispatch
         }
@@ -343,106 +401,126 @@ struct ConnectionMachine<Clock: EdgeClock> {
     return step
   }
 
-  /// Routes the request the parser holds, then answers it. A prebuilt answer needs nothing of the
-  /// request but its method and path, so no `Request` is built for it.
+  /// The route a head with a body chose, kept while the body is read.
+  private struct Routed {
+    let route: Route
+    let parameters: [String: String]
+    let headOnly: Bool
+  }
+
+  /// Whether the connection stays open after the request the parser holds, and the field that
+  /// says so.
+  private mutating func connectionHeader() -> ConnectionHeader {
+    let keepAlive = parser.requestKeepAlive && !draining && !inputClosed
+    if !keepAlive { closeAfterWrite = true }
+    return !keepAlive ? .close : parser.requestVersion == .http10 ? .keepAlive : .none
+  }
+
+  /// The dispatcher's decision on the head the parser holds.
+  private func decide(_ window: UnsafeRawBufferPointer, context: ConnectionContext) -> Dispatcher.Decision {
+    context.dispatcher.decide(
+      method: parser.requestMethod, path: parser.path(window),
+      target: { self.parser.target(window) }, secure: secure, bodyLength: parser.announcedBodyLength,
+      fields: ParsedHeadFields(parser: parser, buffer: window))
+  }
+
+  /// A head with a body: routes it, or answers it at once. False when the connection closes after
+  /// that answer (a 413, or a client waiting for `100 Continue` that must not now send its body
+  /// into the next request); otherwise the body is read, for its route or to be dropped.
+  private mutating func routeHead(
+    _ window: UnsafeRawBufferPointer, now: Instant, context: inout ConnectionContext
+  ) -> Bool {
+    let method = parser.requestMethod
+    let path = parser.path(window)
+    switch decide(window, context: context) {
+    case .route(let route, let parameters, let headOnly, let limit):
+      if let limit { parser.limitBody(to: limit) }
+      routed = Routed(route: route, parameters: parameters, headOnly: headOnly)
+      if parser.requestExpectsContinue && !parser.bodyBegun(window) {
+        output.append("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+      }
+      return true
+    case .answer(let response, let cacheClass, let headOnly):
+      let closing = parser.requestExpectsContinue
+      if closing { closeAfterWrite = true }
+      let connection = closing ? .close : connectionHeader()
+      emit(
+        response, cacheClass: cacheClass, headOnly: headOnly, connection: connection, method: method,
+        path: path,
+        started: now, context: &context)
+      discarding = !closeAfterWrite
+      return !closeAfterWrite
+    case .refuse(let response, let closing):
+      let closes = closing || parser.requestExpectsContinue
+      if closes { closeAfterWrite = true }
+      let connection = closes ? .close : connectionHeader()
+      emit(
+        response, cacheClass: .private, headOnly: method == .head, connection: connection, method: method,
+        path: path, started: now, context: &context)
+      discarding = !closeAfterWrite
+      return !closeAfterWrite
+    }
+  }
+
+  /// Answers the complete request the parser holds: with the route its head chose, or (no body)
+  /// as the dispatcher decides now. A prebuilt answer needs nothing of the request but its method
+  /// and path, so no `Request` is built for it.
   private mutating func respond(
     _ window: UnsafeRawBufferPointer, now: Instant, context: inout ConnectionContext
   ) -> Dispatch? {
     let method = parser.requestMethod
     let path = parser.path(window)
-    let keepAlive = parser.requestKeepAlive && !draining && !inputClosed
-    let connection: ConnectionHeader =
-      !keepAlive ? .close : parser.requestVersion == .http10 ? .keepAlive : .none
-    if !keepAlive { closeAfterWrite = true }
-    let headOnly = method == .head
-    // RFC 9110 §9.1: a method this server does not know is not implemented, whatever the path.
-    if !context.router.recognizes(method) {
-      let request = parser.takeRequest(window, path: path)
-      emit(
-        Self.refusal(
-          .notImplemented, request, "This method is not implemented here.", page: context.router.errorPage),
-        cacheClass: .private, headOnly: false, connection: connection, method: method, path: path,
-        started: now,
-        context: &context)
-      return nil
-    }
-    // RFC 9110 §9.3.7: OPTIONS * asks what the server as a whole supports.
-    if method == .options && path == "*" {
-      parser.skipRequest()
-      emit(
-        Response(status: .noContent, headers: [("Allow", context.router.allowAll)]), cacheClass: .private,
-        headOnly: false, connection: connection, method: method, path: path, started: now, context: &context)
-      return nil
-    }
-    if !secure, let origin = context.httpsRedirect, path != "/healthz", path != "/readyz" {
-      // HTTPS only: the same path and query on the configured origin, method and body kept (308).
-      let request = parser.takeRequest(window, path: path)
-      let location = origin + request.path + (request.query.map { "?" + $0 } ?? "")
-      emit(
-        Response(status: .permanentRedirect, headers: [("Location", location)]), cacheClass: .private,
-        headOnly: headOnly, connection: connection, method: method, path: path, started: now,
-        context: &context)
-      return nil
-    }
-    let match = context.router.match(method, path)
-    if case .found(let route, _, let getForHead) = match, case .fixed(let prebuilt) = route.handler {
-      parser.skipRequest()
-      emit(
-        prebuilt.response, cacheClass: route.cacheClass, headOnly: headOnly || getForHead,
-        connection: connection,
-        method: method, path: path, started: now, context: &context)
-      return nil
-    }
-    let request = parser.takeRequest(window, path: path)
-    switch match {
-    case .found(let route, let parameters, let getForHead):
-      var request = request
-      request.parameters = parameters
-      request.client = client
-      let answer: Response
-      if route.execution != .inline {
-        let fast = route.fastPath?(request)
-        if let fast, let hold = fast.holdFor, hold > .zero {
-          inFlight = InFlight(
-            method: request.method, path: request.path, cacheClass: route.cacheClass,
-            headOnly: headOnly || getForHead, connection: connection, started: now)
-          state = .handling
-          var response = fast
-          response.holdFor = nil
-          held = response
-          readDeadline = now.adding(hold)
-          return nil
-        }
-        guard let fast else {
-          inFlight = InFlight(
-            method: request.method, path: request.path, cacheClass: route.cacheClass,
-            headOnly: headOnly || getForHead,
-            connection: connection, started: now)
-          state = .handling
-          readDeadline = .never
-          inFlightBodyBytes = request.body.count
-          return Dispatch(request: request, route: route)
-        }
-        answer = fast
-      } else {
-        answer = route.respond(to: request)
+    let connection = connectionHeader()
+    let route: Route
+    let parameters: [String: String]
+    let headOnly: Bool
+    if let routed {
+      self.routed = nil
+      (route, parameters, headOnly) = (routed.route, routed.parameters, routed.headOnly)
+    } else {
+      switch decide(window, context: context) {
+      case .route(let r, let p, let h, _):
+        (route, parameters, headOnly) = (r, p, h)
+      case .answer(let response, let cacheClass, let headOnly):
+        parser.skipRequest()
+        emit(
+          response, cacheClass: cacheClass, headOnly: headOnly, connection: connection, method: method,
+          path: path,
+          started: now, context: &context)
+        return nil
+      case .refuse(let response, let closing):
+        parser.skipRequest()
+        if closing { closeAfterWrite = true }
+        emit(
+          response, cacheClass: .private, headOnly: method == .head,
+          connection: closing ? .close : connection,
+          method: method, path: path, started: now, context: &context)
+        return nil
       }
+    }
+    var request = parser.takeRequest(window, path: path)
+    request.parameters = parameters
+    request.client = client
+    switch context.dispatcher.action(route, request) {
+    case .answer(let answer):
       emit(
-        answer, cacheClass: route.cacheClass, headOnly: headOnly || getForHead,
-        connection: connection, method: request.method, path: request.path, started: now, context: &context)
-    case .methodNotAllowed(let allow):
-      emit(
-        Self.refusal(
-          .methodNotAllowed, request, code: "method_not_allowed", "This method is not allowed here.",
-          headers: [("Allow", allow)], page: context.router.errorPage),
-        cacheClass: .private, headOnly: headOnly, connection: connection, method: request.method,
-        path: request.path, started: now, context: &context)
-    case .notFound:
-      emit(
-        Self.refusal(.notFound, request, code: "not_found", "Not found.", page: context.router.errorPage),
-        cacheClass: .private,
-        headOnly: headOnly, connection: connection,
-        method: request.method, path: request.path, started: now, context: &context)
+        answer, cacheClass: route.cacheClass, headOnly: headOnly, connection: connection, method: method,
+        path: path, started: now, context: &context)
+    case .hold(let response, let hold):
+      inFlight = InFlight(
+        method: method, path: path, cacheClass: route.cacheClass, headOnly: headOnly, connection: connection,
+        started: now)
+      state = .handling
+      held = response
+      readDeadline = now.adding(hold)
+    case .pool:
+      inFlight = InFlight(
+        method: method, path: path, cacheClass: route.cacheClass, headOnly: headOnly, connection: connection,
+        started: now)
+      state = .handling
+      readDeadline = .never
+      inFlightBodyBytes = request.body.count
+      return Dispatch(request: request, route: route)
     }
     return nil
   }

@@ -526,7 +526,7 @@ final class EventLoop {
         }
       }
       if !accepted {
-        var busy = ConnectionMachine<MonotonicClock>.refusal(
+        var busy = Dispatcher.refusal(
           .serviceUnavailable, request, "The server is busy; try again shortly.",
           headers: [("Retry-After", "1")],
           page: context.router.errorPage)

@@ -70,13 +70,16 @@ public struct HTTP1Parser: Sendable {
   /// A parser enforcing `limits`.
   public init(limits: Limits = Limits()) {
     self.limits = limits
+    bodyLimit = limits.maxBodyBytes
   }
 
   /// Parses as much of `buffer` as it can; see the type's documentation for the contract.
   public mutating func parse(_ buffer: UnsafeRawBufferPointer) throws(HTTPParseError) -> ParseResult {
     switch try advance(buffer) {
     case .needMore: return .needMore
-    case .continueExpected: return .continueExpected
+    case .head:
+      if expectsContinue && buffer.count == headEnd { return .continueExpected }
+      return try parse(buffer)
     case .complete(let consumed):
       return .complete(takeRequest(buffer, path: path(buffer)), consumed: consumed)
     }
@@ -85,7 +88,10 @@ public struct HTTP1Parser: Sendable {
   /// What `advance` reached: like `ParseResult`, without building the request.
   enum Progress {
     case needMore
-    case continueExpected
+    /// The head is complete and a body follows: the route can be chosen (and the body limited, or
+    /// the request refused) before any of it is read. Returned once per request; call again with
+    /// the same bytes to read the body.
+    case head
     /// A whole request of `consumed` bytes; read it with `method`, `path(_:)`, `keepAlive`, then
     /// `takeRequest` or `skipRequest` before the next call.
     case complete(consumed: Int)
@@ -95,8 +101,40 @@ public struct HTTP1Parser: Sendable {
   var requestMethod: HTTPMethod { method }
   /// The request's version, once complete.
   var requestVersion: HTTPVersion { version }
-  /// Whether the connection stays open after this request, once complete.
+  /// Whether the connection stays open after this request, once the head is read.
   var requestKeepAlive: Bool { keepAlive }
+  /// Whether the client waits for `100 Continue`, once the head is read.
+  var requestExpectsContinue: Bool { expectsContinue }
+  /// The body the head announces, once it is read: 0 for none, nil for a chunked body.
+  var announcedBodyLength: Int? {
+    switch phase {
+    case .fixedBody(let length): length
+    case .chunkSize, .chunkData, .chunkDataEnd, .trailers: nil
+    case .requestLine, .fields: 0
+    }
+  }
+  /// Whether any byte past the head is in `buffer` (a body has begun to arrive).
+  func bodyBegun(_ buffer: UnsafeRawBufferPointer) -> Bool { buffer.count > headEnd }
+
+  /// The most bytes of body the current request may carry: `Limits.maxBodyBytes`, or less once
+  /// its route says so (`limitBody`).
+  private var bodyLimit: Int
+
+  /// After `.head`: the body may carry at most `bytes` (never more than `Limits.maxBodyBytes`); a
+  /// chunked body past it is refused as it arrives.
+  mutating func limitBody(to bytes: Int) { bodyLimit = min(bodyLimit, max(0, bytes)) }
+
+  /// The value of the head's field `name` (lower case), joined with ", " when it repeats; nil when
+  /// absent. Only once the head is read.
+  func field(_ buffer: UnsafeRawBufferPointer, _ name: StaticString) -> String? {
+    var found: String? = nil
+    for field in fields where Int(field.nameEnd - field.nameStart) == name.utf8CodeUnitCount {
+      guard Self.nameIs(buffer, Int(field.nameStart), name) else { continue }
+      let value = String(decoding: buffer[Int(field.valueStart)..<Int(field.valueEnd)], as: UTF8.self)
+      found = found.map { $0 + ", " + value } ?? value
+    }
+    return found
+  }
 
   /// What an error answer may depend on, for the message being parsed (or refused) in `buffer`:
   /// its path once the request line is read (nil before), and its `Accept` field: the parsed one
@@ -137,6 +175,13 @@ public struct HTTP1Parser: Sendable {
   /// The request's path (no query), once complete.
   func path(_ buffer: UnsafeRawBufferPointer) -> String {
     Request.splitTarget(buffer.bytes(targetStart..<targetEnd)).path
+  }
+
+  /// The path and its query (`?` and all, when there is one), once the request line is read.
+  func target(_ buffer: UnsafeRawBufferPointer) -> String {
+    let split = Request.splitTarget(buffer.bytes(targetStart..<targetEnd))
+    guard let queryStart = split.queryStart else { return split.path }
+    return split.path + "?" + String(decoding: buffer[(targetStart + queryStart)..<targetEnd], as: UTF8.self)
   }
 
   /// Parses like `parse`, but leaves a complete request unbuilt, so that a prebuilt answer costs no
@@ -222,7 +267,7 @@ public struct HTTP1Parser: Sendable {
         phase = .trailers
       } else {
         // Framing counts against the body limit: the chunk's data must fit after what came before.
-        if lineStart - headEnd + size > limits.maxBodyBytes { throw .bodyTooLarge }
+        if lineStart - headEnd + size > bodyLimit { throw .bodyTooLarge }
         if body.isEmpty { body.reserveCapacity(size) }
         phase = .chunkData(size)
       }
@@ -243,14 +288,14 @@ public struct HTTP1Parser: Sendable {
       // Trailers count against the header limit and, as part of the chunked body, the body limit.
       let headerRoom = trailersStart + limits.maxHeaderBytes - (headEnd - fieldsStart)
       try Self.firstCrossed(
-        end, headerRoom, .headerSectionTooLarge, headEnd + limits.maxBodyBytes, .bodyTooLarge)
+        end, headerRoom, .headerSectionTooLarge, headEnd + bodyLimit, .bodyTooLarge)
     case .chunkSize:
       // chunk-size (more than 15 hex digits is refused as too large), its extensions, then CRLF.
       var digitsEnd = lineStart
       while digitsEnd < min(end, lineStart + 16) && Self.hexValue(buffer[digitsEnd]) != nil { digitsEnd += 1 }
       let lineRoom = digitsEnd + limits.maxChunkExtensionBytes + 2
       try Self.firstCrossed(
-        end, lineRoom, .chunkExtensionTooLong, headEnd + limits.maxBodyBytes, .bodyTooLarge)
+        end, lineRoom, .chunkExtensionTooLong, headEnd + bodyLimit, .bodyTooLarge)
     default:
       break
     }
@@ -500,7 +545,7 @@ public struct HTTP1Parser: Sendable {
       phase = .chunkSize
     }
     expectsContinue = expectation
-    return expectation && buffer.count == headEnd ? .continueExpected : nil
+    return .head
   }
 
   private static func nameIs(_ buffer: UnsafeRawBufferPointer, _ start: Int, _ lowercase: StaticString)
@@ -671,6 +716,7 @@ public struct HTTP1Parser: Sendable {
     keepAlive = true
     expectsContinue = false
     fieldsComplete = false
+    bodyLimit = limits.maxBodyBytes
   }
 
   @inline(__always) private static func findLineFeed(_ buffer: UnsafeRawBufferPointer, from: Int) -> Int? {

@@ -23,17 +23,20 @@ public struct Route: Sendable {
   /// For a pooled route: how the pool may answer several of its requests at once (`handler`
   /// still answers one alone, as in-process callers use it).
   public let batch: RequestBatch?
+  /// How it takes a body: judged on the head, before any of it is read (413, 415).
+  public let body: BodyPolicy
 
   /// A route computed per request; a pooled one may have a non-blocking `fastPath` and a `batch`.
   public init(
     _ method: HTTPMethod, _ pattern: String, cacheClass: CacheClass, execution: Execution = .inline,
-    fastPath: (@Sendable (Request) -> Response?)? = nil, batch: RequestBatch? = nil,
-    handler: @escaping @Sendable (Request) -> Response
+    body: BodyPolicy = .listenerLimit, fastPath: (@Sendable (Request) -> Response?)? = nil,
+    batch: RequestBatch? = nil, handler: @escaping @Sendable (Request) -> Response
   ) {
     self.method = method
     self.pattern = pattern
     self.cacheClass = cacheClass
     self.execution = execution
+    self.body = body
     self.fastPath = execution == .inline ? nil : fastPath
     self.batch = execution == .pooled ? batch : nil
     self.handler = .dynamic(handler)
@@ -45,6 +48,7 @@ public struct Route: Sendable {
     self.pattern = pattern
     self.cacheClass = cacheClass
     self.execution = .inline
+    self.body = .listenerLimit
     self.fastPath = nil
     self.batch = nil
     self.handler = .fixed(PrebuiltResponse(response, cacheClass: cacheClass))

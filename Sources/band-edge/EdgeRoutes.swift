@@ -20,14 +20,10 @@ enum EdgeRoutes {
         usleep(UInt32(ms) * 1000)
         return .text(.ok, "slept \(ms)\n")
       },
-      // Echoes the decoded body and the number of trailers.
-      Route(.post, "/_test/echo", cacheClass: .private) { request in
-        Response(
-          status: .ok,
-          headers: [
-            ("Content-Type", "application/octet-stream"), ("X-Trailer-Count", "\(request.trailers.count)"),
-          ], body: .bytes(request.body))
-      },
+      // Echoes the decoded body and the number of trailers; the same under /api/, where the
+      // engine's own refusals (413, 503) are JSON.
+      Route(.post, "/_test/echo", cacheClass: .private) { request in echo(request) },
+      Route(.post, "/api/_test/echo", cacheClass: .private) { request in echo(request) },
       // `n` bytes of content (at most 64 MiB), for clients that read slowly.
       Route(.get, "/_test/bytes", cacheClass: .private) { request in
         let n = min(max(Int(request.queryItem("n") ?? "") ?? 1024, 0), 64 << 20)
@@ -37,5 +33,14 @@ enum EdgeRoutes {
           body: .shared(SharedBytes([UInt8](repeating: UInt8(ascii: "x"), count: n))))
       },
     ]
+  }
+
+  private static func echo(_ request: Request) -> Response {
+    Response(
+      status: .ok,
+      headers: [
+        ("Content-Type", "application/octet-stream"), ("X-Trailer-Count", "\(request.trailers.count)"),
+      ],
+      body: .bytes(request.body))
   }
 }

@@ -57,7 +57,7 @@ enum ServeCommand {
       --print-routes          print the route table (method, path, cache class, execution) and exit
 
     Testing:
-      --test-routes           add /_test/sleep, /_test/echo and /_test/bytes (development only)
+      --test-routes           add /_test/sleep, /_test/echo, /api/_test/echo and /_test/bytes (development only)
 
     Exit status: 0 stopped after draining; 1 could not start (for example the address is in use);
     2 usage error.

@@ -33,6 +33,12 @@ struct Harness {
         .text(.ok, String(decoding: r.body, as: UTF8.self))
       },
       Route(.post, "/api/slow", cacheClass: .private, execution: .pooled) { _ in .text(.ok, "slow") },
+      Route(
+        .post, "/api/json", cacheClass: .private,
+        body: .json(
+          maxBytes: 8, tooLarge: .text(.contentTooLarge, "at most 8 bytes"),
+          unsupported: .text(.unsupportedMediaType, "json only"))
+      ) { r in .text(.ok, "got " + String(decoding: r.body, as: UTF8.self)) },
     ])
     machine = ConnectionMachine(
       clock: clock, limits: limits, client: "127.0.0.1:5000", secure: secure, budget: budget)
@@ -502,5 +508,66 @@ struct OutputQueueTests {
   @Test("the Date line is IMF-fixdate")
   func date() {
     #expect(HTTPDate.format(784_111_777) == "Sun, 06 Nov 1994 08:49:37 GMT")
+  }
+
+  // MARK: answers on the head (issue 15)
+
+  @Test("a body for a path that does not exist is answered on its head, without 100 Continue, and closed")
+  func notFoundBeforeContinue() {
+    var h = Harness()
+    h.send("POST /nowhere HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 10\r\n\r\n")
+    let (out, step) = h.drainOutput()
+    #expect(out.hasPrefix("HTTP/1.1 404 Not Found\r\n") && out.contains("Connection: close\r\n"))
+    #expect(!out.contains("100 Continue"))
+    #expect(step.close == .shutdownWrite)
+  }
+
+  @Test("without Expect, the refused request's body is read past and dropped; the next request is answered")
+  func refusedBodyDropped() {
+    var h = Harness()
+    h.send("DELETE /hello HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n")
+    let early = h.drainOutput().text
+    #expect(early.hasPrefix("HTTP/1.1 405 Method Not Allowed\r\n") && !early.contains("Connection: close"))
+    h.send("abcdeGET /hello HTTP/1.1\r\nHost: a\r\n\r\n")
+    let next = h.drainOutput().text
+    #expect(next.hasPrefix("HTTP/1.1 200 OK\r\n") && next.hasSuffix("hello\n"))
+  }
+
+  @Test("a route's body policy: 415 and 413 on the head, before 100 Continue; a body it takes gets 100")
+  func bodyPolicy() {
+    var wrongType = Harness()
+    wrongType.send(
+      "POST /api/json HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n"
+    )
+    let refused = wrongType.drainOutput().text
+    #expect(refused.hasPrefix("HTTP/1.1 415 Unsupported Media Type\r\n") && refused.hasSuffix("json only"))
+    #expect(!refused.contains("100 Continue") && refused.contains("Connection: close"))
+
+    var tooLarge = Harness()
+    tooLarge.send(
+      "POST /api/json HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 9\r\n\r\n{}")
+    let (large, step) = tooLarge.drainOutput()
+    #expect(large.hasPrefix("HTTP/1.1 413 Content Too Large\r\n") && large.contains("Connection: close"))
+    #expect(step.close == .shutdownWrite, "413 closes: the body is never read")
+
+    var taken = Harness()
+    taken.send(
+      "POST /api/json HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n"
+    )
+    #expect(taken.drainOutput().text == "HTTP/1.1 100 Continue\r\n\r\n")
+    taken.send("{}")
+    #expect(taken.drainOutput().text.hasSuffix("got {}"))
+  }
+
+  @Test("a chunked body past the route's limit is refused as it arrives, not at the listener's limit")
+  func chunkedPastRouteLimit() {
+    var h = Harness()
+    h.send(
+      "POST /api/json HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    #expect(h.machine.output.isEmpty)
+    h.send("5\r\n[1,2]\r\n9\r\n")
+    let out = h.drainOutput().text
+    #expect(out.hasPrefix("HTTP/1.1 413 Content Too Large\r\n") && out.contains("Connection: close"))
   }
 }

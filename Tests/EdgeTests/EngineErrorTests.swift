@@ -150,7 +150,7 @@ struct EngineErrorTests {
 
   @Test("JSON strings are escaped")
   func escaping() {
-    #expect(ConnectionMachine<ManualClock>.json("a\"b\\c\n\u{1}") == #""a\"b\\c\n\u0001""#)
+    #expect(Dispatcher.json("a\"b\\c\n\u{1}") == #""a\"b\\c\n\u0001""#)
   }
 }
 

@@ -2,7 +2,7 @@
 /// a parse error once the target is known, ...): under `/api/` the API's `{"error","message"}`
 /// JSON (every API answer is JSON); an HTML page for a browser (`Accept` names `text/html`)
 /// outside `/.well-known/`, when the composition gave one; else plain text.
-extension ConnectionMachine {
+extension Dispatcher {
   /// An engine error for a request whose `path` (nil: unknown) and `Accept` field are as given.
   static func refusal(
     _ status: Status, path: String?, accept: String?, code: String? = nil, _ message: String,
