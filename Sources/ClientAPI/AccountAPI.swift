@@ -11,13 +11,22 @@ public struct AccountAPI: Sendable {
   /// The longest body read.
   static let maxBodyBytes = 4096
 
+  /// The body, judged on the head (the dispatcher) and again by the handler for in-process
+  /// callers: JSON, at most `maxBodyBytes`.
+  static let jsonBody = BodyPolicy.json(
+    maxBytes: maxBodyBytes,
+    tooLarge: JSONBody.error(.contentTooLarge, "request_too_large", "The body is too large."),
+    unsupported: JSONBody.error(
+      .unsupportedMediaType, "unsupported_media_type", "Send the change as application/json."))
+
   /// The endpoint over `context`.
   public init(_ context: ClientContext) { session = SessionAPI(context) }
 
   /// The route: private (`no-store`) and pooled.
   public var routes: [Route] {
     [
-      Route(.patch, "/api/client/v1/account", cacheClass: .private, execution: .pooled) { request in
+      Route(.patch, "/api/client/v1/account", cacheClass: .private, execution: .pooled, body: Self.jsonBody) {
+        request in
         patch(request)
       }
     ]
@@ -27,13 +36,12 @@ public struct AccountAPI: Sendable {
   /// unless exactly `{"displayName": string}` with a valid name); then the caller is authenticated
   /// as for `/session` (401, 426, 403 for a cookie without a same-origin `Origin`).
   func patch(_ request: Request) -> Response {
-    guard let type = request.mediaType, type.is("application", "json"), type.isUTF8 else {
-      return JSONBody.error(
-        .unsupportedMediaType, "unsupported_media_type", "Send the change as application/json.")
+    if let accepts = Self.jsonBody.accepts, !accepts(request.mediaType),
+      let refusal = Self.jsonBody.unsupported
+    {
+      return refusal
     }
-    guard request.body.count <= Self.maxBodyBytes else {
-      return JSONBody.error(.contentTooLarge, "request_too_large", "The body is too large.")
-    }
+    if request.body.count > Self.maxBodyBytes, let refusal = Self.jsonBody.tooLarge { return refusal }
     guard case .object(let body)? = try? JSONValue.parse(request.body), body.count == 1,
       case .string(let typed)? = body["displayName"]
     else {

@@ -90,6 +90,18 @@ public struct NativeSignIn: Sendable {
   /// Largest exchange body accepted (it holds five short strings).
   static let maxExchangeBytes = 4096
 
+  /// The exchange's body, judged on the head (the dispatcher) and again by the handler for
+  /// in-process callers: JSON, at most `maxExchangeBytes`; its refusals carry `Pragma: no-cache`
+  /// like every answer of the token endpoint.
+  static let exchangeBody = BodyPolicy.json(
+    maxBytes: maxExchangeBytes,
+    tooLarge: JSONBody.error(
+      .contentTooLarge, "request_too_large", "The exchange body is too large.",
+      headers: [("Pragma", "no-cache")]),
+    unsupported: JSONBody.error(
+      .unsupportedMediaType, "unsupported_media_type", "Send the exchange as application/json.",
+      headers: [("Pragma", "no-cache")]))
+
   public init(_ context: ClientContext) {
     self.context = context
     pages = WebPages(context)
@@ -110,6 +122,7 @@ public struct NativeSignIn: Sendable {
       Route(.get, "/native/callback", cacheClass: .private, fixed: callbackPage),
       Route(
         .post, "/api/client/v1/native/exchange", cacheClass: .private, execution: .pooled,
+        body: Self.exchangeBody,
         fastPath: { request in
           context.limited(request, by: context.exchangeLimiter) { _ in
             JSONBody.error(
@@ -270,15 +283,12 @@ public struct NativeSignIn: Sendable {
   func exchange(_ request: Request) -> Response {
     let pragma: [(name: String, value: String)] = [("Pragma", "no-cache")]
     // JSON is UTF-8 (RFC 8259 §8.1): a charset parameter may say so, and may say nothing else.
-    guard let type = request.mediaType, type.is("application", "json"), type.isUTF8 else {
-      return JSONBody.error(
-        .unsupportedMediaType, "unsupported_media_type", "Send the exchange as application/json.",
-        headers: pragma)
+    if let accepts = Self.exchangeBody.accepts, !accepts(request.mediaType),
+      let refusal = Self.exchangeBody.unsupported
+    {
+      return refusal
     }
-    guard request.body.count <= Self.maxExchangeBytes else {
-      return JSONBody.error(
-        .contentTooLarge, "request_too_large", "The exchange body is too large.", headers: pragma)
-    }
+    if request.body.count > Self.maxExchangeBytes, let refusal = Self.exchangeBody.tooLarge { return refusal }
     guard context.deployment.capabilities["nativeSignIn"] else {
       return JSONBody.error(
         .forbidden, "native_sign_in_disabled", "Signing in from the app is turned off for now.",

@@ -29,7 +29,10 @@ public struct SchoolsAPI: Sendable {
           return JSONBody.response(.ok, .object(["members": .array(members.map(Self.json))]))
         }
       },
-      Route(.patch, Self.prefix + "/members/:accountId", cacheClass: .private, execution: .pooled) {
+      Route(
+        .patch, Self.prefix + "/members/:accountId", cacheClass: .private, execution: .pooled,
+        body: Self.jsonBody
+      ) {
         request in
         // The request's own faults first: a malformed body is 400 whoever sends it.
         switch Self.roleChange(request) {
@@ -59,7 +62,10 @@ public struct SchoolsAPI: Sendable {
           return JSONBody.response(.ok, .object(["invitations": .array(pending.map(Self.json))]))
         }
       },
-      Route(.post, Self.prefix + "/invitations", cacheClass: .private, execution: .pooled) { request in
+      Route(
+        .post, Self.prefix + "/invitations", cacheClass: .private, execution: .pooled, body: Self.jsonBody
+      ) {
+        request in
         switch Self.invitationRequest(request) {
         case .failure(let refusal): return refusal.response
         case .success(let (key, email, role)):
@@ -193,15 +199,19 @@ public struct SchoolsAPI: Sendable {
     .conflict, "last_administrator",
     "A school needs at least one administrator. Make someone else an administrator first.")
 
-  /// 415 unless the body is JSON in UTF-8; 413 past the limit.
+  /// The body of the school endpoints that take one, judged on the head: JSON, at most
+  /// `maxBodyBytes`; `jsonRefusal` holds the same rule for in-process callers.
+  static let jsonBody = BodyPolicy.json(
+    maxBytes: maxBodyBytes,
+    tooLarge: JSONBody.error(.contentTooLarge, "request_too_large", "The request body is too large."),
+    unsupported: JSONBody.error(
+      .unsupportedMediaType, "unsupported_media_type", "Send the body as application/json."))
+
+  /// 415 unless the body is JSON in UTF-8; 413 past the limit (the dispatcher answers both on the
+  /// head; this keeps the handler whole on its own).
   static func jsonRefusal(_ request: Request) -> Response? {
-    guard let type = request.mediaType, type.is("application", "json"), type.isUTF8 else {
-      return JSONBody.error(
-        .unsupportedMediaType, "unsupported_media_type", "Send the body as application/json.")
-    }
-    guard request.body.count <= maxBodyBytes else {
-      return JSONBody.error(.contentTooLarge, "request_too_large", "The request body is too large.")
-    }
+    if let accepts = jsonBody.accepts, !accepts(request.mediaType) { return jsonBody.unsupported }
+    guard request.body.count <= maxBodyBytes else { return jsonBody.tooLarge }
     return nil
   }
 

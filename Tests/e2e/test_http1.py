@@ -131,6 +131,61 @@ def test_expect_100_continue(server):
     assert final.body == b"hello"
 
 
+# Issue 15: the head alone decides these, before any body is read and before 100 Continue; a client
+# waiting for 100 Continue is answered and the connection closed (its body would be read as the
+# next request). (name, head, status, error code, extra field that must be there)
+HEAD_ANSWERS = [
+    ("404 for a path that does not exist",
+     b"POST /api/client/v1/nowhere HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Type: application/json\r\n"
+     b"Content-Length: 10\r\n\r\n", 404, "not_found", None),
+    ("405 for a method the path does not take",
+     b"PUT /api/client/v1/session HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 10\r\n\r\n",
+     405, "method_not_allowed", ("allow", "DELETE, GET, HEAD")),
+    ("415 for an exchange that is not JSON",
+     b"POST /api/client/v1/native/exchange HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\n"
+     b"Content-Type: text/plain\r\nContent-Length: 10\r\n\r\n", 415, "unsupported_media_type", ("pragma", "no-cache")),
+    ("413 for an exchange larger than its 4096 bytes",
+     b"POST /api/client/v1/native/exchange HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\n"
+     b"Content-Type: application/json\r\nContent-Length: 4097\r\n\r\n", 413, "request_too_large", ("pragma", "no-cache")),
+    ("413 for an account change larger than its 4096 bytes, without Expect",
+     b"PATCH /api/client/v1/account HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
+     b"Content-Length: 5000\r\n\r\n", 413, "request_too_large", None),
+]
+
+
+@pytest.mark.parametrize("name,head,status,code,field", HEAD_ANSWERS, ids=[c[0] for c in HEAD_ANSWERS])
+def test_answers_on_the_head_before_the_body(server, name, head, status, code, field):
+    client = server.connect()
+    client.send(head)  # and never the body
+    response = client.read_response()
+    assert response.status == status, name
+    assert json.loads(response.body)["error"] == code
+    assert response.header("connection") == "close" and response.header("cache-control") == "no-store"
+    if field:
+        assert response.header(field[0]) == field[1]
+    assert client.closed_by_peer()
+
+
+def test_a_refused_body_without_expect_is_dropped_and_the_connection_goes_on(server):
+    client = server.connect()
+    client.send(b"POST /nowhere HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n")
+    early = client.read_response()
+    assert early.status == 404 and early.header("connection") is None
+    client.send(b"abcdeGET /healthz HTTP/1.1\r\nHost: a\r\n\r\n")
+    assert client.read_response().status == 200
+
+
+def test_a_body_the_route_takes_gets_100_continue(server):
+    client = server.connect()
+    body = b'{"code":"x"}'
+    client.send(b"POST /api/client/v1/native/exchange HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\n"
+                b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body))
+    assert client.read_response().status == 100
+    client.send(body)
+    answer = client.read_response()
+    assert answer.status == 400 and json.loads(answer.body)["error"] in ("invalid_request", "invalid_grant")
+
+
 def test_chunked_body_with_trailer(server):
     client = server.connect()
     client.send(
