@@ -5,10 +5,19 @@ import Synchronization
   import Glibc
 #endif
 
+/// Which request a pooled answer belongs to: the connection's descriptor and generation (a
+/// descriptor is reused once closed), and the stream on it (0 for HTTP/1, whose one request in
+/// flight needs no number).
+struct CompletionKey: Sendable, Hashable {
+  let fd: Int32
+  let generation: UInt64
+  var stream: UInt32 = 0
+}
+
 /// Messages to a loop from other threads.
 enum LoopMessage: Sendable {
-  /// A pooled handler's answer for connection `fd` of `generation`.
-  case completed(fd: Int32, generation: UInt64, response: Response)
+  /// A pooled handler's answer for the request `key` names.
+  case completed(CompletionKey, response: Response)
   /// Stop accepting, finish what is in flight, then end.
   case drain
   /// Use this route table and TLS context from now on.
@@ -512,17 +521,16 @@ final class EventLoop {
       let request = dispatch.request
       let route = dispatch.route
       let mailbox = self.mailbox
-      let fd = connection.fd
-      let generation = connection.generation
+      let key = CompletionKey(fd: connection.fd, generation: connection.generation)
       let accepted: Bool
       if let batch = route.batch {
         accepted = pool.submit(request, to: batch) { response in
-          mailbox.post(.completed(fd: fd, generation: generation, response: response))
+          mailbox.post(.completed(key, response: response))
         }
       } else {
         accepted = (route.execution == .background ? background : pool).submit {
           let response = route.respond(to: request)
-          mailbox.post(.completed(fd: fd, generation: generation, response: response))
+          mailbox.post(.completed(key, response: response))
         }
       }
       if !accepted {
@@ -582,9 +590,9 @@ final class EventLoop {
   private func handleMessages() {
     for message in mailbox.take() {
       switch message {
-      case .completed(let fd, let generation, let response):
-        guard Int(fd) < connections.count, let connection = connections[Int(fd)],
-          connection.generation == generation
+      case .completed(let key, let response):
+        guard Int(key.fd) < connections.count, let connection = connections[Int(key.fd)],
+          connection.generation == key.generation, key.stream == 0
         else { continue }  // the client went away meanwhile
         guard apply(connection.machine.handlerFinished(response, context: &context), connection) else {
           continue
