@@ -29,10 +29,10 @@ public struct ConnectionContext: Sendable {
 
 /// The head fields of the request an HTTP/1 parser holds, for the dispatcher.
 struct ParsedHeadFields: HeadFields {
-  let parser: HTTP1Parser
+  let fields: [HTTPFields.Field]
   let buffer: UnsafeRawBufferPointer
 
-  func value(_ name: StaticString) -> String? { parser.field(buffer, name) }
+  func value(_ name: StaticString) -> String? { HTTP1Parser.field(buffer, fields, name) }
 }
 
 /// The life of one HTTP/1.1 connection as a state machine over an injectable clock.
@@ -421,7 +421,7 @@ struct ConnectionMachine<Clock: EdgeClock> {
     context.dispatcher.decide(
       method: parser.requestMethod, path: parser.path(window),
       target: { self.parser.target(window) }, secure: secure, bodyLength: parser.announcedBodyLength,
-      fields: ParsedHeadFields(parser: parser, buffer: window))
+      fields: ParsedHeadFields(fields: parser.headFields, buffer: window))
   }
 
   /// A head with a body: routes it, or answers it at once. False when the connection closes after

@@ -127,6 +127,16 @@ public struct HTTP1Parser: Sendable {
   /// The value of the head's field `name` (lower case), joined with ", " when it repeats; nil when
   /// absent. Only once the head is read.
   func field(_ buffer: UnsafeRawBufferPointer, _ name: StaticString) -> String? {
+    Self.field(buffer, fields, name)
+  }
+
+  /// The head's field lines, once it is read (for `field(_:_:_:)`).
+  var headFields: [HTTPFields.Field] { fields }
+
+  /// `field(_:_:)` over the field lines `fields` of the head in `buffer`.
+  static func field(_ buffer: UnsafeRawBufferPointer, _ fields: [HTTPFields.Field], _ name: StaticString)
+    -> String?
+  {
     var found: String? = nil
     for field in fields where Int(field.nameEnd - field.nameStart) == name.utf8CodeUnitCount {
       guard Self.nameIs(buffer, Int(field.nameStart), name) else { continue }

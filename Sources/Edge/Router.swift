@@ -3,7 +3,7 @@
 ///
 /// Patterns are literal segments, `:name` segments that bind one segment, and an optional final
 /// `*` that binds the rest of the path (as parameter `*`).
-public struct Route: Sendable {
+public final class Route: Sendable {
   /// What answers the request.
   public enum Handler: Sendable {
     /// Computed per request.
