@@ -18,10 +18,11 @@ let package = Package(
     .systemLibrary(name: "CArgon2", pkgConfig: "libargon2", providers: [.apt(["libargon2-dev"])]),
     .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
     .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+    .systemLibrary(name: "CNGHTTP2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
 
     // The HTTP engine. Knows nothing about Band Licence.
     .target(
-      name: "Edge", dependencies: ["CLinux", "COpenSSL"],
+      name: "Edge", dependencies: ["CLinux", "COpenSSL", "CNGHTTP2"],
       // Exclusivity stays checked at compile time; the per-access runtime check on the
       // loop-owned connection objects is dropped in release builds (each is touched by one thread).
       swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
@@ -35,7 +36,7 @@ let package = Package(
     // libFuzzer target for the HTTP/1.1 parser: build/fuzz builds it with --sanitize=fuzzer.
     .executableTarget(name: "EdgeFuzz", dependencies: ["Edge"]),
 
-    .testTarget(name: "EdgeTests", dependencies: ["Edge"]),
+    .testTarget(name: "EdgeTests", dependencies: ["Edge", "CNGHTTP2"]),
     .testTarget(name: "ShellTests", dependencies: ["Shell", "Edge"]),
     .testTarget(name: "LinkAssocTests", dependencies: ["LinkAssoc", "Edge"]),
     .testTarget(name: "ClientAPITests", dependencies: ["ClientAPI", "Edge", "LinkAssoc"]),

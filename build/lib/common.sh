@@ -33,7 +33,7 @@ ensure_packages() {
 
 # The C libraries the package links (module maps in Sources/C*).
 ensure_build_packages() {
-  ensure_packages libssl-dev zlib1g-dev libbrotli-dev libsqlite3-dev libargon2-dev libpq-dev libcurl4-openssl-dev pkg-config
+  ensure_packages libssl-dev zlib1g-dev libbrotli-dev libsqlite3-dev libargon2-dev libpq-dev libcurl4-openssl-dev libnghttp2-dev pkg-config
   command -v swift >/dev/null || { echo "band-edge: error: the Swift 6 toolchain is not on PATH (expected /opt/swift)" >&2; exit 1; }
 }
 

@@ -1,0 +1,206 @@
+import CNGHTTP2
+import Testing
+
+@testable import Edge
+
+/// An HTTP/2 client for the tests, on libnghttp2's client session: it speaks to an `HTTP2Session`
+/// through memory, no socket.
+final class H2TestClient {
+  struct Answer {
+    var fields: [(String, String)] = []
+    var body: [UInt8] = []
+    var closedWith: UInt32? = nil
+    func field(_ name: String) -> String? { fields.first { $0.0 == name }?.1 }
+  }
+
+  var session: OpaquePointer?
+  var answers: [Int32: Answer] = [:]
+  var uploads: [Int32: ([UInt8], Int)] = [:]
+
+  init() {
+    var callbacks: OpaquePointer?
+    nghttp2_session_callbacks_new(&callbacks)
+    defer { nghttp2_session_callbacks_del(callbacks) }
+    nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nl, value, vl, _, user in
+      let me = Unmanaged<H2TestClient>.fromOpaque(user!).takeUnretainedValue()
+      let n = String(decoding: UnsafeBufferPointer(start: name, count: nl), as: UTF8.self)
+      let v = String(decoding: UnsafeBufferPointer(start: value, count: vl), as: UTF8.self)
+      me.answers[frame!.pointee.hd.stream_id, default: Answer()].fields.append((n, v))
+      return 0
+    }
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, stream, data, length, user in
+      let me = Unmanaged<H2TestClient>.fromOpaque(user!).takeUnretainedValue()
+      me.answers[stream, default: Answer()].body += UnsafeBufferPointer(start: data, count: length)
+      return 0
+    }
+    nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, stream, code, user in
+      let me = Unmanaged<H2TestClient>.fromOpaque(user!).takeUnretainedValue()
+      me.answers[stream, default: Answer()].closedWith = code
+      return 0
+    }
+    nghttp2_session_client_new(&session, callbacks, Unmanaged.passUnretained(self).toOpaque())
+    nghttp2_submit_settings(session, 0, nil, 0)
+  }
+
+  deinit { nghttp2_session_del(session) }
+
+  /// Opens a stream: `method path` with `fields`, and `body` as DATA when given.
+  func request(_ method: String, _ path: String, fields: [(String, String)] = [], body: [UInt8]? = nil)
+    -> Int32
+  {
+    let all =
+      [(":method", method), (":path", path), (":scheme", "https"), (":authority", "app.example.test")]
+      + fields
+    var bytes: [UInt8] = []
+    var spans: [(Int, Int, Int, Int)] = []
+    for (n, v) in all {
+      let ns = bytes.count
+      bytes += n.utf8
+      let vs = bytes.count
+      bytes += v.utf8
+      spans.append((ns, vs - ns, vs, bytes.count - vs))
+    }
+    return bytes.withUnsafeMutableBufferPointer { raw in
+      let nva = spans.map {
+        nghttp2_nv(
+          name: raw.baseAddress! + $0.0, value: raw.baseAddress! + $0.2, namelen: $0.1, valuelen: $0.3,
+          flags: 0)
+      }
+      guard let body else { return nghttp2_submit_request(session, nil, nva, nva.count, nil, nil) }
+      var provider = nghttp2_data_provider(
+        source: nghttp2_data_source(ptr: nil),
+        read_callback: { _, stream, buffer, length, flags, _, user in
+          let me = Unmanaged<H2TestClient>.fromOpaque(user!).takeUnretainedValue()
+          let (bytes, sent) = me.uploads[stream]!
+          let take = min(length, bytes.count - sent)
+          bytes.withUnsafeBufferPointer { buffer!.update(from: $0.baseAddress! + sent, count: take) }
+          me.uploads[stream] = (bytes, sent + take)
+          if sent + take == bytes.count { flags!.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue) }
+          return take
+        })
+      let stream = nghttp2_submit_request(session, nil, nva, nva.count, &provider, nil)
+      uploads[stream] = (body, 0)
+      return stream
+    }
+  }
+
+  /// Moves bytes both ways until neither side has anything to say.
+  func exchange(with server: HTTP2Session) {
+    for _ in 0..<1000 {
+      var toServer: [UInt8] = []
+      while true {
+        var data: UnsafePointer<UInt8>?
+        let n = nghttp2_session_mem_send(session, &data)
+        guard n > 0, let data else { break }
+        toServer += UnsafeBufferPointer(start: data, count: n)
+      }
+      if !toServer.isEmpty { _ = toServer.withUnsafeBytes { server.received($0) } }
+      var toClient: [UInt8] = []
+      server.output(into: &toClient)
+      if !toClient.isEmpty {
+        _ = toClient.withUnsafeBufferPointer { nghttp2_session_mem_recv(session, $0.baseAddress!, $0.count) }
+      }
+      if toServer.isEmpty && toClient.isEmpty { return }
+    }
+  }
+}
+
+@Suite("HTTP/2 session (libnghttp2, in memory)")
+struct HTTP2SessionTests {
+  static let date = "Thu, 01 Jan 1970 00:00:00 GMT"
+
+  static func server(maxBodyBytes: Int = 1000) -> HTTP2Session {
+    HTTP2Session(settings: .init(), maxBodyBytes: maxBodyBytes)
+  }
+
+  @Test("a GET arrives as a Request with Host from :authority; its answer carries the writer's fields")
+  func get() {
+    let server = Self.server()
+    let client = H2TestClient()
+    let stream = client.request("GET", "/hello?x=1", fields: [("accept", "text/plain")])
+    client.exchange(with: server)
+    let arrived = server.takeArrived()
+    #expect(arrived.count == 1)
+    let request = arrived[0].request
+    #expect(arrived[0].stream == stream)
+    #expect(request.method == .get && request.path == "/hello" && request.query == "x=1")
+    #expect(request.headers["host"] == "app.example.test" && request.headers["accept"] == "text/plain")
+    server.respond(
+      stream: stream, .text(.ok, "hello"), cacheClass: .revalidate, headOnly: false, date: Self.date,
+      hsts: true)
+    client.exchange(with: server)
+    let answer = client.answers[stream]
+    #expect(answer?.field(":status") == "200" && answer?.field("cache-control") == "no-cache")
+    #expect(
+      answer?.field("content-type") == "text/plain; charset=utf-8" && answer?.field("content-length") == "5")
+    #expect(answer?.field("date") == Self.date)
+    #expect(answer?.field("strict-transport-security") == "max-age=63072000; includeSubDomains")
+    #expect(answer?.body == Array("hello".utf8) && answer?.closedWith == 0)
+  }
+
+  @Test("bodies arrive whole; answers go out of order on their own streams; HEAD gets no DATA")
+  func bodiesAndOrder() {
+    let server = Self.server()
+    let client = H2TestClient()
+    let post = client.request(
+      "POST", "/echo", fields: [("content-type", "application/json")], body: Array("{\"a\":1}".utf8))
+    let head = client.request("HEAD", "/file")
+    client.exchange(with: server)
+    let arrived = server.takeArrived()
+    #expect(arrived.map(\.stream).sorted() == [post, head])
+    #expect(arrived.first { $0.stream == post }?.request.body == Array("{\"a\":1}".utf8))
+    server.respond(
+      stream: head, .text(.ok, "twelve bytes"), cacheClass: .immutable, headOnly: true, date: Self.date,
+      hsts: false)
+    server.respond(
+      stream: post, .text(.created, "made"), cacheClass: .private, headOnly: false, date: Self.date,
+      hsts: false)
+    client.exchange(with: server)
+    #expect(client.answers[head]?.field("content-length") == "12" && client.answers[head]?.body == [])
+    #expect(
+      client.answers[post]?.field(":status") == "201" && client.answers[post]?.body == Array("made".utf8))
+    #expect(client.answers[post]?.field("cache-control") == "no-store")
+  }
+
+  @Test("a body larger than the connection window is sent whole under flow control, from shared bytes")
+  func flowControl() {
+    let server = Self.server()
+    let client = H2TestClient()
+    let stream = client.request("GET", "/big")
+    client.exchange(with: server)
+    _ = server.takeArrived()
+    let big = [UInt8]((0..<200_000).map { UInt8(truncatingIfNeeded: $0) })
+    server.respond(
+      stream: stream, Response(status: .ok, body: .shared(SharedBytes(big))), cacheClass: .immutable,
+      headOnly: false,
+      date: Self.date, hsts: false)
+    client.exchange(with: server)
+    #expect(client.answers[stream]?.body.count == big.count && client.answers[stream]?.body == big)
+  }
+
+  @Test("a body past the limit resets its stream; bytes that are not HTTP/2 end the connection")
+  func refusals() {
+    let server = Self.server(maxBodyBytes: 10)
+    let client = H2TestClient()
+    let stream = client.request("POST", "/echo", body: [UInt8](repeating: 1, count: 50))
+    client.exchange(with: server)
+    #expect(server.takeArrived().isEmpty)
+    #expect(client.answers[stream]?.closedWith == NGHTTP2_REFUSED_STREAM.rawValue)
+
+    let other = Self.server()
+    let garbage = Array("GET / HTTP/1.1\r\nHost: a\r\n\r\n".utf8)
+    #expect(!garbage.withUnsafeBytes { other.received($0) })
+    var out: [UInt8] = []
+    other.output(into: &out)
+    // Frame types in order (the 4th byte of each 9-byte header): whatever was queued, never a response.
+    var types: [UInt8] = []
+    var at = 0
+    while at + 9 <= out.count {
+      types.append(out[at + 3])
+      at += 9 + (Int(out[at]) << 16 | Int(out[at + 1]) << 8 | Int(out[at + 2]))
+    }
+    #expect(types.last == 0x07 && !types.contains(0x01), "a GOAWAY last, never HEADERS: \(types)")
+    #expect(out.count >= 17 && out[out.count - 1] == 0x01, "its error code is PROTOCOL_ERROR")
+    #expect(other.failed)
+  }
+}
