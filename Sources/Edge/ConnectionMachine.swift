@@ -385,6 +385,12 @@ struct ConnectionMachine<Clock: EdgeClock> {
           // Its answer went out on the head; the body is read past and dropped.
           discarding = false
           parser.skipRequest()
+          if draining {
+            // The server began stopping meanwhile: this connection has had its last answer.
+            closeAfterWrite = true
+            if output.isEmpty { step.close = .now }
+            break parsing
+          }
           continue parsing
         }
         if let dispatch = respond(window, now: now, context: &context) {

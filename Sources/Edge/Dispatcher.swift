@@ -48,7 +48,8 @@ public protocol HeadFields {
 /// routed request to how it runs. It applies the listener's policy (the HTTPS-only redirect and
 /// the paths still answered in the clear), the route table (501, `OPTIONS *`, 404, 405) and the
 /// route's body policy (413, 415) on the head alone, so those answers come before any body is
-/// read and before `100 Continue`. Pure: it reads no clock and does no I/O.
+/// read and before `100 Continue`. `decide` is pure (no clock, no I/O); `action` runs an inline
+/// route's handler or a pooled route's fast path on the calling thread.
 public struct Dispatcher: Sendable {
   /// The route table.
   public var router: Router

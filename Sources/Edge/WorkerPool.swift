@@ -99,12 +99,12 @@ public final class WorkerPool: Sendable {
       case .batched(let batch, let request, let completion)?:
         var requests = [request]
         var completions = [completion]
-        // The requests of the same batch right behind it go with it (each was signalled once:
-        // those signals are taken back, and a worker woken by one not yet taken finds nothing).
+        // The requests of the same batch right behind it go with it. Their signals stay: a worker
+        // woken by one finds the queue without it (`nil` above) and waits again. Taking them back
+        // here could take another job's signal instead and leave that job with no worker woken.
         while requests.count < batch.limit, let (next, done) = takeNext(of: batch) {
           requests.append(next)
           completions.append(done)
-          _ = available.wait(timeout: .now())
         }
         let responses = batch.answer(requests)
         precondition(responses.count == requests.count, "a batch must answer every request it is given")

@@ -256,6 +256,51 @@ struct SessionAPITests {
   }
 }
 
+/// The pool's batch of `GET /session` reads: every answer its own person's, in order, and each
+/// cached under its own token.
+@Suite("Session reads in one batch (in-process)")
+struct SessionBatchTests {
+  @Test(
+    "a batch of mixed requests: each answered in order, each cached answer its own person's",
+    arguments: [Engine.sqlite])
+  func batch(engine: Engine) throws {
+    let f = try SessionFixture(engine)
+    _ = try f.store.createSchool(name: "Northfield Primary", slug: "northfield", actor: "test")
+    _ = try f.store.createSchool(name: "Aldgate Music", slug: "aldgate", actor: "test")
+    let ada = try f.signedIn("ada@example.test", schools: [("northfield", .teacher)])
+    let bo = try f.signedIn("bo@example.test", schools: [("aldgate", .administrator)])
+    let cy = try f.signedIn("cy@example.test")
+    func get(_ headers: [(String, String)]) -> Request {
+      Request(method: .get, target: "/api/client/v1/session", headers: [("Host", "a")] + headers)
+    }
+    let requests = [
+      get([]), get([("Authorization", "Basic eA==")]),
+      get([("Authorization", "Bearer \(ada)"), ("Band-Licence-Client", "ios/1.0.0")]),
+      get([("Authorization", "Bearer \(Secrets.token())")]), get([("Authorization", "Bearer \(ada)")]),
+      get([("Authorization", "Bearer \(bo)")]), get([("Authorization", "Bearer \(ada)")]),
+      get([("Cookie", "\(WebSecurity.sessionCookie)=\(cy)")]),
+    ]
+    let answers = f.api.readSessions(requests)
+    #expect(answers.map(\.status.code) == [401, 401, 426, 401, 200, 200, 200, 200])
+    let emails = answers.map {
+      (try? body($0))?["account"].flatMap { ($0 as? [String: Any])?["email"] as? String }
+    }
+    #expect(
+      emails.suffix(4) == ["ada@example.test", "bo@example.test", "ada@example.test", "cy@example.test"])
+    let schools = answers.map {
+      ((try? body($0))?["schools"] as? [[String: Any]])?.compactMap { $0["slug"] as? String }
+    }
+    #expect(schools.suffix(4) == [["northfield"], ["aldgate"], ["northfield"], []])
+    // Now from the loop's cache: each token its own answer.
+    for (token, email) in [(ada, "ada@example.test"), (bo, "bo@example.test")] {
+      let cached = f.api.cachedSession(get([("Authorization", "Bearer \(token)")]))
+      let account = cached.flatMap { try? body($0) }?["account"] as? [String: Any]
+      #expect(account?["email"] as? String == email)
+    }
+    #expect(f.api.cachedSession(get([("Authorization", "Bearer \(Secrets.token())")])) == nil)
+  }
+}
+
 /// The credential a request carries: one reading of the `Authorization` field and the cookie.
 @Suite("Credentials")
 struct CredentialTests {

@@ -76,12 +76,23 @@ struct StoreEngineTests {
     }
     let revoked = tokens[1]
     try store.revokeSessions(.account(email: "bo@example.test"), reason: "t", actor: "t")
-    // Padded to a power of two with a repeated digest: 1, 2, 3 (as 4), 5 (as 8) and a duplicate.
+    // Padded to a power of two by repeating the last distinct digest: 1, 2, 3 (as 4), 4, and a
+    // duplicate; then widths 8, 16 and 32 with unknown tokens around the known ones.
     let asked = [tokens[0], Secrets.token(), revoked, tokens[2], tokens[0]]
+    let expected: [String?] = ["ada@example.test", nil, nil, "cy@example.test", "ada@example.test"]
     for count in 1...asked.count {
       let views = try store.sessionViews(tokens: Array(asked.prefix(count)), lifetimes: SessionLifetimes())
-      let expected: [String?] = ["ada@example.test", nil, nil, "cy@example.test", "ada@example.test"]
       #expect(views.map { $0?.account.email } == Array(expected.prefix(count)))
+      #expect(views.first??.memberships.map(\.school.slug) == ["aldgate", "northfield"])
+    }
+    for width in [6, 9, 17, 32] {
+      var many = (0..<width).map { _ in Secrets.token() }
+      many[width / 2] = tokens[2]
+      many[width - 1] = tokens[0]
+      let views = try store.sessionViews(tokens: many, lifetimes: SessionLifetimes())
+      #expect(views.count == width && views.compactMap { $0 }.count == 2)
+      #expect(views[width / 2]?.account.email == "cy@example.test" && views[width / 2]?.memberships == [])
+      #expect(views[width - 1]?.memberships.map(\.school.slug) == ["aldgate", "northfield"])
     }
     let ada = try #require(try store.sessionView(token: tokens[0], lifetimes: SessionLifetimes()))
     #expect(ada.memberships.map(\.school.slug) == ["aldgate", "northfield"], "ordered by school name")

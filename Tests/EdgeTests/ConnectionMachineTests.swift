@@ -569,5 +569,50 @@ struct OutputQueueTests {
     h.send("5\r\n[1,2]\r\n9\r\n")
     let out = h.drainOutput().text
     #expect(out.hasPrefix("HTTP/1.1 413 Content Too Large\r\n") && out.contains("Connection: close"))
+    #expect(out.hasSuffix("at most 8 bytes"), "the route's own refusal, not the engine's")
+  }
+
+  @Test("a dropped body that looks like a request is never parsed as one (Content-Length and chunked)")
+  func droppedBodyIsNotARequest() {
+    let inner = "GET /hello HTTP/1.1\r\nHost: a\r\n\r\n"
+    var fixed = Harness()
+    fixed.send("POST /nowhere HTTP/1.1\r\nHost: a\r\nContent-Length: \(inner.utf8.count)\r\n\r\n")
+    #expect(fixed.drainOutput().text.hasPrefix("HTTP/1.1 404 "))
+    fixed.send(inner)
+    #expect(fixed.machine.output.isEmpty, "the body was dropped, not answered")
+
+    var chunked = Harness()
+    chunked.send("POST /nowhere HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n")
+    #expect(chunked.drainOutput().text.hasPrefix("HTTP/1.1 404 "))
+    chunked.send(
+      String(inner.utf8.count, radix: 16) + "\r\n" + inner + "\r\n0\r\n\r\n"
+        + "GET /echo?n=1 HTTP/1.1\r\nHost: a\r\n\r\n")
+    let after = chunked.drainOutput().text
+    #expect(after.hasPrefix("HTTP/1.1 200 OK\r\n") && after.hasSuffix("echo n=1"))
+    #expect(after.components(separatedBy: "HTTP/1.1 ").count == 2, "exactly one answer: the real request's")
+  }
+
+  @Test("no second answer while a body is dropped: a framing error or the body timeout just closes")
+  func noSecondAnswer() {
+    var broken = Harness()
+    broken.send("POST /nowhere HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n")
+    #expect(broken.drainOutput().text.hasPrefix("HTTP/1.1 404 "))
+    let step = broken.send("3\r\nabcX")
+    #expect(broken.machine.output.isEmpty && step.close == .now)
+
+    var slow = Harness()
+    slow.send("POST /nowhere HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nabc")
+    #expect(slow.drainOutput().text.hasPrefix("HTTP/1.1 404 "))
+    #expect(slow.timeout(after: .seconds(6)).close == .now)
+    #expect(slow.machine.output.isEmpty, "no 408 after the 404")
+  }
+
+  @Test("draining while a refused body is dropped: closed once it has been read past")
+  func drainWhileDropping() {
+    var h = Harness()
+    h.send("DELETE /hello HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n")
+    #expect(h.drainOutput().text.hasPrefix("HTTP/1.1 405 "))
+    #expect(h.machine.drain().close == .none)
+    #expect(h.send("abcde").close == .now)
   }
 }

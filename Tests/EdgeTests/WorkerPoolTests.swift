@@ -1,4 +1,5 @@
 import Dispatch
+import Glibc
 import Synchronization
 import Testing
 
@@ -102,5 +103,38 @@ struct WorkerPoolTests {
     release.signal()
     for _ in 0..<2 { _ = done.wait(timeout: .now() + 30) }
     #expect(sizes.list.withLock { $0.reduce(0, +) } == 3)
+  }
+
+  @Test("under contention every job and every batched request is run, and a lone job after it too")
+  func contention() {
+    let pool = WorkerPool(threads: 4, capacity: 100_000)
+    let done = DispatchSemaphore(value: 0)
+    let batches = [0, 1].map { _ in
+      RequestBatch(limit: 5) { requests in
+        usleep(UInt32.random(in: 0...200))
+        return requests.map { _ in Response(status: .noContent) }
+      }
+    }
+    let perSubmitter = 500
+    DispatchQueue.concurrentPerform(iterations: 8) { submitter in
+      for k in 0..<perSubmitter {
+        let accepted =
+          k % 3 == 0
+          ? pool.submit {
+            usleep(UInt32.random(in: 0...200))
+            done.signal()
+          }
+          : pool.submit(Request(method: .get, target: "/r"), to: batches[(submitter + k) % 2]) { _ in
+            done.signal()
+          }
+        precondition(accepted)
+      }
+    }
+    var arrived = 0
+    while arrived < 8 * perSubmitter, done.wait(timeout: .now() + 30) == .success { arrived += 1 }
+    #expect(arrived == 8 * perSubmitter)
+    #expect(pool.submit { done.signal() })
+    #expect(done.wait(timeout: .now() + 30) == .success, "a lone job on an idle pool runs")
+    #expect(pool.waiting == 0)
   }
 }
