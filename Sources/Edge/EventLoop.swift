@@ -74,6 +74,11 @@ final class Connection {
   var tls: TLSSession?
   /// Whether the first byte of a TLS connection was looked at (a record, not plain HTTP).
   var firstByteChecked = false
+  /// The connection speaks HTTP/2 (the h2c preface, or ALPN `h2`): its frames go here, not to
+  /// `machine`.
+  var h2: HTTP2Connection?
+  /// Whether the protocol was chosen (after the first bytes, or the TLS handshake).
+  var protocolChosen = false
 
   init(fd: Int32, generation: UInt64, machine: ConnectionMachine<MonotonicClock>) {
     self.fd = fd
@@ -103,6 +108,8 @@ final class EventLoop {
   private let tlsListeners: Set<Int32>
   private var tls: TLSContext?
   private let limits: Limits
+  /// Whether plain connections that open with the HTTP/2 preface speak HTTP/2 (h2c).
+  private let http2Cleartext: Bool
   /// The process-wide allowance for buffered request bodies, shared by every loop.
   private let budget: RequestBudget
   private let clock = MonotonicClock()
@@ -128,7 +135,8 @@ final class EventLoop {
   init(
     listeners: [Int32], tlsListeners: Set<Int32> = [], tls: TLSContext? = nil, mailbox: LoopMailbox,
     pool: WorkerPool,
-    background: WorkerPool, limits: Limits, budget: RequestBudget, context: ConnectionContext
+    background: WorkerPool, limits: Limits, budget: RequestBudget, context: ConnectionContext,
+    http2Cleartext: Bool = false
   )
     throws(SystemError)
   {
@@ -143,6 +151,7 @@ final class EventLoop {
     self.limits = limits
     self.budget = budget
     self.context = context
+    self.http2Cleartext = http2Cleartext
     readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
     recordBuffer = .allocate(byteCount: tlsListeners.isEmpty ? 0 : Self.recordSize, alignment: 16)
     batchBuffer = .allocate(byteCount: tlsListeners.isEmpty ? 0 : Self.batchSize, alignment: 16)
@@ -302,19 +311,17 @@ final class EventLoop {
     }
     while true {
       guard flush(connection) else { return }
-      guard connection.readable && connection.machine.wantsInput else { break }
+      guard connection.readable && wantsInput(connection) else { break }
       // recv, not read: sockets skip the VFS read path (position lock, area checks).
       let n = recv(connection.fd, readBuffer.baseAddress, Self.readBufferSize, 0)
       if n > 0 {
         // A short read drained the socket; the next arrival raises a new edge. After a hang-up
         // no edge follows, so the end of input must still be read.
         if n < Self.readBufferSize && !connection.peerHungUp { connection.readable = false }
-        let step = connection.machine.received(
-          UnsafeRawBufferPointer(rebasing: readBuffer[0..<n]), context: &context)
-        guard apply(step, connection) else { return }
+        guard received(UnsafeRawBufferPointer(rebasing: readBuffer[0..<n]), connection) else { return }
       } else if n == 0 {
         connection.readable = false
-        guard apply(connection.machine.inputEnded(), connection) else { return }
+        guard inputEnded(connection) else { return }
       } else {
         switch errno {
         case EINTR: continue
@@ -390,25 +397,31 @@ final class EventLoop {
         return
       }
     }
+    if !connection.protocolChosen {
+      // ALPN chose the protocol during the handshake.
+      connection.protocolChosen = true
+      if tls.negotiatedH2 {
+        connection.h2 = HTTP2Connection(
+          clock: clock, limits: limits, client: connection.machine.client, secure: true)
+      }
+    }
     while true {
       guard flushTLS(connection, tls) else { return }
-      guard connection.machine.wantsInput else { break }
+      guard wantsInput(connection) else { break }
       // As for plain connections, a short read drained the socket: a read now would only say
       // EAGAIN (one syscall per request saved), unless OpenSSL still holds input or the peer hung up.
       guard connection.readable || connection.peerHungUp || tls.hasBufferedInput else { break }
       switch tls.read(UnsafeMutableRawBufferPointer(readBuffer)) {
       case .bytes(let n):
         if wire.pointee.drained { connection.readable = false }
-        let step = connection.machine.received(
-          UnsafeRawBufferPointer(rebasing: readBuffer[0..<n]), context: &context)
-        guard apply(step, connection) else { return }
+        guard received(UnsafeRawBufferPointer(rebasing: readBuffer[0..<n]), connection) else { return }
       case .wantRead, .wantWrite:
         connection.readable = false
         schedule(connection)
         return
       case .closed:
         // The peer's close_notify (or EOF): the machine decides; the loop's top flushes what is left.
-        guard apply(connection.machine.inputEnded(), connection) else { return }
+        guard inputEnded(connection) else { return }
       case .failed:
         closeConnection(connection)
         return
@@ -435,7 +448,7 @@ final class EventLoop {
       if tls.unreported > 0 {
         let written = tls.unreported
         tls.unreported = 0
-        guard apply(connection.machine.wrote(written), connection) else { return false }
+        guard wrote(written, connection) else { return false }
       }
     }
     let record = recordBuffer
@@ -443,8 +456,8 @@ final class EventLoop {
       var taken = 0
       var blocked = false
       wire.pointee.beginBatch(batchBuffer)
-      collect: while taken < connection.machine.output.pending {
-        let outcome = connection.machine.output.withIOVecs(skipping: taken) { vectors in
+      collect: while taken < pending(connection) {
+        let outcome = withIOVecs(connection, skipping: taken) { vectors in
           if vectors[0].iov_len >= Self.recordSize || vectors.count == 1 {
             return tls.write(UnsafeRawBufferPointer(start: vectors[0].iov_base, count: vectors[0].iov_len))
           }
@@ -480,18 +493,18 @@ final class EventLoop {
         return true
       }
       if taken > 0 {
-        guard apply(connection.machine.wrote(taken), connection) else { return false }
+        guard wrote(taken, connection) else { return false }
       }
-      if blocked || !sentSomething || connection.machine.output.isEmpty { return true }
+      if blocked || !sentSomething || pending(connection) == 0 { return true }
     }
   }
 
   /// Writes what the machine has queued; false when the connection was closed.
   private func flush(_ connection: Connection) -> Bool {
-    while !connection.machine.output.isEmpty {
-      let n = connection.machine.output.withIOVecs { Self.send(connection.fd, $0) }
+    while pending(connection) > 0 {
+      let n = withIOVecs(connection, skipping: 0) { Self.send(connection.fd, $0) }
       if n > 0 {
-        guard apply(connection.machine.wrote(n), connection) else { return false }
+        guard wrote(n, connection) else { return false }
       } else if n < 0 && errno == EINTR {
         continue
       } else if n < 0 && errno == EAGAIN {
@@ -515,27 +528,109 @@ final class EventLoop {
     return sendmsg(fd, &message, flags)
   }
 
+  /// Hands a request to its pool; its answer comes back to this loop under `key`. False (nothing
+  /// queued) when the pool's queue is full.
+  private func submit(_ dispatch: ConnectionMachine<MonotonicClock>.Dispatch, _ key: CompletionKey) -> Bool {
+    let request = dispatch.request
+    let route = dispatch.route
+    let mailbox = self.mailbox
+    if let batch = route.batch {
+      return pool.submit(request, to: batch) { response in mailbox.post(.completed(key, response: response)) }
+    }
+    return (route.execution == .background ? background : pool).submit {
+      let response = route.respond(to: request)
+      mailbox.post(.completed(key, response: response))
+    }
+  }
+
+  // MARK: the connection's protocol (the HTTP/1 machine, or HTTP/2)
+
+  private func wantsInput(_ connection: Connection) -> Bool {
+    connection.h2?.wantsInput ?? connection.machine.wantsInput
+  }
+
+  private func pending(_ connection: Connection) -> Int {
+    connection.h2?.output.pending ?? connection.machine.output.pending
+  }
+
+  private func withIOVecs<R>(
+    _ connection: Connection, skipping: Int, _ body: (UnsafeBufferPointer<iovec>) -> R
+  ) -> R {
+    if let h2 = connection.h2 { return h2.output.withIOVecs(skipping: skipping, body) }
+    return connection.machine.output.withIOVecs(skipping: skipping, body)
+  }
+
+  /// `count` bytes of the connection's output were written; false when it was closed.
+  private func wrote(_ count: Int, _ connection: Connection) -> Bool {
+    guard let h2 = connection.h2 else { return apply(connection.machine.wrote(count), connection) }
+    guard !h2.wrote(count) else {
+      closeConnection(connection)
+      return false
+    }
+    return true
+  }
+
+  /// Bytes arrived; false when the connection was closed. The first bytes of a plain connection
+  /// choose its protocol: the HTTP/2 preface (when h2c is on), else HTTP/1.
+  private func received(_ bytes: UnsafeRawBufferPointer, _ connection: Connection) -> Bool {
+    if !connection.protocolChosen {
+      connection.protocolChosen = true
+      if http2Cleartext && connection.tls == nil && Self.opensWithPreface(bytes) {
+        connection.h2 = HTTP2Connection(
+          clock: clock, limits: limits, client: connection.machine.client, secure: false)
+      }
+    }
+    guard let h2 = connection.h2 else {
+      return apply(connection.machine.received(bytes, context: &context), connection)
+    }
+    return applyH2(h2.received(bytes, context: &context), connection)
+  }
+
+  /// RFC 9113 §3.4: "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", or as much of it as has arrived (at least
+  /// its first four bytes; nghttp2 checks the rest).
+  static func opensWithPreface(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    let preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8
+    let n = min(bytes.count, preface.count)
+    return n >= 4 && bytes.prefix(n).elementsEqual(preface.prefix(n))
+  }
+
+  /// The peer closed its side; false when the connection was closed.
+  private func inputEnded(_ connection: Connection) -> Bool {
+    guard let h2 = connection.h2 else { return apply(connection.machine.inputEnded(), connection) }
+    guard !h2.inputEnded() else {
+      closeConnection(connection)
+      return false
+    }
+    return true
+  }
+
+  /// Executes an HTTP/2 step: its streams to the pools (503 on a stream whose pool is full);
+  /// false when the connection was closed.
+  private func applyH2(_ step: HTTP2Connection.Step, _ connection: Connection) -> Bool {
+    guard let h2 = connection.h2 else { return true }
+    for (stream, dispatch) in step.dispatches {
+      let key = CompletionKey(fd: connection.fd, generation: connection.generation, stream: UInt32(stream))
+      guard !submit(dispatch, key) else { continue }
+      _ = h2.finished(
+        stream: stream,
+        Dispatcher.refusal(
+          .serviceUnavailable, dispatch.request, "The server is busy; try again shortly.",
+          headers: [("Retry-After", "1")], page: context.router.errorPage), context: &context)
+    }
+    if step.close {
+      closeConnection(connection)
+      return false
+    }
+    return true
+  }
+
   /// Executes a machine's step; false when the connection was closed.
   private func apply(_ step: ConnectionMachine<MonotonicClock>.Step, _ connection: Connection) -> Bool {
     if let dispatch = step.dispatch {
-      let request = dispatch.request
-      let route = dispatch.route
-      let mailbox = self.mailbox
-      let key = CompletionKey(fd: connection.fd, generation: connection.generation)
-      let accepted: Bool
-      if let batch = route.batch {
-        accepted = pool.submit(request, to: batch) { response in
-          mailbox.post(.completed(key, response: response))
-        }
-      } else {
-        accepted = (route.execution == .background ? background : pool).submit {
-          let response = route.respond(to: request)
-          mailbox.post(.completed(key, response: response))
-        }
-      }
+      let accepted = submit(dispatch, CompletionKey(fd: connection.fd, generation: connection.generation))
       if !accepted {
         var busy = Dispatcher.refusal(
-          .serviceUnavailable, request, "The server is busy; try again shortly.",
+          .serviceUnavailable, dispatch.request, "The server is busy; try again shortly.",
           headers: [("Retry-After", "1")],
           page: context.router.errorPage)
         // Held like a rate-limit refusal: a flood past the queue gets one answer per connection per
@@ -560,7 +655,7 @@ final class EventLoop {
   }
 
   private func schedule(_ connection: Connection) {
-    let deadline = connection.machine.deadline
+    let deadline = connection.h2?.deadline ?? connection.machine.deadline
     guard deadline < connection.scheduled else { return }
     connection.scheduled = deadline
     timers.push(.init(deadline: deadline, fd: connection.fd, generation: connection.generation))
@@ -573,7 +668,14 @@ final class EventLoop {
         connection.generation == entry.generation, connection.scheduled == entry.deadline
       else { continue }
       connection.scheduled = .never
-      guard apply(connection.machine.deadlinePassed(context: &context), connection) else { continue }
+      if let h2 = connection.h2 {
+        if h2.deadlinePassed() {
+          closeConnection(connection)
+          continue
+        }
+      } else {
+        guard apply(connection.machine.deadlinePassed(context: &context), connection) else { continue }
+      }
       pump(connection)
     }
   }
@@ -592,10 +694,17 @@ final class EventLoop {
       switch message {
       case .completed(let key, let response):
         guard Int(key.fd) < connections.count, let connection = connections[Int(key.fd)],
-          connection.generation == key.generation, key.stream == 0
+          connection.generation == key.generation
         else { continue }  // the client went away meanwhile
-        guard apply(connection.machine.handlerFinished(response, context: &context), connection) else {
-          continue
+        if let h2 = connection.h2 {
+          guard applyH2(h2.finished(stream: Int32(key.stream), response, context: &context), connection)
+          else {
+            continue
+          }
+        } else {
+          guard key.stream == 0,
+            apply(connection.machine.handlerFinished(response, context: &context), connection)
+          else { continue }
         }
         pump(connection)
       case .tls(let next):
@@ -620,7 +729,14 @@ final class EventLoop {
     }
     listeners = []
     for case let connection? in connections {
-      guard apply(connection.machine.drain(), connection) else { continue }
+      if let h2 = connection.h2 {
+        if h2.drain() {
+          closeConnection(connection)
+          continue
+        }
+      } else {
+        guard apply(connection.machine.drain(), connection) else { continue }
+      }
       pump(connection)
     }
   }

@@ -5,6 +5,8 @@
 /// The `Date` header line, formatted once per second (RFC 9110 §5.6.7 IMF-fixdate).
 public struct HTTPDate: Sendable {
   private(set) var line: [UInt8] = []
+  /// The date alone (the field's value, for HTTP/2).
+  private(set) var value = ""
   /// The wall-clock second the line shows.
   private(set) var second: Int = -1
 
@@ -19,7 +21,8 @@ public struct HTTPDate: Sendable {
   mutating func update(epochSeconds: Int) {
     guard epochSeconds != second else { return }
     second = epochSeconds
-    line = Array("Date: \(Self.format(epochSeconds))\r\n".utf8)
+    value = Self.format(epochSeconds)
+    line = Array("Date: \(value)\r\n".utf8)
   }
 
   /// `Tue, 01 Dec 2026 10:20:00 GMT` (IMF-fixdate) for `epochSeconds`.

@@ -33,6 +33,9 @@ public struct ServerConfiguration: Sendable {
   public var httpsRedirect: String? = nil
   /// How often the TLS session-ticket keys are replaced (a new context from the same files).
   public var ticketKeyRotation: Duration = .seconds(12 * 3600)
+  /// Whether plain listeners take HTTP/2 with prior knowledge (h2c: a connection that opens with
+  /// the HTTP/2 preface), for tests and a TLS-terminating proxy in front; never `Upgrade: h2c`.
+  public var http2Cleartext = false
 
   /// The defaults.
   public init() {}
@@ -125,6 +128,7 @@ public final class Server: Sendable {
       let secureListeners = perLoopTLS[k]
       let tls = configuration.tls
       let limits = configuration.limits
+      let http2Cleartext = configuration.http2Cleartext
       var loopContext = ConnectionContext(router: router, log: AccessLog(enabled: configuration.accessLog))
       loopContext.httpsRedirect = configuration.httpsRedirect
       let context = loopContext
@@ -134,7 +138,8 @@ public final class Server: Sendable {
         do {
           let loop = try EventLoop(
             listeners: listeners, tlsListeners: secureListeners, tls: tls, mailbox: mailbox, pool: pool,
-            background: background, limits: limits, budget: budget, context: context)
+            background: background, limits: limits, budget: budget, context: context,
+            http2Cleartext: http2Cleartext)
           loop.run()
         } catch {
           Log.event("error", "loop_failed", [("error", "\(error)")])

@@ -47,10 +47,15 @@ public final class TLSContext: @unchecked Sendable {
     + "DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384:DHE-RSA-CHACHA20-POLY1305"
   static let groups = "X25519:prime256v1:secp384r1"
 
-  /// A context serving the PEM certificate chain at `certificate` with the key at `key`.
-  public init(certificate: String, key: String) throws(TLSError) {
+  /// Whether ALPN offers `h2` (before `http/1.1`).
+  public let http2: Bool
+
+  /// A context serving the PEM certificate chain at `certificate` with the key at `key`; with
+  /// `http2`, ALPN offers `h2` too.
+  public init(certificate: String, key: String, http2: Bool = false) throws(TLSError) {
     certificatePath = certificate
     keyPath = key
+    self.http2 = http2
     guard let context = SSL_CTX_new(TLS_server_method()) else {
       throw TLSError("cannot create a TLS context")
     }
@@ -93,11 +98,11 @@ public final class TLSContext: @unchecked Sendable {
     }
     SSL_CTX_set_alpn_select_cb(
       context,
-      { _, out, outLength, offered, offeredLength, _ in
+      { _, out, outLength, offered, offeredLength, arg in
         guard let offered, let out, let outLength else { return SSL_TLSEXT_ERR_NOACK }
         guard
           let (start, length) = TLSContext.selectProtocol(
-            UnsafeBufferPointer(start: offered, count: Int(offeredLength)))
+            UnsafeBufferPointer(start: offered, count: Int(offeredLength)), http2: arg != nil)
         else {
           // RFC 7301 §3.2: none of the client's protocols is spoken here: no_application_protocol.
           return SSL_TLSEXT_ERR_ALERT_FATAL
@@ -105,15 +110,20 @@ public final class TLSContext: @unchecked Sendable {
         out.pointee = offered + start
         outLength.pointee = UInt8(length)
         return SSL_TLSEXT_ERR_OK
-      }, nil)
+      },
+      // The argument only says whether h2 is offered: any non-null pointer, never dereferenced.
+      http2 ? UnsafeMutableRawPointer(bitPattern: 1) : nil)
   }
 
-  /// The protocols this server speaks, best first (nginx offers the same HTTP/1 names).
+  /// The protocols this server speaks, best first (nginx offers the same HTTP/1 names); `h2` first
+  /// when HTTP/2 is on.
   static let protocols: [[UInt8]] = [Array("http/1.1".utf8), Array("http/1.0".utf8)]
+  static let h2 = Array("h2".utf8)
 
-  /// The best protocol of `protocols` in a client's ALPN list (RFC 7301 §3.1: length-prefixed
-  /// names), as offset and length in the list; nil when the client offers none of them.
-  static func selectProtocol(_ offered: UnsafeBufferPointer<UInt8>) -> (Int, Int)? {
+  /// The best protocol of `protocols` (and `h2` first when `http2`) in a client's ALPN list (RFC
+  /// 7301 §3.1: length-prefixed names), as offset and length in the list; nil when the client
+  /// offers none of them.
+  static func selectProtocol(_ offered: UnsafeBufferPointer<UInt8>, http2: Bool = false) -> (Int, Int)? {
     var names: [(Int, Int)] = []
     var i = 0
     while i < offered.count {
@@ -122,7 +132,7 @@ public final class TLSContext: @unchecked Sendable {
       names.append((i + 1, length))
       i += 1 + length
     }
-    for wanted in protocols {
+    for wanted in (http2 ? [h2] : []) + protocols {
       if let hit = names.first(where: { start, length in
         length == wanted.count && offered[start..<(start + length)].elementsEqual(wanted)
       }) {
@@ -184,11 +194,11 @@ public final class TLSContext: @unchecked Sendable {
 
   /// A context for several certificate/key pairs: the first is the default; a client naming a host
   /// (SNI) that another certificate covers gets that one.
-  public convenience init(pairs: [(certificate: String, key: String)]) throws(TLSError) {
+  public convenience init(pairs: [(certificate: String, key: String)], http2: Bool = false) throws(TLSError) {
     guard let first = pairs.first else { throw TLSError(message: "TLS needs a certificate and a key") }
-    try self.init(certificate: first.certificate, key: first.key)
+    try self.init(certificate: first.certificate, key: first.key, http2: http2)
     for pair in pairs.dropFirst() {
-      alternatives.append(try TLSContext(certificate: pair.certificate, key: pair.key))
+      alternatives.append(try TLSContext(certificate: pair.certificate, key: pair.key, http2: http2))
     }
     guard !alternatives.isEmpty else { return }
     _ = SSL_CTX_ctrl(
@@ -222,7 +232,10 @@ public final class TLSContext: @unchecked Sendable {
   /// files no longer load or now hold another certificate (that takes a SIGHUP, which validates it).
   public func withFreshTicketKeys() -> TLSContext? {
     let pairs = [(certificatePath, keyPath)] + alternatives.map { ($0.certificatePath, $0.keyPath) }
-    guard let fresh = try? TLSContext(pairs: pairs.map { (certificate: $0.0, key: $0.1) }) else { return nil }
+    guard let fresh = try? TLSContext(pairs: pairs.map { (certificate: $0.0, key: $0.1) }, http2: http2)
+    else {
+      return nil
+    }
     for (a, b) in zip([self] + alternatives, [fresh] + fresh.alternatives) {
       guard let old = SSL_CTX_get0_certificate(a.context), let new = SSL_CTX_get0_certificate(b.context),
         X509_cmp(old, new) == 0
@@ -403,6 +416,15 @@ final class TLSSession {
     case SSL_ERROR_SYSCALL where errno == 0 || errno == EAGAIN: return result == 0 ? .closed : .wantRead
     default: return .failed
     }
+  }
+
+  /// Whether ALPN chose `h2` (once the handshake is done).
+  var negotiatedH2: Bool {
+    var data: UnsafePointer<UInt8>?
+    var length: UInt32 = 0
+    SSL_get0_alpn_selected(ssl, &data, &length)
+    guard let data, length == 2 else { return false }
+    return data[0] == UInt8(ascii: "h") && data[1] == UInt8(ascii: "2")
   }
 
   func handshake() -> Outcome {

@@ -29,6 +29,11 @@ enum ServeCommand {
       --trusted-proxy IP      a proxy whose X-Forwarded-For is believed for the client address
                               (repeatable; default none)
       --no-access-log         do not write the JSON access log to stdout
+      --http2                 TLS listeners offer ALPN h2 before http/1.1 (HTTP/2; off by default
+                              until its flood defences are in)
+      --h2c                   plain listeners also take HTTP/2 with prior knowledge (a connection
+                              that opens with the HTTP/2 preface; for a TLS-terminating proxy in
+                              front, and tests); never Upgrade: h2c
 
     Content and deployment:
       --shell DIR             the built public shell to serve (default shell-build; see band-edge shell build)
@@ -72,6 +77,7 @@ enum ServeCommand {
     var certificates: [String] = []
     var keyFiles: [String] = []
     var testRoutes = false
+    var http2 = false
     var shellDirectory = ShellCommand.defaultDestination
     var configFlag: String? = nil
     var databaseFlag: DatabaseLocation? = nil
@@ -111,6 +117,8 @@ enum ServeCommand {
       case "--cert": certificates.append(try value())
       case "--key": keyFiles.append(try value())
       case "--no-access-log": settings.server.accessLog = false
+      case "--h2c": settings.server.http2Cleartext = true
+      case "--http2": http2 = true
       case "--trusted-proxy":
         let text = try value()
         guard SocketAddress(text.contains(":") ? "[\(text)]:1" : "\(text):1") != nil else {
@@ -197,7 +205,7 @@ enum ServeCommand {
         fail("TLS needs --tls-listen and as many --cert as --key (at least one of each)")
         return 1
       }
-      switch tlsContext(pairs: tlsPairs, origin: deployment.origin) {
+      switch tlsContext(pairs: tlsPairs, origin: deployment.origin, http2: http2) {
       case .failure(let problem):
         fail(problem.description)
         return 1
@@ -283,7 +291,7 @@ enum ServeCommand {
     }
     let server = Server(configuration: settings.server, router: router)
     // The reload hook reads fixed values.
-    let (shellPath, withTestRoutes) = (shellDirectory, testRoutes)
+    let (shellPath, withTestRoutes, offersHTTP2) = (shellDirectory, testRoutes, http2)
     let tlsFiles = settings.server.tls == nil ? nil : tlsPairs
     do {
       return try server.run(
@@ -312,7 +320,7 @@ enum ServeCommand {
               // Certificates are read again with the rest; a bad one refuses the whole reload.
               var tls: TLSContext? = nil
               if let pairs = tlsFiles {
-                switch tlsContext(pairs: pairs, origin: next.origin) {
+                switch tlsContext(pairs: pairs, origin: next.origin, http2: offersHTTP2) {
                 case .failure(let problem):
                   Log.event("error", "reload_refused", [("problems", problem.description)])
                   return nil
@@ -417,7 +425,7 @@ enum ServeCommand {
   /// The TLS context for the certificate/key pairs (the first is the default; others are chosen
   /// by SNI), refused when a key file is readable by other users or no certificate covers the
   /// origin's host.
-  static func tlsContext(pairs: [(certificate: String, key: String)], origin: String) -> Result<
+  static func tlsContext(pairs: [(certificate: String, key: String)], origin: String, http2: Bool) -> Result<
     TLSContext, TLSError
   > {
     for (_, key) in pairs {
@@ -432,7 +440,7 @@ enum ServeCommand {
       }
     }
     let context: TLSContext
-    do { context = try TLSContext(pairs: pairs) } catch { return .failure(error) }
+    do { context = try TLSContext(pairs: pairs, http2: http2) } catch { return .failure(error) }
     let host = WebSecurity.host(of: origin)
     guard context.coversAny(host: host) else {
       let names = pairs.map(\.certificate).joined(separator: ", ")

@@ -23,6 +23,22 @@ struct TLSContextTests {
     #expect(picked == expected)
   }
 
+  @Test(
+    "with HTTP/2 on, ALPN picks h2 first, then http/1.1 and http/1.0",
+    arguments: [
+      (["http/1.1", "h2"], "h2"), (["h2"], "h2"), (["http/1.1"], "http/1.1"), (["h2c"], nil),
+      (["h3", "http/1.0"], "http/1.0"),
+    ] as [([String], String?)])
+  func selectWithHTTP2(offered: [String], expected: String?) {
+    let list = Self.wire(offered)
+    let picked = list.withUnsafeBufferPointer { buffer in
+      TLSContext.selectProtocol(buffer, http2: true).map {
+        String(decoding: buffer[$0.0..<($0.0 + $0.1)], as: UTF8.self)
+      }
+    }
+    #expect(picked == expected)
+  }
+
   @Test("a malformed ALPN list selects nothing")
   func malformed() {
     let list: [UInt8] = [8] + Array("http/1".utf8)
