@@ -66,8 +66,8 @@ final class HTTP2Connection {
   /// Bytes arrived from the peer.
   func received(_ bytes: UnsafeRawBufferPointer, context: inout ConnectionContext) -> Step {
     var step = Step()
-    _ = session.received(bytes)
     let now = clock.now()
+    _ = session.received(bytes, now: now)
     for arrived in session.takeArrived() {
       if let dispatch = dispatch(arrived, now: now, context: &context) {
         step.dispatches.append((arrived.stream, dispatch))

@@ -44,6 +44,19 @@ final class HTTP2Session {
   /// what is queued (a GOAWAY) is written.
   private(set) var failed = false
 
+  /// Frames that cost the server work but carry no request (RST_STREAM, PING, SETTINGS, PRIORITY,
+  /// WINDOW_UPDATE, empty DATA) and frames the library refused, counted against a token bucket:
+  /// `glitchBurst` at once, refilled at `glitchesPerSecond`. Past it the connection ends with
+  /// GOAWAY ENHANCE_YOUR_CALM: rapid reset (CVE-2023-44487), provoked resets (CVE-2025-8671, which
+  /// Debian's 1.52 does not limit itself) and control-frame floods cost one budget.
+  static let glitchBurst = 400.0
+  static let glitchesPerSecond = 100.0
+  private var glitchTokens = HTTP2Session.glitchBurst
+  private var glitchesSeen = 0
+  private var lastRefill: Instant? = nil
+  /// Whether the connection was ended for spending its glitch budget.
+  private(set) var calmedDown = false
+
   /// A server session announcing `settings`, refusing bodies over `maxBodyBytes` (RST_STREAM).
   init(settings: Settings, maxBodyBytes: Int) {
     self.maxBodyBytes = maxBodyBytes
@@ -90,10 +103,24 @@ final class HTTP2Session {
     nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, user in
       guard let frame, let user else { return 0 }
       let type = frame.pointee.hd.type
+      switch Int(type) {
+      case Int(NGHTTP2_RST_STREAM.rawValue), Int(NGHTTP2_PING.rawValue), Int(NGHTTP2_SETTINGS.rawValue),
+        Int(NGHTTP2_PRIORITY.rawValue), Int(NGHTTP2_WINDOW_UPDATE.rawValue):
+        HTTP2Session.from(user).glitchesSeen += 1
+      case Int(NGHTTP2_DATA.rawValue)
+      where frame.pointee.hd.length == 0
+        && frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) == 0:
+        HTTP2Session.from(user).glitchesSeen += 1
+      default: break
+      }
       guard type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue),
         frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
       else { return 0 }
       HTTP2Session.from(user).complete(frame.pointee.hd.stream_id)
+      return 0
+    }
+    nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(callbacks) { _, _, _, user in
+      if let user { HTTP2Session.from(user).glitchesSeen += 1 }
       return 0
     }
     nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, stream, _, user in
@@ -101,6 +128,10 @@ final class HTTP2Session {
       let me = HTTP2Session.from(user)
       me.incoming[stream] = nil
       me.outgoing[stream] = nil
+      // A stream reset before it was handed on is never answered (rapid reset: no handler runs).
+      if me.arrived.last?.stream == stream || me.arrived.contains(where: { $0.stream == stream }) {
+        me.arrived.removeAll { $0.stream == stream }
+      }
       return 0
     }
     nghttp2_session_server_new(&session, callbacks, Unmanaged.passUnretained(self).toOpaque())
@@ -146,11 +177,27 @@ final class HTTP2Session {
         request: Request(method: HTTPMethod(method), target: path, headers: fields, body: entry.body)))
   }
 
-  /// Feeds bytes from the peer; false when the connection must close (a protocol error: the
-  /// library has queued a GOAWAY, which `output` still returns).
-  func received(_ bytes: UnsafeRawBufferPointer) -> Bool {
+  /// Feeds bytes from the peer that arrived at `now`; false when the connection must close (a
+  /// protocol error, or the glitch budget spent: a GOAWAY is queued, which `output` still returns).
+  func received(_ bytes: UnsafeRawBufferPointer, now: Instant) -> Bool {
     guard !failed, let base = bytes.baseAddress else { return !failed }
     let n = nghttp2_session_mem_recv(session, base.assumingMemoryBound(to: UInt8.self), bytes.count)
+    if glitchesSeen > 0 {
+      let elapsed = lastRefill.map { Double(now.nanoseconds &- $0.nanoseconds) / 1e9 } ?? 0
+      lastRefill = now
+      glitchTokens =
+        min(Self.glitchBurst, glitchTokens + elapsed * Self.glitchesPerSecond) - Double(glitchesSeen)
+      glitchesSeen = 0
+      if glitchTokens < 0 {
+        calmedDown = true
+        failed = true
+        arrived.removeAll()
+        nghttp2_session_terminate_session(session, NGHTTP2_ENHANCE_YOUR_CALM.rawValue)
+        return false
+      }
+    } else if lastRefill == nil {
+      lastRefill = now
+    }
     if n < 0 {
       failed = true
       // RFC 9113 §3.4, §5.4.1: say why before closing (the library has not always queued it:

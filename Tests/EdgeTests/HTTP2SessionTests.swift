@@ -94,7 +94,9 @@ final class H2TestClient {
         guard n > 0, let data else { break }
         toServer += UnsafeBufferPointer(start: data, count: n)
       }
-      if !toServer.isEmpty { _ = toServer.withUnsafeBytes { server.received($0) } }
+      if !toServer.isEmpty {
+        _ = toServer.withUnsafeBytes { server.received($0, now: Instant(nanoseconds: 1)) }
+      }
       var toClient: [UInt8] = []
       server.output(into: &toClient)
       if !toClient.isEmpty {
@@ -189,7 +191,7 @@ struct HTTP2SessionTests {
 
     let other = Self.server()
     let garbage = Array("GET / HTTP/1.1\r\nHost: a\r\n\r\n".utf8)
-    #expect(!garbage.withUnsafeBytes { other.received($0) })
+    #expect(!garbage.withUnsafeBytes { other.received($0, now: Instant(nanoseconds: 1)) })
     var out: [UInt8] = []
     other.output(into: &out)
     // Frame types in order (the 4th byte of each 9-byte header): whatever was queued, never a response.
@@ -202,5 +204,80 @@ struct HTTP2SessionTests {
     #expect(types.last == 0x07 && !types.contains(0x01), "a GOAWAY last, never HEADERS: \(types)")
     #expect(out.count >= 17 && out[out.count - 1] == 0x01, "its error code is PROTOCOL_ERROR")
     #expect(other.failed)
+  }
+}
+
+extension H2TestClient {
+  /// What the client has queued, as bytes for the server.
+  func pendingBytes() -> [UInt8] {
+    var out: [UInt8] = []
+    while true {
+      var data: UnsafePointer<UInt8>?
+      let n = nghttp2_session_mem_send(session, &data)
+      guard n > 0, let data else { return out }
+      out += UnsafeBufferPointer(start: data, count: n)
+    }
+  }
+}
+
+@Suite("HTTP/2 floods (in memory)")
+struct HTTP2FloodTests {
+  /// The GOAWAY error code in `bytes` (frames the server wrote), if there is one.
+  static func goAwayCode(_ bytes: [UInt8]) -> UInt32? {
+    var at = 0
+    var code: UInt32? = nil
+    while at + 9 <= bytes.count {
+      let length = Int(bytes[at]) << 16 | Int(bytes[at + 1]) << 8 | Int(bytes[at + 2])
+      if bytes[at + 3] == 0x07, length >= 8, at + 9 + 8 <= bytes.count {
+        code = bytes[(at + 13)..<(at + 17)].reduce(0) { $0 << 8 | UInt32($1) }
+      }
+      at += 9 + length
+    }
+    return code
+  }
+
+  @Test("rapid reset: 20,000 HEADERS+RST_STREAM pairs: none answered, then GOAWAY ENHANCE_YOUR_CALM")
+  func rapidReset() {
+    let server = HTTP2Session(settings: .init(), maxBodyBytes: 1000)
+    let client = H2TestClient()
+    var wire = client.pendingBytes()
+    for _ in 0..<20_000 {
+      let stream = client.request("GET", "/hello")
+      wire += client.pendingBytes()
+      nghttp2_submit_rst_stream(client.session, 0, stream, NGHTTP2_CANCEL.rawValue)
+      wire += client.pendingBytes()
+    }
+    var answered = 0
+    var offset = 0
+    var out: [UInt8] = []
+    while offset < wire.count && !server.failed {
+      let end = min(wire.count, offset + 16384)
+      _ = wire[offset..<end].withUnsafeBytes { server.received($0, now: Instant(nanoseconds: 1_000_000)) }
+      answered += server.takeArrived().count
+      server.output(into: &out)
+      offset = end
+    }
+    #expect(server.calmedDown && server.failed)
+    #expect(answered == 0)
+    #expect(offset < wire.count / 4, "stopped long before the end")
+    #expect(Self.goAwayCode(out) == NGHTTP2_ENHANCE_YOUR_CALM.rawValue)
+  }
+
+  @Test(
+    "a PING flood ends in GOAWAY ENHANCE_YOUR_CALM; a few PINGs a second do not", arguments: [true, false])
+  func pings(flood: Bool) {
+    let server = HTTP2Session(settings: .init(), maxBodyBytes: 1000)
+    let client = H2TestClient()
+    var out: [UInt8] = []
+    for second in 0..<(flood ? 1 : 30) {
+      for _ in 0..<(flood ? 5000 : 20) { nghttp2_submit_ping(client.session, 0, nil) }
+      let wire = client.pendingBytes()
+      _ = wire.withUnsafeBytes {
+        server.received($0, now: Instant(nanoseconds: UInt64(second + 1) * 1_000_000_000))
+      }
+      server.output(into: &out)
+    }
+    #expect(server.calmedDown == flood)
+    #expect(Self.goAwayCode(out) == (flood ? NGHTTP2_ENHANCE_YOUR_CALM.rawValue : nil))
   }
 }
