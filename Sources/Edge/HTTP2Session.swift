@@ -45,7 +45,8 @@ final class HTTP2Session {
   private(set) var failed = false
 
   /// Frames that cost the server work but carry no request (RST_STREAM, PING, SETTINGS, PRIORITY,
-  /// WINDOW_UPDATE, empty DATA) and frames the library refused, counted against a token bucket:
+  /// WINDOW_UPDATE while no body is being sent, empty DATA) and frames the library refused,
+  /// counted against a token bucket:
   /// `glitchBurst` at once, refilled at `glitchesPerSecond`. Past it the connection ends with
   /// GOAWAY ENHANCE_YOUR_CALM: rapid reset (CVE-2023-44487), provoked resets (CVE-2025-8671, which
   /// Debian's 1.52 does not limit itself) and control-frame floods cost one budget.
@@ -105,8 +106,13 @@ final class HTTP2Session {
       let type = frame.pointee.hd.type
       switch Int(type) {
       case Int(NGHTTP2_RST_STREAM.rawValue), Int(NGHTTP2_PING.rawValue), Int(NGHTTP2_SETTINGS.rawValue),
-        Int(NGHTTP2_PRIORITY.rawValue), Int(NGHTTP2_WINDOW_UPDATE.rawValue):
+        Int(NGHTTP2_PRIORITY.rawValue):
         HTTP2Session.from(user).glitchesSeen += 1
+      case Int(NGHTTP2_WINDOW_UPDATE.rawValue):
+        // A client opens windows while it receives a body (many, for a large one): only updates
+        // while nothing is being sent count.
+        let me = HTTP2Session.from(user)
+        if me.outgoing.isEmpty { me.glitchesSeen += 1 }
       case Int(NGHTTP2_DATA.rawValue)
       where frame.pointee.hd.length == 0
         && frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) == 0:

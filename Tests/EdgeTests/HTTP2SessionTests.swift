@@ -281,3 +281,20 @@ struct HTTP2FloodTests {
     #expect(Self.goAwayCode(out) == (flood ? NGHTTP2_ENHANCE_YOUR_CALM.rawValue : nil))
   }
 }
+
+extension HTTP2FloodTests {
+  @Test("a 20 MB answer (thousands of WINDOW_UPDATEs from the client) is not taken for a flood")
+  func largeDownload() {
+    let server = HTTP2Session(settings: .init(), maxBodyBytes: 1000)
+    let client = H2TestClient()
+    let stream = client.request("GET", "/big")
+    client.exchange(with: server)
+    _ = server.takeArrived()
+    let big = SharedBytes([UInt8](repeating: 7, count: 20 << 20))
+    server.respond(
+      stream: stream, Response(status: .ok, body: .shared(big)), cacheClass: .immutable, headOnly: false,
+      date: HTTP2SessionTests.date, hsts: false)
+    client.exchange(with: server)
+    #expect(!server.calmedDown && client.answers[stream]?.body.count == big.count)
+  }
+}
