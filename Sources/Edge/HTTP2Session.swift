@@ -65,7 +65,10 @@ final class HTTP2Session {
     nghttp2_session_callbacks_new(&callbacks)
     defer { nghttp2_session_callbacks_del(callbacks) }
     nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, user in
-      guard let frame, let user, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue) else { return 0 }
+      // A request's first HEADERS opens the stream; a later one (trailers) keeps what was read.
+      guard let frame, let user, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue),
+        frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST
+      else { return 0 }
       HTTP2Session.from(user).incoming[frame.pointee.hd.stream_id] = Incoming()
       return 0
     }
@@ -74,7 +77,8 @@ final class HTTP2Session {
       guard let frame, let user, let name, let value else { return 0 }
       let me = HTTP2Session.from(user)
       let stream = frame.pointee.hd.stream_id
-      guard me.incoming[stream] != nil else { return 0 }
+      // Trailer fields are not the request's head (and no route reads them).
+      guard me.incoming[stream] != nil, frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST else { return 0 }
       let n = String(decoding: UnsafeBufferPointer(start: name, count: nameLength), as: UTF8.self)
       let v = String(decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self)
       switch n {
