@@ -98,6 +98,7 @@ MAX_FRAME_SIZE = 0x5
 MAX_HEADER_LIST_SIZE = 0x6
 
 MAX_WINDOW = 2**31 - 1
+CONN_WINDOW = 1 << 24  # the connection window handshake() opens
 
 
 def err_name(code: int) -> str:
@@ -443,13 +444,15 @@ class H2Conn:
 
     # -- session set-up
     def handshake(self, settings: tuple[tuple[int, int], ...] | None = None,
-                  wait_ack: bool = True) -> "H2Conn":
+                  wait_ack: bool = True,
+                  open_window: bool = True) -> "H2Conn":
         """Client preface and SETTINGS; wait for the server's SETTINGS (RFC
         9113 3.4: it MUST be the server's first frame) and its ACK of ours."""
         if settings is None:
-            settings = ((ENABLE_PUSH, 0), (INITIAL_WINDOW_SIZE, MAX_WINDOW))
+            settings = ((ENABLE_PUSH, 0), (INITIAL_WINDOW_SIZE, 1 << 20))
         self.send(PREFACE + settings_frame(*settings) +
-                  window_update_frame(0, MAX_WINDOW - 65535))
+                  (window_update_frame(0, CONN_WINDOW - 65535)
+                   if open_window else b""))
         first = self.read_frame()
         if not isinstance(first, SettingsFrame) or "ACK" in first.flags:
             raise H2Failure(f"server's first frame is not SETTINGS: {first}")
