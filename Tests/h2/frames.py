@@ -540,9 +540,12 @@ class H2Conn:
                                 f"{err_name(f.error_code)}")
 
     def expect_stream_error(self, stream_id: int, *codes: int,
-                            timeout: float | None = None) -> str:
+                            timeout: float | None = None,
+                            allow_response: bool = False) -> str:
         """RFC 9113 5.4.2: RST_STREAM with one of ``codes`` on
-        ``stream_id``, or a connection error with one of them, or close."""
+        ``stream_id``, or a connection error with one of them, or close.
+        A response on the stream fails unless ``allow_response`` (for a
+        valid request followed by the offending frame)."""
         deadline = time.monotonic() + (timeout or self.timeout)
         want = "/".join(err_name(c) for c in codes)
         while True:
@@ -564,7 +567,8 @@ class H2Conn:
                     return f"RST_STREAM {err_name(f.error_code)}"
                 raise H2Failure(f"expected RST_STREAM {want} on stream "
                                 f"{stream_id}, got {err_name(f.error_code)}")
-            if isinstance(f, HeadersFrame) and f.stream_id == stream_id:
+            if isinstance(f, HeadersFrame) and f.stream_id == stream_id \
+                    and not allow_response:
                 st = dict(getattr(f, "decoded", []) or []).get(":status")
                 raise H2Failure(f"expected {want} on stream {stream_id}; the "
                                 f"server answered it (:status {st})")
