@@ -506,14 +506,14 @@ class H2Conn:
         self.send(ping_frame(data))
         return data
 
-    def expect_alive(self) -> None:
+    def expect_alive(self, allow_rst: bool = False) -> None:
         """A PING gets an identical ACK, with no GOAWAY or RST before it.
         RST_STREAM on any stream fails too: callers use this after sending
         something the server MUST accept."""
         data = self.ping()
 
         def pred(f):
-            if isinstance(f, RstStreamFrame):
+            if isinstance(f, RstStreamFrame) and not allow_rst:
                 raise H2Failure(f"unexpected RST_STREAM {err_name(f.error_code)}"
                                 f" on stream {f.stream_id}")
             return isinstance(f, PingFrame) and "ACK" in f.flags and \
