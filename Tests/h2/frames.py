@@ -24,6 +24,7 @@ the server rejects or never decodes cannot desynchronise later blocks.
 """
 from __future__ import annotations
 
+import bisect
 import os
 import select
 import socket
@@ -633,3 +634,140 @@ def parse_target(value: str) -> tuple[str, int]:
 def env_float(name: str, default: float) -> float:
     v = os.environ.get(name, "")
     return float(v) if v else default
+
+
+# ------------------------------------------------------------------ floods
+
+@dataclass
+class FloodResult:
+    sent: int = 0                # units written completely
+    goaway: int | None = None    # GOAWAY error code, if one came
+    goaway_last_stream: int | None = None
+    closed: bool = False         # TCP closed or reset by the server
+    answered: int = 0            # streams that got a response HEADERS
+    resets: int = 0              # RST_STREAM frames from the server
+    elapsed: float = 0.0
+    frames_in: int = 0
+
+    def describe(self) -> str:
+        g = "none" if self.goaway is None else err_name(self.goaway)
+        return (f"sent {self.sent} units in {self.elapsed:.1f}s; GOAWAY "
+                f"{g}; closed {self.closed}; {self.answered} streams "
+                f"answered; {self.resets} RST_STREAM from the server")
+
+
+def flood(conn: H2Conn, unit, count: int, seconds: float,
+          batch: int = 64, barrier: bool = True) -> FloodResult:
+    """Write ``unit(i)`` (bytes) for i in range(count), in batches, while
+    reading what the server sends (so neither side blocks on a full
+    socket).  Stops at a GOAWAY, a close, ``count`` units or ``seconds``.
+    Then, unless the server already ended the connection, a PING barrier
+    (everything the server does about the flood arrives before its ACK),
+    or with ``barrier=False`` (inside a header block, where a PING would
+    itself be an error) a wait of ``conn.timeout`` for a GOAWAY or close.
+
+    Frames from the server are scanned, not decoded (headers are counted,
+    never read), so the connection is not usable afterwards."""
+    res = FloodResult()
+    sock = conn.sock
+    start = time.monotonic()
+    end = start + seconds
+    pending = bytearray(conn.buf)  # unread input from before
+    conn.buf.clear()
+    inbuf = pending
+    out = bytearray()
+    answered: set[int] = set()
+    i = 0
+    ping_data = b"floodend"
+    sock.setblocking(False)
+
+    def scan() -> bool:
+        """Consume complete frames from inbuf; True when the server ended
+        the connection (GOAWAY) or the barrier came back."""
+        done = False
+        while len(inbuf) >= 9:
+            length = int.from_bytes(inbuf[:3], "big")
+            if len(inbuf) < 9 + length:
+                break
+            ftype, flags = inbuf[3], inbuf[4]
+            sid = int.from_bytes(inbuf[5:9], "big") & 0x7FFFFFFF
+            payload = bytes(inbuf[9:9 + length])
+            del inbuf[:9 + length]
+            res.frames_in += 1
+            if ftype == HEADERS and sid:
+                answered.add(sid)
+            elif ftype == RST_STREAM:
+                res.resets += 1
+            elif ftype == GOAWAY and len(payload) >= 8:
+                res.goaway_last_stream = int.from_bytes(payload[:4],
+                                                        "big") & 0x7FFFFFFF
+                res.goaway = int.from_bytes(payload[4:8], "big")
+                done = True
+            elif ftype == SETTINGS and not flags & ACK:
+                out.extend(settings_frame(ack=True))
+            elif ftype == PING and flags & ACK and payload == ping_data:
+                done = True
+        return done
+
+    ends: list[int] = []   # cumulative byte offset where each unit ends
+    queued = 0             # bytes of units queued so far
+    written = 0            # bytes of units written to the socket
+    extra = 0              # bytes of our own frames (ACKs, PING) in out
+    tail = False           # after the last unit: waiting for the verdict
+    try:
+        while True:
+            now = time.monotonic()
+            if not tail and (i >= count or now >= end):
+                tail = True
+                end = max(end, now) + conn.timeout
+                if barrier:
+                    out.extend(ping_frame(ping_data))
+            if tail and now >= end:
+                break
+            while not tail and len(out) < 65536 and i < count:
+                for _ in range(batch):
+                    if i >= count:
+                        break
+                    u = unit(i)
+                    out.extend(u)
+                    queued += len(u)
+                    ends.append(queued)
+                    i += 1
+            want_w = [sock] if out else []
+            r, w, _ = select.select([sock], want_w, [], 0.05)
+            if r or (conn.tls and sock.pending()):
+                try:
+                    chunk = sock.recv(262144)
+                except (ssl.SSLWantReadError, BlockingIOError):
+                    chunk = None
+                if chunk == b"":
+                    res.closed = True
+                    break
+                if chunk:
+                    before = len(out)
+                    inbuf.extend(chunk)
+                    stop = scan()
+                    extra += len(out) - before
+                    if stop:
+                        break
+            if w and out:
+                try:
+                    n = sock.send(out[:65536])
+                    del out[:n]
+                    written += n
+                except (ssl.SSLWantWriteError, BlockingIOError):
+                    pass
+    except (ConnectionResetError, BrokenPipeError, ConnectionAbortedError,
+            ssl.SSLError, OSError):
+        res.closed = True
+    # units count as sent once all their bytes were written (our own ACKs
+    # interleaved make this an upper bound by at most a few units)
+    res.sent = bisect.bisect_right(ends, written)
+    res.answered = len(answered)
+    res.elapsed = time.monotonic() - start
+    conn.closed = conn.closed or res.closed
+    try:
+        sock.setblocking(True)
+    except OSError:
+        pass
+    return res
