@@ -54,7 +54,7 @@ def test_6_1_data_invalid_pad_length(conn, target):
     a connection error PROTOCOL_ERROR."""
     _post_open(conn, target)
     # PADDED, pad length 6, but only 5 octets follow the pad length octet
-    conn.try_send(raw_frame(DATA, 0x9, 1, b"\x06hello"))
+    conn.try_send(raw_frame(DATA, 0x8, 1, b"\x06hello"))
     conn.expect_connection_error(PROTOCOL_ERROR)
 
 
@@ -62,7 +62,7 @@ def test_6_1_data_maximal_padding_accepted(conn, target):
     """RFC 9113 6.1: a DATA frame that is all padding (pad length = payload
     length - 1) is valid and MUST be accepted."""
     _post_open(conn, target)
-    conn.send(raw_frame(DATA, 0x9, 1, b"\x05" + b"\0" * 5))
+    conn.send(raw_frame(DATA, 0x8, 1, b"\x05" + b"\0" * 5))
     conn.send(data_frame(1, b"end", end_stream=True))
     assert conn.expect_response(1).status < 500
 
