@@ -549,15 +549,22 @@ class H2Conn:
         valid request followed by the offending frame)."""
         deadline = time.monotonic() + (timeout or self.timeout)
         want = "/".join(err_name(c) for c in codes)
+        answered = None
         while True:
             try:
                 f = self.read_frame(max(0.0, deadline - time.monotonic()))
             except ConnectionClosed:
                 return "closed"
             except socket.timeout:
+                got = "nothing" if answered is None else \
+                    f"only a response (:status {answered}), no reset"
                 raise H2Failure(f"expected RST_STREAM {want} on stream "
                                 f"{stream_id} or GOAWAY {want}; got "
-                                "nothing") from None
+                                f"{got}") from None
+            if isinstance(f, HeadersFrame) and f.stream_id == stream_id \
+                    and answered is None:
+                answered = dict(getattr(f, "decoded", []) or []).get(
+                    ":status", "?")
             if isinstance(f, GoAwayFrame):
                 if f.error_code in codes:
                     return f"GOAWAY {err_name(f.error_code)}"

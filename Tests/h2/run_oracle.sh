@@ -64,7 +64,6 @@ listen:
   host: 127.0.0.1
   port: $port
 user: nobody
-pid-file: $tmp/h2o.pid
 error-log: $tmp/error.log
 hosts:
   default:

@@ -20,10 +20,12 @@ def _req(conn, target, method="GET", path=None):
 
 def _malformed(conn, headers, sid=1, end_stream=True):
     """Send ``headers`` as a request; RFC 9113 8.1.1: a malformed request
-    MUST be a stream error PROTOCOL_ERROR (or a connection error)."""
+    MUST be a stream error PROTOCOL_ERROR (or a connection error); the
+    server MAY send an HTTP response first, but the RST_STREAM (or
+    GOAWAY, or close) must still come."""
     conn.try_send(headers_frame(sid, encode_headers(headers),
                                 end_stream=end_stream))
-    conn.expect_stream_error(sid, PROTOCOL_ERROR)
+    conn.expect_stream_error(sid, PROTOCOL_ERROR, allow_response=True)
 
 
 # ------------------------------------------------------- 8.1 message framing
