@@ -726,7 +726,7 @@ def flood(conn: H2Conn, unit, count: int, seconds: float,
             now = time.monotonic()
             if not tail and (i >= count or now >= end):
                 tail = True
-                end = max(end, now) + conn.timeout
+                end = now + conn.timeout
                 if barrier:
                     out.extend(ping_frame(ping_data))
             if tail and now >= end:
