@@ -100,7 +100,7 @@ export H2_EXPECTED_FAILURES="$here/expected-failures-$server.txt"
 export H2_WRITE_TIMEOUT="${H2_WRITE_TIMEOUT:-2}"
 export PYTHONDONTWRITEBYTECODE=1
 set +e
-python3 -m pytest -q -p no:cacheprovider Tests/h2 "$@"
+python3 -m pytest -q -p no:cacheprovider -p no:benchmark Tests/h2 "$@"
 rc=$?
 set -e
 exit "$rc"
