@@ -41,16 +41,13 @@ from hpack.table import HeaderTable
 from hyperframe.frame import (
     ContinuationFrame,
     DataFrame,
-    ExtensionFrame,
     Frame,
     GoAwayFrame,
     HeadersFrame,
     PingFrame,
-    PriorityFrame,
     PushPromiseFrame,
     RstStreamFrame,
     SettingsFrame,
-    WindowUpdateFrame,
 )
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"

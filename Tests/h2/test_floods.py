@@ -17,7 +17,6 @@ H2_WRITE_TIMEOUT          the server's write deadline (s); unset: skipped
 """
 from __future__ import annotations
 
-import os
 import socket
 import time
 

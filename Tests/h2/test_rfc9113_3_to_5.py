@@ -11,7 +11,7 @@ from frames import (
     CANCEL, COMPRESSION_ERROR, ENABLE_PUSH,
     FRAME_SIZE_ERROR, HEADERS, INITIAL_WINDOW_SIZE, MAX_CONCURRENT_STREAMS,
     PING, PREFACE, PROTOCOL_ERROR, REFUSED_STREAM, STREAM_CLOSED,
-    ConnectionClosed, DataFrame, GoAwayFrame, H2Failure, HeadersFrame,
+    ConnectionClosed, DataFrame, GoAwayFrame, HeadersFrame,
     SettingsFrame, continuation_frame, data_frame, encode_headers,
     headers_frame, hpack_indexed, hpack_literal, ping_frame, priority_frame,
     raw_frame, rst_stream_frame, settings_frame, window_update_frame,

@@ -9,7 +9,7 @@ from frames import (
     MAX_CONCURRENT_STREAMS, MAX_FRAME_SIZE, MAX_HEADER_LIST_SIZE,
     MAX_WINDOW, PING, PRIORITY, PROTOCOL_ERROR, PUSH_PROMISE, RST_STREAM,
     SETTINGS, STREAM_CLOSED, WINDOW_UPDATE, DataFrame, HeadersFrame,
-    PingFrame, RstStreamFrame, SettingsFrame, continuation_frame,
+    PingFrame, SettingsFrame, continuation_frame,
     data_frame, encode_headers, goaway_frame, headers_frame, ping_frame,
     priority_frame, raw_frame, rst_stream_frame, settings_frame,
     settings_payload, window_update_frame,

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from frames import (
-    PROTOCOL_ERROR, HeadersFrame,
+    PROTOCOL_ERROR, PUSH_PROMISE, HeadersFrame,
     PushPromiseFrame, RstStreamFrame, data_frame, encode_headers,
-    headers_frame,
+    headers_frame, raw_frame,
 )
 
 
@@ -288,7 +288,6 @@ def test_8_5_well_formed_connect_not_malformed(conn, target):
 def test_8_4_push_promise_from_client(conn, target):
     """RFC 9113 8.4: a client cannot push: PUSH_PROMISE received by a server
     MUST be a connection error PROTOCOL_ERROR."""
-    from frames import PUSH_PROMISE, raw_frame
     conn.send_headers(1, _req(conn, target, "POST", target.post_path),
                       end_stream=False)
     conn.try_send(raw_frame(PUSH_PROMISE, 0x4, 1, b"\0\0\0\x03" +
