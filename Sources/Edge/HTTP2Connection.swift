@@ -57,8 +57,9 @@ final class HTTP2Connection {
     staging.removeAll(keepingCapacity: true)
   }
 
-  /// When the loop must call `deadlinePassed` next.
-  var deadline: Instant { output.isEmpty ? readDeadline : writeDeadline }
+  /// When the loop must call `deadlinePassed` next: the write deadline while bytes are queued or a
+  /// body waits for the peer's window (a reader that never opens it is cut there), else the idle one.
+  var deadline: Instant { output.isEmpty && !session.sending ? readDeadline : writeDeadline }
 
   /// Whether the loop should read from the socket now.
   var wantsInput: Bool { !inputClosed && output.pending < Self.maxQueuedBytes && !session.failed }
@@ -149,7 +150,8 @@ final class HTTP2Connection {
     session.output(into: &staging)
     flushStaging()
     guard output.isEmpty else { return false }
-    writeDeadline = .never
+    // A body still waiting for the peer's window keeps the write deadline from this write on.
+    if !session.sending { writeDeadline = .never }
     return session.failed || session.finished || (draining && inFlight.isEmpty) || inputClosed
   }
 
@@ -163,8 +165,9 @@ final class HTTP2Connection {
   func deadlinePassed() -> Bool {
     let now = clock.now()
     guard now >= deadline else { return false }
-    // A reader that stopped reading is cut at the write deadline; an idle connection at the idle one.
-    if !output.isEmpty { return true }
+    // A reader that stopped reading (or never opens its window) is cut at the write deadline; an
+    // idle connection at the idle one.
+    if !output.isEmpty || session.sending { return true }
     return inFlight.isEmpty
   }
 

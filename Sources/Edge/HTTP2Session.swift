@@ -284,6 +284,10 @@ final class HTTP2Session {
     return take
   }
 
+  /// Whether an answer's body is still to be sent (waiting for the peer's flow-control window,
+  /// when nothing is queued).
+  var sending: Bool { !outgoing.isEmpty }
+
   /// Appends every frame the session has ready to `out`.
   func output(into out: inout [UInt8]) {
     while true {
