@@ -70,23 +70,32 @@ final class Connection {
   /// The peer shut its side down: read on until end of input, even after a short read.
   var peerHungUp = false
   var scheduled = Instant.never
-  /// TLS state for connections accepted on a TLS listener.
-  var tls: TLSSession?
-  /// Whether the first byte of a TLS connection was looked at (a record, not plain HTTP).
-  var firstByteChecked = false
+  /// The byte stream under the protocol: the socket, or TLS for connections accepted on a TLS
+  /// listener.
+  var transport: any Transport
   /// The connection speaks HTTP/2 (the h2c preface, or ALPN `h2`): its frames go here, not to
   /// `machine`.
   var h2: HTTP2Connection?
   /// Whether the protocol was chosen (after the first bytes, or the TLS handshake).
   var protocolChosen = false
 
-  init(fd: Int32, generation: UInt64, machine: ConnectionMachine<MonotonicClock>) {
+  init(fd: Int32, generation: UInt64, machine: ConnectionMachine<MonotonicClock>, transport: any Transport) {
     self.fd = fd
     self.generation = generation
     self.machine = machine
+    self.transport = transport
   }
 
   deinit { machine.releaseBudget() }
+
+  /// Bytes the protocol has queued for the socket.
+  var pendingOutput: Int { h2?.output.pending ?? machine.output.pending }
+
+  /// Calls `body` with the queued output as iovecs, after its first `skipping` bytes.
+  func withOutput<R>(skipping: Int, _ body: (UnsafeBufferPointer<iovec>) -> R) -> R {
+    if let h2 { return h2.output.withIOVecs(skipping: skipping, body) }
+    return machine.output.withIOVecs(skipping: skipping, body)
+  }
 }
 
 private let epollIn = UInt32(EPOLLIN.rawValue)
@@ -121,15 +130,7 @@ final class EventLoop {
   private var draining = false
   /// Whether the listeners are out of the epoll set because `accept` failed (see `AcceptBackoff`).
   private var backoff = AcceptBackoff()
-  private let readBuffer: UnsafeMutableRawBufferPointer
-  private static let readBufferSize = 65536
-  /// Where queued pieces are gathered into one TLS record (OpenSSL has no gather write).
-  private let recordBuffer: UnsafeMutableRawBufferPointer
-  private static let recordSize = 16384
-  /// Where a connection's records are collected for one send: four full records of any suite
-  /// (16 KiB of plaintext plus at most 29 bytes of header, nonce, type and tag each).
-  private let batchBuffer: UnsafeMutableRawBufferPointer
-  private static let batchSize = 4 * (16384 + 64)
+  private let buffers: TransportBuffers
   private static let maxEvents: Int32 = 256
 
   init(
@@ -152,9 +153,7 @@ final class EventLoop {
     self.budget = budget
     self.context = context
     self.http2Cleartext = http2Cleartext
-    readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
-    recordBuffer = .allocate(byteCount: tlsListeners.isEmpty ? 0 : Self.recordSize, alignment: 16)
-    batchBuffer = .allocate(byteCount: tlsListeners.isEmpty ? 0 : Self.batchSize, alignment: 16)
+    buffers = .allocate(tls: !tlsListeners.isEmpty)
     for fd in listeners + [mailbox.eventFD] {
       var event = epoll_event(events: epollIn, data: epoll_data_t(fd: fd))
       guard epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event) == 0 else { throw SystemError("epoll_ctl") }
@@ -162,9 +161,7 @@ final class EventLoop {
   }
 
   deinit {
-    readBuffer.deallocate()
-    recordBuffer.deallocate()
-    batchBuffer.deallocate()
+    buffers.deallocate()
     close(epoll)
   }
 
@@ -241,19 +238,23 @@ final class EventLoop {
       var one: Int32 = 1
       setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
       let client = withUnsafePointer(to: &storage) { SocketAddress.describe($0) }
-      let connection = Connection(
-        fd: fd, generation: nextGeneration,
-        machine: ConnectionMachine(
-          clock: clock, limits: limits, client: client, secure: tlsListeners.contains(listener),
-          budget: budget))
-      nextGeneration += 1
-      if tlsListeners.contains(listener) {
+      let secure = tlsListeners.contains(listener)
+      let transport: any Transport
+      if secure {
         guard let session = tls?.session(fd: fd) else {
           close(fd)
           continue
         }
-        connection.tls = session
+        transport = TLSTransport(session)
+      } else {
+        transport = PlainTransport(fd: fd)
       }
+      let connection = Connection(
+        fd: fd, generation: nextGeneration,
+        machine: ConnectionMachine(
+          clock: clock, limits: limits, client: client, secure: secure, budget: budget),
+        transport: transport)
+      nextGeneration += 1
       if Int(fd) >= connections.count {
         connections.append(contentsOf: repeatElement(nil, count: Int(fd) + 1 - connections.count + 64))
       }
@@ -302,125 +303,50 @@ final class EventLoop {
     pump(connection)
   }
 
-  /// Reads while the machine wants input and the socket may have some, writing what each read
-  /// produced; then schedules the connection's deadline.
+  /// Opens the transport, then reads while the protocol wants input and the socket may have some,
+  /// writing what each read produced; then schedules the connection's deadline.
   private func pump(_ connection: Connection) {
-    if let tls = connection.tls {
-      pumpTLS(connection, tls)
-      return
+    if !connection.protocolChosen {
+      switch connection.transport.open(buffers) {
+      case .ready(let h2):
+        // A TLS connection's protocol is ALPN's choice; a plain one's, its first bytes' (`received`).
+        if h2 {
+          connection.protocolChosen = true
+          connection.h2 = HTTP2Connection(
+            clock: clock, limits: limits, client: connection.machine.client, secure: true)
+        } else if connection.transport is TLSTransport {
+          connection.protocolChosen = true
+        }
+      case .waiting:
+        schedule(connection)
+        return
+      case .failed:
+        closeConnection(connection)
+        return
+      case .plainText(let peeked):
+        // Plain HTTP on a TLS listener: answered in the clear, like nginx, and closed.
+        connection.transport = PlainTransport(fd: connection.fd)
+        connection.protocolChosen = true
+        connection.machine.refusePlainHTTP(peeked, context: &context)
+      }
     }
     while true {
       guard flush(connection) else { return }
-      guard connection.readable && wantsInput(connection) else { break }
-      // recv, not read: sockets skip the VFS read path (position lock, area checks).
-      let n = recv(connection.fd, readBuffer.baseAddress, Self.readBufferSize, 0)
-      if n > 0 {
+      guard wantsInput(connection),
+        connection.transport.mayRead(readable: connection.readable, peerHungUp: connection.peerHungUp)
+      else { break }
+      switch connection.transport.read(into: buffers.read) {
+      case .bytes(let n, let drained):
         // A short read drained the socket; the next arrival raises a new edge. After a hang-up
         // no edge follows, so the end of input must still be read.
-        if n < Self.readBufferSize && !connection.peerHungUp { connection.readable = false }
-        guard received(UnsafeRawBufferPointer(rebasing: readBuffer[0..<n]), connection) else { return }
-      } else if n == 0 {
-        connection.readable = false
-        guard inputEnded(connection) else { return }
-      } else {
-        switch errno {
-        case EINTR: continue
-        case EAGAIN: connection.readable = false
-        default:
-          closeConnection(connection)
-          return
-        }
-      }
-    }
-    schedule(connection)
-  }
-
-  /// `pump` for a TLS connection: the handshake first, then records in and out. Edge-triggered
-  /// epoll delivers both directions, so a TLS call that wants the other direction simply waits for
-  /// the next event; decrypted bytes OpenSSL still holds are read before the socket is.
-  private func pumpTLS(_ connection: Connection, _ tls: TLSSession) {
-    let wire = tls.wire
-    if !connection.firstByteChecked {
-      var first: UInt8 = 0
-      var n: Int
-      repeat { n = recv(connection.fd, &first, 1, Int32(MSG_PEEK)) } while n < 0 && errno == EINTR
-      if n < 0 && errno == EAGAIN {
-        schedule(connection)
-        return
-      }
-      guard n == 1 else {
-        closeConnection(connection)
-        return
-      }
-      connection.firstByteChecked = true
-      // RFC 8446 §5.1: a TLS client starts with a handshake record (type 22); a set high bit is an
-      // old-style hello, which OpenSSL refuses itself. Anything else is most likely plain HTTP:
-      // answer it in the clear, like nginx, and close.
-      if first != 0x16 && first & 0x80 == 0 {
-        connection.tls = nil
-        // What has arrived so far, left on the socket: its target may show the answer's shape.
-        repeat {
-          n = recv(connection.fd, readBuffer.baseAddress, Self.readBufferSize, Int32(MSG_PEEK))
-        } while n < 0 && errno == EINTR
-        connection.machine.refusePlainHTTP(
-          UnsafeRawBufferPointer(rebasing: readBuffer[0..<max(n, 0)]), context: &context)
-        pump(connection)
-        return
-      }
-    }
-    while !tls.handshakeDone {
-      guard let flushed = wire.pointee.sendPending() else {
-        closeConnection(connection)
-        return
-      }
-      guard flushed else {
-        schedule(connection)
-        return
-      }
-      // The server's flight (hello, certificate, finished; then the session ticket) as one send.
-      wire.pointee.beginBatch(batchBuffer)
-      let outcome = tls.handshake()
-      let batched = wire.pointee.batched > 0
-      guard wire.pointee.endBatch() else {
-        closeConnection(connection)
-        return
-      }
-      switch outcome {
-      case .bytes: break
-      case .wantWrite where batched && !wire.pointee.hasPending:
-        continue  // the batch was full and is sent: OpenSSL writes the rest now
-      case .wantRead, .wantWrite:
-        schedule(connection)
-        return
-      case .closed, .failed:
-        closeConnection(connection)
-        return
-      }
-    }
-    if !connection.protocolChosen {
-      // ALPN chose the protocol during the handshake.
-      connection.protocolChosen = true
-      if tls.negotiatedH2 {
-        connection.h2 = HTTP2Connection(
-          clock: clock, limits: limits, client: connection.machine.client, secure: true)
-      }
-    }
-    while true {
-      guard flushTLS(connection, tls) else { return }
-      guard wantsInput(connection) else { break }
-      // As for plain connections, a short read drained the socket: a read now would only say
-      // EAGAIN (one syscall per request saved), unless OpenSSL still holds input or the peer hung up.
-      guard connection.readable || connection.peerHungUp || tls.hasBufferedInput else { break }
-      switch tls.read(UnsafeMutableRawBufferPointer(readBuffer)) {
-      case .bytes(let n):
-        if wire.pointee.drained { connection.readable = false }
-        guard received(UnsafeRawBufferPointer(rebasing: readBuffer[0..<n]), connection) else { return }
-      case .wantRead, .wantWrite:
+        if drained && !connection.peerHungUp { connection.readable = false }
+        guard received(UnsafeRawBufferPointer(rebasing: buffers.read[0..<n]), connection) else { return }
+      case .wouldBlock:
         connection.readable = false
         schedule(connection)
         return
-      case .closed:
-        // The peer's close_notify (or EOF): the machine decides; the loop's top flushes what is left.
+      case .ended:
+        connection.readable = false
         guard inputEnded(connection) else { return }
       case .failed:
         closeConnection(connection)
@@ -430,102 +356,15 @@ final class EventLoop {
     schedule(connection)
   }
 
-  /// `flush` for TLS. Pieces are gathered into records of up to 16 KiB (a response head and its
-  /// body go out as one record, not two); a piece of a full record's size or more is encrypted from
-  /// where it lies. Records are batched (`TLSWire`) and sent four at a time; the machine hears
-  /// that bytes are written only once the socket has taken their records, so its write deadline
-  /// and its closing wait for the ciphertext. After a refused write OpenSSL is offered the same
-  /// bytes again, as it requires.
-  private func flushTLS(_ connection: Connection, _ tls: TLSSession) -> Bool {
-    let wire = tls.wire
-    switch wire.pointee.sendPending() {
-    case nil:
+  /// Writes what the protocol has queued; false when the connection was closed.
+  private func flush(_ connection: Connection) -> Bool {
+    switch connection.transport.flush(connection, buffers, wrote: { wrote($0, connection) }) {
+    case .done: return true
+    case .closed: return false
+    case .failed:
       closeConnection(connection)
       return false
-    case false?:
-      return true
-    case true?:
-      if tls.unreported > 0 {
-        let written = tls.unreported
-        tls.unreported = 0
-        guard wrote(written, connection) else { return false }
-      }
     }
-    let record = recordBuffer
-    while true {
-      var taken = 0
-      var blocked = false
-      wire.pointee.beginBatch(batchBuffer)
-      collect: while taken < pending(connection) {
-        let outcome = withIOVecs(connection, skipping: taken) { vectors in
-          if vectors[0].iov_len >= Self.recordSize || vectors.count == 1 {
-            return tls.write(UnsafeRawBufferPointer(start: vectors[0].iov_base, count: vectors[0].iov_len))
-          }
-          var filled = 0
-          for vector in vectors where filled < Self.recordSize {
-            let take = min(vector.iov_len, Self.recordSize - filled)
-            record.baseAddress!.advanced(by: filled).copyMemory(from: vector.iov_base!, byteCount: take)
-            filled += take
-          }
-          return tls.write(UnsafeRawBufferPointer(rebasing: record[0..<filled]))
-        }
-        switch outcome {
-        case .bytes(let n):
-          taken += n
-        case .wantWrite:
-          break collect  // the batch is full (or the socket is)
-        case .wantRead:
-          blocked = true
-          break collect
-        case .closed, .failed:
-          _ = wire.pointee.endBatch()
-          closeConnection(connection)
-          return false
-        }
-      }
-      let sentSomething = wire.pointee.batched > 0
-      guard wire.pointee.endBatch() else {
-        closeConnection(connection)
-        return false
-      }
-      if wire.pointee.hasPending {
-        tls.unreported = taken
-        return true
-      }
-      if taken > 0 {
-        guard wrote(taken, connection) else { return false }
-      }
-      if blocked || !sentSomething || pending(connection) == 0 { return true }
-    }
-  }
-
-  /// Writes what the machine has queued; false when the connection was closed.
-  private func flush(_ connection: Connection) -> Bool {
-    while pending(connection) > 0 {
-      let n = withIOVecs(connection, skipping: 0) { Self.send(connection.fd, $0) }
-      if n > 0 {
-        guard wrote(n, connection) else { return false }
-      } else if n < 0 && errno == EINTR {
-        continue
-      } else if n < 0 && errno == EAGAIN {
-        return true
-      } else {
-        closeConnection(connection)
-        return false
-      }
-    }
-    return true
-  }
-
-  /// send for one segment, sendmsg for several: both skip the VFS write path that write and
-  /// writev take, and MSG_NOSIGNAL turns a closed peer into EPIPE rather than a signal.
-  private static func send(_ fd: Int32, _ vectors: UnsafeBufferPointer<iovec>) -> Int {
-    let flags = Int32(MSG_NOSIGNAL)
-    if vectors.count == 1 { return Glibc.send(fd, vectors[0].iov_base, vectors[0].iov_len, flags) }
-    var message = msghdr()
-    message.msg_iov = UnsafeMutablePointer(mutating: vectors.baseAddress)
-    message.msg_iovlen = vectors.count
-    return sendmsg(fd, &message, flags)
   }
 
   /// Hands a request to its pool; its answer comes back to this loop under `key`. False (nothing
@@ -549,17 +388,6 @@ final class EventLoop {
     connection.h2?.wantsInput ?? connection.machine.wantsInput
   }
 
-  private func pending(_ connection: Connection) -> Int {
-    connection.h2?.output.pending ?? connection.machine.output.pending
-  }
-
-  private func withIOVecs<R>(
-    _ connection: Connection, skipping: Int, _ body: (UnsafeBufferPointer<iovec>) -> R
-  ) -> R {
-    if let h2 = connection.h2 { return h2.output.withIOVecs(skipping: skipping, body) }
-    return connection.machine.output.withIOVecs(skipping: skipping, body)
-  }
-
   /// `count` bytes of the connection's output were written; false when it was closed.
   private func wrote(_ count: Int, _ connection: Connection) -> Bool {
     guard let h2 = connection.h2 else { return apply(connection.machine.wrote(count), connection) }
@@ -575,7 +403,7 @@ final class EventLoop {
   private func received(_ bytes: UnsafeRawBufferPointer, _ connection: Connection) -> Bool {
     if !connection.protocolChosen {
       connection.protocolChosen = true
-      if http2Cleartext && connection.tls == nil && Self.opensWithPreface(bytes) {
+      if http2Cleartext && Self.opensWithPreface(bytes) {
         connection.h2 = HTTP2Connection(
           clock: clock, limits: limits, client: connection.machine.client, secure: false)
       }
@@ -645,8 +473,7 @@ final class EventLoop {
     case .none:
       return true
     case .shutdownWrite:
-      connection.tls?.shutdown()  // close_notify first, so the client knows the response is complete
-      shutdown(connection.fd, Int32(SHUT_WR))
+      connection.transport.shutdownWrite()
       return true
     case .now:
       closeConnection(connection)
