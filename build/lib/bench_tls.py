@@ -9,64 +9,32 @@ workload in short turns that alternate between the servers, so that a drift in t
 Usage: bench_tls.py WORK JS_PATH ROUNDS SECONDS name:port:pid...
 """
 
-import os
-import re
-import resource
 import statistics
-import subprocess
 import sys
 import time
+
+from bench_h2load import HZ, h2load, half_cpu, summed, ticks
 
 work, js_path, rounds, seconds = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
 servers = [(name, int(port), int(pid)) for name, port, pid in (arg.split(":") for arg in sys.argv[5:])]
 NAMES = {"edge": "band-edge", "nginx": "nginx"}
-HZ = os.sysconf("SC_CLK_TCK")
 WARM_UP = 0.25
-CLIENT_CPU = 0.0
-
-
-def ticks(pid):
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])
-
-
-def h2load(*args):
-    """Runs h2load on CPU 1; also adds the CPU seconds it used to CLIENT_CPU."""
-    global CLIENT_CPU
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = subprocess.run(["taskset", "-c", "1", "h2load", "--h1", "-t", "1", *args], capture_output=True,
-                         text=True).stdout
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    CLIENT_CPU += after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-    done = re.search(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed", out)
-    finished = re.search(r"finished in ([\d.]+)(ms|s), ([\d.]+) req/s", out)
-    elapsed = float(finished.group(1)) / (1000 if finished.group(2) == "ms" else 1)
-    return int(done.group(4)), int(done.group(5)), elapsed, float(finished.group(3)), out
 
 
 def keep_alive(port, pid, duration):
-    before, client, started = ticks(pid), CLIENT_CPU, time.monotonic()
-    ok, failed, elapsed, rps, out = h2load("-c", "64", "-D", str(duration), "--warm-up-time", f"{int(WARM_UP * 1000)}ms",
-                                           "-H", "Accept-Encoding: br, gzip", f"https://127.0.0.1:{port}{js_path}")
+    before, started = ticks(pid), time.monotonic()
+    run = h2load("--h1", "-c", "64", "-D", str(duration), "--warm-up-time", f"{int(WARM_UP * 1000)}ms",
+                 "-H", "Accept-Encoding: br, gzip", f"https://127.0.0.1:{port}{js_path}")
     # h2load counts the requests after the warm-up; the server's CPU time covers the warm-up too.
     cpu = (ticks(pid) - before) / HZ * duration / (duration + WARM_UP)
-    return {"ok": ok, "failed": failed, "elapsed": elapsed, "cpu": cpu, "client": CLIENT_CPU - client,
-            "wall": time.monotonic() - started}
+    return {**run, "cpu": cpu, "wall": time.monotonic() - started}
 
 
 def handshakes(port, pid):
-    before, client, started = ticks(pid), CLIENT_CPU, time.monotonic()
-    ok, failed, *_ = h2load("-c", "400", "-n", "400", f"https://127.0.0.1:{port}/healthz")
+    before, started = ticks(pid), time.monotonic()
+    run = h2load("--h1", "-c", "400", "-n", "400", f"https://127.0.0.1:{port}/healthz")
     wall = time.monotonic() - started
-    return {"ok": ok, "failed": failed, "elapsed": wall, "cpu": (ticks(pid) - before) / HZ,
-            "client": CLIENT_CPU - client, "wall": wall}
-
-
-def summed(turns):
-    ok, elapsed, cpu = sum(t["ok"] for t in turns), sum(t["elapsed"] for t in turns), sum(t["cpu"] for t in turns)
-    client = sum(t["client"] for t in turns) / sum(t["wall"] for t in turns)
-    return {"rate": ok / elapsed, "failed": sum(t["failed"] for t in turns), "cpu_us": cpu / max(ok, 1) * 1e6,
-            "turns": len(turns), "client": client}
+    return {**run, "elapsed": wall, "cpu": (ticks(pid) - before) / HZ, "wall": wall}
 
 
 def measure():
@@ -116,47 +84,14 @@ def report_all(results, setting):
            ">= 1 handshakes/s")
 
 
-def cpu_group():
-    """A fresh cgroup (v2, else v1) in which a process gets half of one CPU, or None if this machine
-    allows none."""
-    for root, limit, marker in (("/sys/fs/cgroup", "cpu.max", "cgroup.subtree_control"),
-                                ("/sys/fs/cgroup/cpu", "cpu.cfs_quota_us", "cpu.cfs_quota_us")):
-        if not os.path.exists(f"{root}/{marker}") or (limit == "cpu.max" and
-                                                      "cpu" not in open(f"{root}/{marker}").read().split()):
-            continue
-        group = f"{root}/band-edge-bench-{os.getpid()}"
-        try:
-            os.mkdir(group)
-        except OSError:
-            continue
-        try:
-            if limit == "cpu.max":
-                open(f"{group}/cpu.max", "w").write("5000 10000")
-            else:
-                open(f"{group}/cpu.cfs_period_us", "w").write("10000")
-                open(f"{group}/cpu.cfs_quota_us", "w").write("5000")
-            return root, group
-        except OSError:
-            os.rmdir(group)
-    return None
-
-
 report_all(measure(), "servers on CPU 0 (all of it), h2load on CPU 1")
 
 # On two cores h2load needs about as much CPU per request as either server, so above it is busy
 # 95-99% and the rates say more about the client than the servers. Here each server gets the same
 # half of CPU 0 (a CPU quota of 5 ms per 10 ms), the client keeps all of CPU 1, and the rates compare
 # the servers.
-found = cpu_group()
-if found is None:
-    print("\n(no writable cgroup with a CPU controller here: the half-CPU comparison is skipped)")
-else:
-    root, group = found
-    try:
-        for _, _, pid in servers:
-            open(f"{group}/cgroup.procs", "w").write(str(pid))
+with half_cpu([pid for _, _, pid in servers]) as held:
+    if held:
         report_all(measure(), "each server limited to half of CPU 0, h2load on CPU 1")
-    finally:
-        for _, _, pid in servers:
-            open(f"{root}/cgroup.procs", "w").write(str(pid))
-        os.rmdir(group)
+    else:
+        print("\n(no writable cgroup with a CPU controller here: the half-CPU comparison is skipped)")

@@ -1,0 +1,191 @@
+"""build/bench h2: HTTP/2 over TLS (ALPN h2, the same test certificate) against band-edge, h2o and
+nginx, each with one worker on CPU 0, h2load on CPU 1.
+  check: each server must answer the script with content-encoding: br and the small file as it is,
+         over h2 (curl --http2), else the bench stops;
+  idle:  1,000 idle h2 connections to each fresh server in turn (bench_h2_idle.py): VmRSS and
+         VmHWM of its processes (nginx master + worker, h2o all of its processes) before and with
+         them;
+  load:  the script (accept-encoding: br, gzip) and the small file, each at h2load -c16 -m16 and
+         -c64 -m100, SECONDS per round in 2 s turns (after a 0.25 s warm-up) that alternate between
+         the servers; first with the servers held to half of CPU 0 by a cgroup CPU quota (so that
+         they, not h2load, are the limit: the targets are read here), then on all of CPU 0.
+Usage: bench_h2.py WORK JS_PATH SMALL_PATH ROUNDS SECONDS name:port:pid... (edge first; pid the
+root of the server's processes). BENCH_H2_FULL_CPU=0 skips the run on all of CPU 0;
+BENCH_H2_IDLE sets the number of idle connections (1000).
+"""
+
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+from bench_h2_idle import hold, still_open
+from bench_h2load import HZ, h2load, half_cpu, summed, ticks
+
+work, js_path, small_path, rounds, seconds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
+servers = [(name, int(port), int(pid)) for name, port, pid in (arg.split(":") for arg in sys.argv[6:])]
+NAMES = {"edge": "band-edge", "h2o": "h2o", "nginx": "nginx"}
+WARM_UP = 0.25
+IDLE = int(os.environ.get("BENCH_H2_IDLE", "1000"))
+TARGETS = []  # (what, met) for the summary
+
+
+def processes(root):
+    """ROOT and all its descendants."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                ppid = int(open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
+
+
+def memory(root):
+    """VmRSS and VmHWM (KiB) summed over ROOT's processes."""
+    total = {"VmRSS": 0, "VmHWM": 0}
+    for pid in processes(root):
+        for line in open(f"/proc/{pid}/status"):
+            key = line.split(":")[0]
+            if key in total:
+                total[key] += int(line.split()[1])
+    return total
+
+
+def check():
+    """Each server serves the script br and the small file as it is, over h2; else stop."""
+    size = os.path.getsize(f"{work}/shell{small_path}")
+    for name, port, _ in servers:
+        for path, header, want in ((js_path, "accept-encoding: br", "br"), (small_path, None, None)):
+            command = ["curl", "--http2", "-sk", "-D", "-", "-o", "/dev/null", "-w", "%{size_download}\n"]
+            out = subprocess.run(command + (["-H", header] if header else []) + [f"https://127.0.0.1:{port}{path}"],
+                                 capture_output=True, text=True).stdout
+            head = out.strip().splitlines()
+            encoding = re.search(r"^content-encoding:\s*(\S+)", out, re.I | re.M)
+            got = encoding.group(1) if encoding else None
+            if not head or not head[0].startswith("HTTP/2 200") or got != want or (
+                    want is None and head[-1] != str(size)):
+                raise SystemExit(f"bench: error: {NAMES[name]} on 127.0.0.1:{port} did not serve {path} "
+                                 f"{'as ' + want if want else f'as it is ({size} bytes)'} over HTTP/2:\n{out}")
+
+
+def idle():
+    """Memory of each server before and with IDLE idle h2 connections."""
+    print(f"\n== {IDLE} idle h2 connections (TLS, SETTINGS exchanged), each fresh server in turn; KiB summed over "
+          "its processes (band-edge: one; h2o: all; nginx: master + worker)")
+    print(f"{'server':<11}{'VmRSS before':>13}{'VmRSS with':>12}{'per conn':>10}{'VmHWM with':>12}  still open")
+    rows = {}
+    for name, port, pid in servers:
+        before = memory(pid)
+        with hold(port, IDLE) as held:
+            time.sleep(1)  # let the server settle (and any lazy allocation show)
+            rows[name] = {"before": before, "with": memory(pid), "open": still_open(held)}
+        x = rows[name]
+        print(f"{NAMES[name]:<11}{x['before']['VmRSS']:>13}{x['with']['VmRSS']:>12}"
+              f"{(x['with']['VmRSS'] - x['before']['VmRSS']) / IDLE:>10.1f}{x['with']['VmHWM']:>12}  "
+              f"{x['open']} of {IDLE}")
+    edge = rows["edge"]["with"]
+    for name, target in (("nginx", 1.0), ("h2o", None)):
+        if name in rows:
+            peak, rss = edge["VmHWM"] / rows[name]["with"]["VmHWM"], edge["VmRSS"] / rows[name]["with"]["VmRSS"]
+            verdict = ""
+            if target is not None:
+                verdict = f" (target <= {target}) {'met' if peak <= target else 'NOT met'}"
+                TARGETS.append((f"peak RSS with {IDLE} idle h2 connections, band-edge/nginx {peak:.3f}", peak <= target))
+            print(f"ratio      band-edge/{NAMES[name]} peak RSS (VmHWM) {peak:.3f}{verdict}; VmRSS {rss:.3f}")
+
+
+def turn(port, root, path, header, connections, streams, duration=2):
+    pids = processes(root)
+    before, started = sum(map(ticks, pids)), time.monotonic()
+    run = h2load("-c", str(connections), "-m", str(streams), "-D", str(duration),
+                 "--warm-up-time", f"{int(WARM_UP * 1000)}ms", *(["-H", header] if header else []),
+                 f"https://127.0.0.1:{port}{path}")
+    if run["protocol"] != "h2":
+        raise SystemExit(f"bench: error: h2load spoke {run['protocol']} to 127.0.0.1:{port}, not h2:\n{run['out']}")
+    # h2load counts the requests after the warm-up; the server's CPU time covers the warm-up too.
+    cpu = (sum(map(ticks, pids)) - before) / HZ * duration / (duration + WARM_UP)
+    return {**run, "cpu": cpu, "wall": time.monotonic() - started}
+
+
+WORKLOADS = [(f"GET {js_path} (served br) with accept-encoding: br, gzip", js_path, "accept-encoding: br, gzip"),
+             (f"GET {small_path} ({os.path.getsize(f'{work}/shell{small_path}')} bytes, as it is)", small_path, None)]
+SHAPES = [(16, 16), (64, 100)]
+
+
+def measure():
+    """results[(workload, shape)][server] = one summed() per round."""
+    keys = [(w, s) for w in range(len(WORKLOADS)) for s in SHAPES]
+    results = {key: {name: [] for name, _, _ in servers} for key in keys}
+    for w, (c, m) in keys:  # warm-up
+        for _, port, pid in servers:
+            turn(port, pid, WORKLOADS[w][1], WORKLOADS[w][2], c, m, 1)
+    for _ in range(rounds):
+        for w, (c, m) in keys:
+            turns = {name: [] for name, _, _ in servers}
+            for _ in range(max(1, int(seconds / 2))):
+                for name, port, pid in servers:
+                    turns[name].append(turn(port, pid, WORKLOADS[w][1], WORKLOADS[w][2], c, m))
+            for name, _, _ in servers:
+                results[(w, (c, m))][name].append(summed(turns[name]))
+    return results
+
+
+def ratio(rows, other, metric, what, target, higher, setting):
+    """The median of the rounds' band-edge/OTHER ratios (each round's turns alternate), each round's."""
+    if other not in rows:
+        return
+    paired = [a[metric] / b[metric] for a, b in zip(rows["edge"], rows[other])]
+    med = statistics.median(paired)
+    met = med >= target if higher else med <= target
+    print(f"ratio      band-edge/{NAMES[other]} {what}: median {med:.3f} (target {'>=' if higher else '<='} {target}) "
+          f"{'met' if met else 'NOT met'}; rounds {', '.join(f'{x:.3f}' for x in paired)}")
+    if setting == "quota":
+        TARGETS.append((f"{what} band-edge/{NAMES[other]} {med:.3f}", met))
+
+
+def report(results, setting, label):
+    for (w, (c, m)), rows in results.items():
+        print(f"\n== {WORKLOADS[w][0]}, h2 over TLS, h2load -c{c} -m{m}, {label}, {rounds} rounds x {seconds:g} s "
+              "in 2 s turns")
+        for r in range(rounds):
+            for name, _, _ in servers:
+                x = rows[name][r]
+                print(f"{r + 1:<7}{NAMES[name]:<11}{x['rate']:>11.0f} req/s  {x['cpu_us']:>7.2f} us CPU/req  "
+                      f"h2load busy {x['client']:>4.0%}  turns {x['turns']}  failed {x['failed']}  non-2xx {x['non2xx']}")
+        for name, _, _ in servers:
+            print(f"median     {NAMES[name]:<11}{statistics.median(x['rate'] for x in rows[name]):>7.0f} req/s  "
+                  f"{statistics.median(x['cpu_us'] for x in rows[name]):>7.2f} us CPU/req  "
+                  f"h2load busy {statistics.median(x['client'] for x in rows[name]):>4.0%}")
+        label_load = f"req/s (-c{c} -m{m}, {'script' if w == 0 else 'small file'})"
+        ratio(rows, "h2o", "rate", label_load, 1.0, True, setting)
+        ratio(rows, "nginx", "rate", label_load, 3.0, True, setting)
+        ratio(rows, "h2o", "cpu_us", f"CPU per request (-c{c} -m{m}, {'script' if w == 0 else 'small file'})",
+              1.0, False, setting)
+
+
+check()
+idle()
+pids = [p for _, _, root in servers for p in processes(root)]
+with half_cpu(pids) as held:
+    if held:
+        report(measure(), "quota", "each server limited to half of CPU 0, h2load on CPU 1")
+    else:
+        print("\n(no writable cgroup with a CPU controller here: the half-CPU comparison, where the targets are "
+              "read, is skipped)")
+if os.environ.get("BENCH_H2_FULL_CPU", "1") != "0":
+    report(measure(), "full", "servers on all of CPU 0, h2load on CPU 1 (the client may be the limit)")
+print(f"\npeak RSS after all of the above (VmHWM, KiB summed over each server's processes): " +
+      ", ".join(f"{NAMES[name]} {memory(pid)['VmHWM']}" for name, _, pid in servers))
+print("\n== targets (servers held to half of CPU 0; idle connections)")
+for what, met in TARGETS:
+    print(f"{'met    ' if met else 'NOT met'}  {what}")
