@@ -75,7 +75,7 @@ final class Connection {
   var transport: any Transport
   /// The connection speaks HTTP/2 (the h2c preface, or ALPN `h2`): its frames go here, not to
   /// `machine`.
-  var h2: HTTP2Connection?
+  var h2: HTTP2Connection<MonotonicClock>?
   /// Whether the protocol was chosen (after the first bytes, or the TLS handshake).
   var protocolChosen = false
 
@@ -313,7 +313,8 @@ final class EventLoop {
         if h2 {
           connection.protocolChosen = true
           connection.h2 = HTTP2Connection(
-            clock: clock, limits: limits, client: connection.machine.client, secure: true)
+            clock: clock, limits: limits, client: connection.machine.client, secure: true,
+            budget: budget)
         } else if connection.transport is TLSTransport {
           connection.protocolChosen = true
         }
@@ -405,7 +406,8 @@ final class EventLoop {
       connection.protocolChosen = true
       if http2Cleartext && Self.opensWithPreface(bytes) {
         connection.h2 = HTTP2Connection(
-          clock: clock, limits: limits, client: connection.machine.client, secure: false)
+          clock: clock, limits: limits, client: connection.machine.client, secure: false,
+          budget: budget)
       }
     }
     guard let h2 = connection.h2 else {
@@ -434,7 +436,7 @@ final class EventLoop {
 
   /// Executes an HTTP/2 step: its streams to the pools (503 on a stream whose pool is full);
   /// false when the connection was closed.
-  private func applyH2(_ step: HTTP2Connection.Step, _ connection: Connection) -> Bool {
+  private func applyH2(_ step: HTTP2Connection<MonotonicClock>.Step, _ connection: Connection) -> Bool {
     guard let h2 = connection.h2 else { return true }
     for (stream, dispatch) in step.dispatches {
       let key = CompletionKey(fd: connection.fd, generation: connection.generation, stream: UInt32(stream))
@@ -496,7 +498,7 @@ final class EventLoop {
       else { continue }
       connection.scheduled = .never
       if let h2 = connection.h2 {
-        if h2.deadlinePassed() {
+        if h2.deadlinePassed(context: &context) {
           closeConnection(connection)
           continue
         }

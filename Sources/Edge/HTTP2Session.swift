@@ -1,23 +1,61 @@
 import CNGHTTP2
 
 /// The HTTP/2 side of one connection (RFC 9113), through libnghttp2: the framing, HPACK, stream
-/// states and flow control are the library's; this type turns complete streams into `Request`s
-/// and answers into HEADERS and DATA. Driven from the connection's loop only: bytes in with
-/// `received` (`nghttp2_session_mem_recv`), bytes out with `output` (`nghttp2_session_mem_send`);
-/// it has no threads and reads no clock. Not Sendable: one loop owns it.
+/// states and flow control are the library's; this type turns streams into `Request`s — a head as
+/// soon as its header block ends, so it is decided before its body is read — and answers into
+/// HEADERS and DATA. It bounds what the library does not: header blocks (bytes, field count and
+/// CONTINUATION frames), bodies (per stream, as the route allows) and frames that carry no request
+/// (a glitch budget). Driven from the connection's loop only: bytes in with `received`
+/// (`nghttp2_session_mem_recv`), bytes out with `output` (`nghttp2_session_mem_send`); it has no
+/// threads and reads no clock. Not Sendable: one loop owns it.
 final class HTTP2Session {
-  /// What the server announces in its first SETTINGS frame; each comes from `Limits`.
+  /// What the server announces in its first SETTINGS frame, and the bounds it keeps.
   struct Settings: Equatable {
-    var maxConcurrentStreams: UInt32 = 100
-    var maxHeaderListBytes: UInt32 = 16384
-    var initialWindowSize: UInt32 = 65535
-    var maxFrameSize: UInt32 = 16384
+    var maxConcurrentStreams = 100
+    /// SETTINGS_MAX_HEADER_LIST_SIZE; also the bound on a header block's bytes and on a request's
+    /// fields (RFC 9113 §6.5.2: names, values and 32 bytes per field).
+    var maxHeaderListBytes = 16384
+    var maxHeaderCount = 100
+    var initialWindowSize = 65535
+    var maxFrameSize = 16384
+    var headerTableSize = 4096
+    var maxContinuationFrames = 8
+    var glitchBurst = 400
+    var glitchesPerSecond = 100
+    /// Body bytes a stream may send unless its route says otherwise.
+    var maxBodyBytes = 1 << 20
+
+    init() {}
+
+    /// The settings `limits` give.
+    init(_ limits: Limits) {
+      maxConcurrentStreams = limits.http2MaxConcurrentStreams
+      maxHeaderListBytes = limits.maxHeaderBytes
+      maxHeaderCount = limits.maxHeaderCount
+      initialWindowSize = limits.http2InitialWindowBytes
+      maxFrameSize = limits.http2MaxFrameBytes
+      headerTableSize = limits.http2HeaderTableBytes
+      maxContinuationFrames = limits.http2MaxContinuationFrames
+      glitchBurst = limits.http2GlitchBurst
+      glitchesPerSecond = limits.http2GlitchesPerSecond
+      maxBodyBytes = limits.maxBodyBytes
+    }
   }
 
-  /// A request whose stream is complete (END_STREAM seen), waiting for its answer.
-  struct Arrived {
-    let stream: Int32
-    let request: Request
+  /// What happened on the streams, in order.
+  enum Event {
+    /// A request's head; its body is still to come (`limitBody` or `discardBody` says how much
+    /// of it is read).
+    case head(Int32, Request)
+    /// A request is complete (END_STREAM): its head, its body, and whether `head` came first.
+    case request(Int32, Request, headFirst: Bool)
+    /// The stream's body passed its limit: the rest is dropped; it is to be refused (413).
+    case bodyTooLarge(Int32, Request)
+    /// The stream's header fields passed the limits: the rest is dropped; it is to be refused (431).
+    case fieldsTooLarge(Int32, Request)
+    /// The process's allowance for buffered bodies is spent: the rest is dropped; it is to be
+    /// refused (503).
+    case overBudget(Int32, Request)
   }
 
   /// A stream being read: its head fields and its body so far.
@@ -27,49 +65,82 @@ final class HTTP2Session {
     var authority: String?
     var fields: [(String, String)] = []
     var body: [UInt8] = []
+    /// Header-list bytes so far (RFC 9113 §6.5.2), and regular fields.
+    var fieldBytes = 0
+    var fieldCount = 0
+    var fieldsTooLarge = false
+    /// Whether the head was handed on before the body.
+    var headFirst = false
+    var bodyLimit: Int
+    /// Whether DATA is dropped (the stream was answered on its head, or refused).
+    var discarding = false
+    var progressed = false
   }
 
   /// A response body being sent on a stream, and how far.
   private struct Outgoing {
     let body: Response.Body
     var sent = 0
+    /// Where the DATA frame the library is about to send (without copying) starts.
+    var frameStart = 0
   }
 
   private var session: OpaquePointer?
+  private let settings: Settings
+  /// The process-wide allowance for buffered request bodies (shared with HTTP/1), and what each
+  /// open stream holds of it (given back when the stream closes).
+  private let budget: RequestBudget?
+  private var reserved: [Int32: Int] = [:]
   private var incoming: [Int32: Incoming] = [:]
   private var outgoing: [Int32: Outgoing] = [:]
-  private var arrived: [Arrived] = []
-  private let maxBodyBytes: Int
+  private var events: [Event] = []
+  private var progressed: [Int32] = []
+  /// Streams answered before their request ended: a RST_STREAM NO_ERROR follows the answer's end
+  /// (RFC 9113 §8.1), so the client stops sending a body nobody reads.
+  private var answeredEarly: Set<Int32> = []
+  /// Where `output` is writing while the library sends (DATA frames go there without copying).
+  private var sink: UnsafeMutablePointer<OutputQueue>?
   /// Set when the peer broke the protocol or the library failed: the connection is to close once
   /// what is queued (a GOAWAY) is written.
   private(set) var failed = false
 
   /// Frames that cost the server work but carry no request (RST_STREAM, PING, SETTINGS, PRIORITY,
   /// WINDOW_UPDATE while no body is being sent, empty DATA) and frames the library refused,
-  /// counted against a token bucket:
-  /// `glitchBurst` at once, refilled at `glitchesPerSecond`. Past it the connection ends with
-  /// GOAWAY ENHANCE_YOUR_CALM: rapid reset (CVE-2023-44487), provoked resets (CVE-2025-8671, which
-  /// Debian's 1.52 does not limit itself) and control-frame floods cost one budget.
-  static let glitchBurst = 400.0
-  static let glitchesPerSecond = 100.0
-  private var glitchTokens = HTTP2Session.glitchBurst
+  /// counted against a token bucket: `glitchBurst` at once, refilled at `glitchesPerSecond`. Past
+  /// it the connection ends with GOAWAY ENHANCE_YOUR_CALM: rapid reset (CVE-2023-44487), provoked
+  /// resets (CVE-2025-8671, which Debian's 1.52 does not limit itself) and control-frame floods
+  /// cost one budget.
+  private var glitchTokens: Double
   private var glitchesSeen = 0
   private var lastRefill: Instant? = nil
-  /// Whether the connection was ended for spending its glitch budget.
+  /// Whether the connection was ended for spending its glitch budget or flooding CONTINUATION.
   private(set) var calmedDown = false
 
-  /// A server session announcing `settings`, refusing bodies over `maxBodyBytes` (RST_STREAM).
-  init(settings: Settings, maxBodyBytes: Int) {
-    self.maxBodyBytes = maxBodyBytes
+  /// The stream whose header block is open (HEADERS without END_HEADERS seen), its CONTINUATION
+  /// frames and bytes so far.
+  private(set) var openHeaderBlock: Int32? = nil
+  private var blockFrames = 0
+  private var blockBytes = 0
+
+  /// A server session announcing and keeping `settings`, its bodies counted against `budget`.
+  init(settings: Settings, budget: RequestBudget? = nil) {
+    self.settings = settings
+    self.budget = budget
+    glitchTokens = Double(settings.glitchBurst)
     var callbacks: OpaquePointer?
     nghttp2_session_callbacks_new(&callbacks)
     defer { nghttp2_session_callbacks_del(callbacks) }
+    nghttp2_session_callbacks_set_on_begin_frame_callback(callbacks) { _, header, user in
+      guard let header, let user else { return 0 }
+      return HTTP2Session.from(user).beginFrame(header.pointee)
+    }
     nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, user in
       // A request's first HEADERS opens the stream; a later one (trailers) keeps what was read.
       guard let frame, let user, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue),
         frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST
       else { return 0 }
-      HTTP2Session.from(user).incoming[frame.pointee.hd.stream_id] = Incoming()
+      let me = HTTP2Session.from(user)
+      me.incoming[frame.pointee.hd.stream_id] = Incoming(bodyLimit: me.settings.maxBodyBytes)
       return 0
     }
     nghttp2_session_callbacks_set_on_header_callback(callbacks) {
@@ -78,85 +149,57 @@ final class HTTP2Session {
       let me = HTTP2Session.from(user)
       let stream = frame.pointee.hd.stream_id
       // Trailer fields are not the request's head (and no route reads them).
-      guard me.incoming[stream] != nil, frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST else { return 0 }
-      let n = String(decoding: UnsafeBufferPointer(start: name, count: nameLength), as: UTF8.self)
-      let v = String(decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self)
-      switch n {
-      case ":method": me.incoming[stream]?.method = v
-      case ":path": me.incoming[stream]?.path = v
-      case ":authority": me.incoming[stream]?.authority = v
-      case ":scheme": break
-      default: me.incoming[stream]?.fields.append((n, v))
-      }
+      guard frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST else { return 0 }
+      me.field(stream, name, nameLength, value, valueLength)
       return 0
     }
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) {
-      session, _, stream, data, length, user in
+      _, _, stream, data, length, user in
       guard let user, let data else { return 0 }
-      let me = HTTP2Session.from(user)
-      guard var entry = me.incoming[stream] else { return 0 }
-      guard entry.body.count + length <= me.maxBodyBytes else {
-        me.incoming[stream] = nil
-        nghttp2_submit_rst_stream(
-          session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream, NGHTTP2_REFUSED_STREAM.rawValue)
-        return 0
-      }
-      entry.body.append(contentsOf: UnsafeBufferPointer(start: data, count: length))
-      me.incoming[stream] = entry
+      HTTP2Session.from(user).data(stream, UnsafeRawBufferPointer(start: data, count: length))
       return 0
     }
     nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, user in
       guard let frame, let user else { return 0 }
-      let type = frame.pointee.hd.type
-      switch Int(type) {
-      case Int(NGHTTP2_RST_STREAM.rawValue), Int(NGHTTP2_PING.rawValue), Int(NGHTTP2_SETTINGS.rawValue),
-        Int(NGHTTP2_PRIORITY.rawValue):
-        HTTP2Session.from(user).glitchesSeen += 1
-      case Int(NGHTTP2_WINDOW_UPDATE.rawValue):
-        // A client opens windows while it receives a body (many, for a large one): only updates
-        // while nothing is being sent count.
-        let me = HTTP2Session.from(user)
-        if me.outgoing.isEmpty { me.glitchesSeen += 1 }
-      case Int(NGHTTP2_DATA.rawValue)
-      where frame.pointee.hd.length == 0
-        && frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) == 0:
-        HTTP2Session.from(user).glitchesSeen += 1
-      default: break
-      }
-      guard type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue),
-        frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
-      else { return 0 }
-      HTTP2Session.from(user).complete(frame.pointee.hd.stream_id)
+      HTTP2Session.from(user).frameReceived(frame.pointee)
       return 0
     }
     nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(callbacks) { _, _, _, user in
       if let user { HTTP2Session.from(user).glitchesSeen += 1 }
       return 0
     }
+    nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { session, frame, user in
+      guard let frame, let user else { return 0 }
+      HTTP2Session.from(user).frameSent(frame.pointee, session)
+      return 0
+    }
+    nghttp2_session_callbacks_set_send_data_callback(callbacks) { _, frame, header, length, _, user in
+      guard let frame, let header, let user else { return Int32(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
+      return HTTP2Session.from(user).sendData(frame.pointee.hd.stream_id, header, length)
+    }
     nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, stream, _, user in
       guard let user else { return 0 }
       let me = HTTP2Session.from(user)
       me.incoming[stream] = nil
       me.outgoing[stream] = nil
+      me.answeredEarly.remove(stream)
+      if let held = me.reserved.removeValue(forKey: stream) { me.budget?.release(held) }
       // A stream reset before it was handed on is never answered (rapid reset: no handler runs).
-      if me.arrived.last?.stream == stream || me.arrived.contains(where: { $0.stream == stream }) {
-        me.arrived.removeAll { $0.stream == stream }
-      }
+      if !me.events.isEmpty { me.events.removeAll { $0.stream == stream } }
       return 0
     }
-    nghttp2_session_server_new(&session, callbacks, Unmanaged.passUnretained(self).toOpaque())
+    var options: OpaquePointer?
+    nghttp2_option_new(&options)
+    defer { nghttp2_option_del(options) }
+    nghttp2_option_set_max_deflate_dynamic_table_size(options, settings.headerTableSize)
+    nghttp2_session_server_new2(&session, callbacks, Unmanaged.passUnretained(self).toOpaque(), options)
     var entries = [
-      nghttp2_settings_entry(
-        settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue),
-        value: settings.maxConcurrentStreams),
-      nghttp2_settings_entry(
-        settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue), value: settings.maxHeaderListBytes
-      ),
-      nghttp2_settings_entry(
-        settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: settings.initialWindowSize),
-      nghttp2_settings_entry(
-        settings_id: Int32(NGHTTP2_SETTINGS_MAX_FRAME_SIZE.rawValue), value: settings.maxFrameSize),
-    ]
+      (NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, settings.maxConcurrentStreams),
+      (NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, settings.maxHeaderListBytes),
+      (NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, settings.initialWindowSize),
+      (NGHTTP2_SETTINGS_MAX_FRAME_SIZE, settings.maxFrameSize),
+      (NGHTTP2_SETTINGS_HEADER_TABLE_SIZE, settings.headerTableSize),
+    ].map { nghttp2_settings_entry(settings_id: Int32($0.0.rawValue), value: UInt32(clamping: $0.1)) }
     if session == nil
       || nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count) != 0
     {
@@ -164,70 +207,223 @@ final class HTTP2Session {
     }
   }
 
-  deinit { nghttp2_session_del(session) }
+  deinit {
+    nghttp2_session_del(session)
+    budget?.release(reserved.values.reduce(0, +))
+  }
 
   private static func from(_ user: UnsafeMutableRawPointer) -> HTTP2Session {
     Unmanaged<HTTP2Session>.fromOpaque(user).takeUnretainedValue()
   }
 
-  /// A stream's request is complete: it becomes a `Request` (the HTTP/1 shape every handler
-  /// knows: `Host` from `:authority`).
-  private func complete(_ stream: Int32) {
-    guard let entry = incoming.removeValue(forKey: stream), let method = entry.method, let path = entry.path
+  // MARK: reading
+
+  /// Every frame's header, before its payload: header blocks are bounded here (the library
+  /// gathers CONTINUATION frames without limit).
+  private func beginFrame(_ header: nghttp2_frame_hd) -> Int32 {
+    let endHeaders = header.flags & UInt8(NGHTTP2_FLAG_END_HEADERS.rawValue) != 0
+    switch Int(header.type) {
+    case Int(NGHTTP2_HEADERS.rawValue):
+      blockFrames = 0
+      blockBytes = header.length
+      openHeaderBlock = endHeaders ? nil : header.stream_id
+    case Int(NGHTTP2_CONTINUATION.rawValue):
+      blockFrames += 1
+      blockBytes += header.length
+      if endHeaders { openHeaderBlock = nil }
+    default:
+      return 0
+    }
+    // A block's bytes never need to pass the field limit by more than HPACK's framing and padding.
+    guard blockFrames <= settings.maxContinuationFrames, blockBytes <= settings.maxHeaderListBytes + 256
     else {
+      calmedDown = true
+      return Int32(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue)
+    }
+    return 0
+  }
+
+  private func field(
+    _ stream: Int32, _ name: UnsafePointer<UInt8>, _ nameLength: Int, _ value: UnsafePointer<UInt8>,
+    _ valueLength: Int
+  ) {
+    guard var entry = incoming[stream], !entry.fieldsTooLarge else { return }
+    entry.fieldBytes += nameLength + valueLength + 32
+    let pseudo = nameLength > 0 && name[0] == UInt8(ascii: ":")
+    if !pseudo { entry.fieldCount += 1 }
+    // Past a bound the block is still decoded (HPACK's state must stay in step) but not kept.
+    if entry.fieldBytes > settings.maxHeaderListBytes || entry.fieldCount > settings.maxHeaderCount {
+      entry.fieldsTooLarge = true
+      entry.fields = []
+      incoming[stream] = entry
       return
     }
+    let v = String(decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self)
+    if pseudo {
+      switch String(decoding: UnsafeBufferPointer(start: name, count: nameLength), as: UTF8.self) {
+      case ":method": entry.method = v
+      case ":path": entry.path = v
+      case ":authority": entry.authority = v
+      default: break  // :scheme
+      }
+    } else {
+      entry.fields.append(
+        (String(decoding: UnsafeBufferPointer(start: name, count: nameLength), as: UTF8.self), v))
+    }
+    incoming[stream] = entry
+  }
+
+  private func data(_ stream: Int32, _ bytes: UnsafeRawBufferPointer) {
+    guard var entry = incoming[stream], !entry.discarding else { return }
+    if !entry.progressed {
+      entry.progressed = true
+      progressed.append(stream)
+    }
+    guard entry.body.count + bytes.count <= entry.bodyLimit else {
+      entry.discarding = true
+      entry.body = []
+      incoming[stream] = entry
+      events.append(.bodyTooLarge(stream, request(entry)))
+      return
+    }
+    if let budget {
+      guard budget.reserve(bytes.count) else {
+        entry.discarding = true
+        entry.body = []
+        incoming[stream] = entry
+        events.append(.overBudget(stream, request(entry)))
+        return
+      }
+      reserved[stream, default: 0] += bytes.count
+    }
+    entry.body.append(contentsOf: bytes)
+    incoming[stream] = entry
+  }
+
+  private func frameReceived(_ frame: nghttp2_frame) {
+    let type = frame.hd.type
+    let endStream = frame.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+    switch Int(type) {
+    case Int(NGHTTP2_RST_STREAM.rawValue), Int(NGHTTP2_PING.rawValue), Int(NGHTTP2_SETTINGS.rawValue),
+      Int(NGHTTP2_PRIORITY.rawValue):
+      glitchesSeen += 1
+    case Int(NGHTTP2_WINDOW_UPDATE.rawValue):
+      // A client opens windows while it receives a body (many, for a large one): only updates
+      // while nothing is being sent count.
+      if outgoing.isEmpty { glitchesSeen += 1 }
+    case Int(NGHTTP2_DATA.rawValue) where frame.hd.length == 0 && !endStream:
+      glitchesSeen += 1
+    case Int(NGHTTP2_HEADERS.rawValue):
+      openHeaderBlock = nil
+      let stream = frame.hd.stream_id
+      guard frame.headers.cat == NGHTTP2_HCAT_REQUEST, var entry = incoming[stream] else { break }
+      if entry.fieldsTooLarge {
+        entry.discarding = true
+        incoming[stream] = entry
+        events.append(.fieldsTooLarge(stream, request(entry)))
+      } else if !endStream {
+        entry.headFirst = true
+        incoming[stream] = entry
+        events.append(.head(stream, request(entry)))
+      }
+    default:
+      break
+    }
+    guard type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue), endStream else {
+      return
+    }
+    complete(frame.hd.stream_id)
+  }
+
+  /// The HTTP/1 shape every handler knows (`Host` from `:authority`).
+  private func request(_ entry: Incoming) -> Request {
     var fields = entry.fields
     if let authority = entry.authority, !fields.contains(where: { $0.0 == "host" }) {
       fields.insert(("host", authority), at: 0)
     }
-    arrived.append(
-      Arrived(
-        stream: stream,
-        request: Request(method: HTTPMethod(method), target: path, headers: fields, body: entry.body)))
+    return Request(
+      method: HTTPMethod(entry.method ?? "GET"), target: entry.path ?? "/", headers: fields, body: entry.body)
+  }
+
+  /// A stream's request is complete.
+  private func complete(_ stream: Int32) {
+    answeredEarly.remove(stream)  // the request ended by itself: no reset needed
+    guard let entry = incoming.removeValue(forKey: stream), !entry.discarding, entry.method != nil,
+      entry.path != nil
+    else { return }
+    events.append(.request(stream, request(entry), headFirst: entry.headFirst))
   }
 
   /// Feeds bytes from the peer that arrived at `now`; false when the connection must close (a
-  /// protocol error, or the glitch budget spent: a GOAWAY is queued, which `output` still returns).
+  /// protocol error, a flood: a GOAWAY is queued, which `output` still returns).
   func received(_ bytes: UnsafeRawBufferPointer, now: Instant) -> Bool {
     guard !failed, let base = bytes.baseAddress else { return !failed }
     let n = nghttp2_session_mem_recv(session, base.assumingMemoryBound(to: UInt8.self), bytes.count)
+    // The library's own bounds on floods (CONTINUATION frames, queued control frames).
+    if n == Int(NGHTTP2_ERR_FLOODED.rawValue) || n == Int(NGHTTP2_ERR_TOO_MANY_CONTINUATIONS.rawValue) {
+      calmedDown = true
+    }
     if glitchesSeen > 0 {
       let elapsed = lastRefill.map { Double(now.nanoseconds &- $0.nanoseconds) / 1e9 } ?? 0
       lastRefill = now
       glitchTokens =
-        min(Self.glitchBurst, glitchTokens + elapsed * Self.glitchesPerSecond) - Double(glitchesSeen)
+        min(Double(settings.glitchBurst), glitchTokens + elapsed * Double(settings.glitchesPerSecond))
+        - Double(glitchesSeen)
       glitchesSeen = 0
-      if glitchTokens < 0 {
-        calmedDown = true
-        failed = true
-        arrived.removeAll()
-        nghttp2_session_terminate_session(session, NGHTTP2_ENHANCE_YOUR_CALM.rawValue)
-        return false
-      }
+      if glitchTokens < 0 { calmedDown = true }
     } else if lastRefill == nil {
       lastRefill = now
     }
-    if n < 0 {
-      failed = true
+    if calmedDown {
+      terminate(NGHTTP2_ENHANCE_YOUR_CALM)
+    } else if n < 0 {
       // RFC 9113 §3.4, §5.4.1: say why before closing (the library has not always queued it:
       // not for a bad connection preface).
-      let code = n == Int(NGHTTP2_ERR_FLOODED.rawValue) ? NGHTTP2_ENHANCE_YOUR_CALM : NGHTTP2_PROTOCOL_ERROR
-      nghttp2_session_terminate_session(session, code.rawValue)
+      terminate(NGHTTP2_PROTOCOL_ERROR)
     }
     return !failed
   }
 
-  /// The requests completed since the last call, in the order their streams ended.
-  func takeArrived() -> [Arrived] {
-    defer { arrived.removeAll(keepingCapacity: true) }
-    return arrived
+  /// Ends the connection: GOAWAY with `code`, no stream answered from now on.
+  func terminate(_ code: nghttp2_error_code) {
+    guard !failed else { return }
+    failed = true
+    events.removeAll()
+    nghttp2_session_terminate_session(session, code.rawValue)
   }
+
+  /// What happened since the last call, in order.
+  func takeEvents() -> [Event] {
+    defer { events.removeAll(keepingCapacity: true) }
+    return events
+  }
+
+  /// The streams whose body grew since the last call.
+  func takeProgressed() -> [Int32] {
+    guard !progressed.isEmpty else { return [] }
+    for stream in progressed { incoming[stream]?.progressed = false }
+    defer { progressed.removeAll(keepingCapacity: true) }
+    return progressed
+  }
+
+  /// The head handed on for `stream` was routed: at most `bytes` of body are read.
+  func limitBody(_ stream: Int32, to bytes: Int) { incoming[stream]?.bodyLimit = bytes }
+
+  /// `stream` was answered on its head: the rest of its body is dropped unread.
+  func discardBody(_ stream: Int32) {
+    incoming[stream]?.discarding = true
+    incoming[stream]?.body = []
+  }
+
+  /// Whether a stream still reads a body (handed on as a head, not yet complete).
+  func readsBody(_ stream: Int32) -> Bool { incoming[stream].map { !$0.discarding } ?? false }
+
+  // MARK: writing
 
   /// Answers `stream` with `response`: `:status`, `cache-control` from the cache class, the
   /// response's own fields (lower-cased, RFC 9113 §8.2.1), `content-length`, `date`, HSTS when
   /// `hsts`; the body (none for HEAD and for statuses that forbid it) follows as DATA frames under
-  /// the peer's flow control.
+  /// the peer's flow control, shared bodies straight from their bytes.
   func respond(
     stream: Int32, _ response: Response, cacheClass: CacheClass, headOnly: Bool, date: String, hsts: Bool
   ) {
@@ -241,6 +437,7 @@ final class HTTP2Session {
     if hsts { fields.append(("strict-transport-security", "max-age=63072000; includeSubDomains")) }
     let sendsBody = !headOnly && !response.status.forbidsContent && response.body.count > 0
     if sendsBody { outgoing[stream] = Outgoing(body: response.body) }
+    if incoming[stream] != nil { answeredEarly.insert(stream) }
     let result = Self.withFields(fields) { nva, count in
       guard sendsBody else { return nghttp2_submit_response(session, stream, nva, count, nil) }
       var provider = nghttp2_data_provider(
@@ -251,10 +448,14 @@ final class HTTP2Session {
         })
       return nghttp2_submit_response(session, stream, nva, count, &provider)
     }
-    if result != 0 { outgoing[stream] = nil }
+    if result != 0 {
+      outgoing[stream] = nil
+      answeredEarly.remove(stream)
+    }
   }
 
-  /// The data provider: copies the next part of `stream`'s body into nghttp2's frame buffer.
+  /// The data provider: the next part of `stream`'s body. Shared bytes are not copied: the frame
+  /// goes out through `sendData`; others are copied into the library's frame buffer.
   private func read(
     _ stream: Int32, into buffer: UnsafeMutablePointer<UInt8>, _ length: Int,
     _ flags: UnsafeMutablePointer<UInt32>
@@ -262,21 +463,21 @@ final class HTTP2Session {
     guard var out = outgoing[stream] else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
     let total = out.body.count
     let take = min(length, total - out.sent)
-    if take > 0 {
-      switch out.body {
-      case .empty: break
-      case .bytes(let bytes):
-        bytes.withUnsafeBytes {
-          UnsafeMutableRawPointer(buffer).copyMemory(from: $0.baseAddress! + out.sent, byteCount: take)
-        }
-      case .shared(let shared):
-        UnsafeMutableRawPointer(buffer).copyMemory(
-          from: shared.buffer.baseAddress! + out.sent, byteCount: take)
+    switch out.body {
+    case .empty: break
+    case .bytes(let bytes):
+      bytes.withUnsafeBytes {
+        UnsafeMutableRawPointer(buffer).copyMemory(from: $0.baseAddress! + out.sent, byteCount: take)
       }
+    case .shared:
+      flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_NO_COPY.rawValue)
+      out.frameStart = out.sent
     }
     out.sent += take
-    if out.sent == total {
-      flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue)
+    if out.sent == total { flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue) }
+    if out.sent == total, case .shared = out.body {
+      outgoing[stream] = out  // kept until `sendData` has queued the last frame
+    } else if out.sent == total {
       outgoing[stream] = nil
     } else {
       outgoing[stream] = out
@@ -284,21 +485,45 @@ final class HTTP2Session {
     return take
   }
 
+  /// A DATA frame of a shared body: its 9-byte header, then its bytes by reference (this server
+  /// never pads).
+  private func sendData(_ stream: Int32, _ header: UnsafePointer<UInt8>, _ length: Int) -> Int32 {
+    guard let sink, let out = outgoing[stream], case .shared(let bytes) = out.body else {
+      return Int32(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue)
+    }
+    sink.pointee.append(UnsafeRawBufferPointer(start: header, count: 9))
+    sink.pointee.append(bytes, from: out.frameStart, count: length)
+    if out.frameStart + length == bytes.count { outgoing[stream] = nil }
+    return 0
+  }
+
+  private func frameSent(_ frame: nghttp2_frame, _ session: OpaquePointer?) {
+    let stream = frame.hd.stream_id
+    guard frame.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0, answeredEarly.remove(stream) != nil
+    else { return }
+    // RFC 9113 §8.1: the answer is whole; the client may stop sending the request's body.
+    nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream, NGHTTP2_NO_ERROR.rawValue)
+  }
+
   /// Whether an answer's body is still to be sent (waiting for the peer's flow-control window,
   /// when nothing is queued).
   var sending: Bool { !outgoing.isEmpty }
 
   /// Appends every frame the session has ready to `out`.
-  func output(into out: inout [UInt8]) {
-    while true {
-      var data: UnsafePointer<UInt8>?
-      let n = nghttp2_session_mem_send(session, &data)
-      if n < 0 {
-        failed = true
-        return
+  func output(into out: inout OutputQueue) {
+    withUnsafeMutablePointer(to: &out) { queue in
+      sink = queue
+      defer { sink = nil }
+      while true {
+        var data: UnsafePointer<UInt8>?
+        let n = nghttp2_session_mem_send(session, &data)
+        if n < 0 {
+          failed = true
+          return
+        }
+        guard n > 0, let data else { return }
+        queue.pointee.append(UnsafeRawBufferPointer(start: data, count: n))
       }
-      guard n > 0, let data else { return }
-      out.append(contentsOf: UnsafeBufferPointer(start: data, count: n))
     }
   }
 
@@ -339,6 +564,17 @@ final class HTTP2Session {
         guard let first = pairs.baseAddress else { return Int32(NGHTTP2_ERR_NOMEM.rawValue) }
         return body(first, pairs.count)
       }
+    }
+  }
+}
+
+extension HTTP2Session.Event {
+  /// The stream the event is about.
+  var stream: Int32 {
+    switch self {
+    case .head(let s, _), .request(let s, _, _), .bodyTooLarge(let s, _), .fieldsTooLarge(let s, _),
+      .overBudget(let s, _):
+      s
     }
   }
 }

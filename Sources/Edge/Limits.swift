@@ -35,6 +35,30 @@ public struct Limits: Sendable, Equatable {
   /// How long a 503 for a full pool queue is held before it is sent (zero: at once).
   public var busyHold: Duration = .seconds(1)
 
+  // HTTP/2 (RFC 9113): what the server announces in SETTINGS, and its own bounds.
+  /// Streams one HTTP/2 connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS); one
+  /// more is refused (RST_STREAM REFUSED_STREAM).
+  public var http2MaxConcurrentStreams: Int = 100
+  /// Flow-control window of each stream the client opens (SETTINGS_INITIAL_WINDOW_SIZE): how much
+  /// of a request body it may send before the server has read it.
+  public var http2InitialWindowBytes: Int = 65535
+  /// Largest frame payload the server accepts (SETTINGS_MAX_FRAME_SIZE).
+  public var http2MaxFrameBytes: Int = 16384
+  /// HPACK dynamic table of each direction (SETTINGS_HEADER_TABLE_SIZE for the client's headers;
+  /// the most the server's encoder uses, whatever the client announces).
+  public var http2HeaderTableBytes: Int = 4096
+  /// CONTINUATION frames one header block may take; one more ends the connection (GOAWAY
+  /// ENHANCE_YOUR_CALM). A header block's bytes are also bounded by `maxHeaderBytes`.
+  public var http2MaxContinuationFrames: Int = 8
+  /// Bytes queued for one HTTP/2 connection's socket before its frames stop being read (a client
+  /// that does not read its answers is not given more work).
+  public var http2MaxQueuedBytes: Int = 1 << 20
+  /// Frames that cost work but carry no request (RST_STREAM, PING, SETTINGS, PRIORITY, idle
+  /// WINDOW_UPDATE, empty DATA, invalid frames) one connection may send at once ...
+  public var http2GlitchBurst: Int = 400
+  /// ... and regains per second; past the budget: GOAWAY ENHANCE_YOUR_CALM.
+  public var http2GlitchesPerSecond: Int = 100
+
   /// The defaults.
   public init() {}
 

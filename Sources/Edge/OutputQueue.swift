@@ -72,12 +72,17 @@ struct OutputQueue {
   }
 
   mutating func append(_ shared: SharedBytes) {
-    guard shared.count > 0 else { return }
-    if shared.count <= Self.copyThreshold {
-      append(shared.buffer)
+    append(shared, from: 0, count: shared.count)
+  }
+
+  /// `count` bytes of `shared` from `start`: referenced, not copied, unless they are few.
+  mutating func append(_ shared: SharedBytes, from start: Int, count: Int) {
+    guard count > 0 else { return }
+    if count <= Self.copyThreshold {
+      append(UnsafeRawBufferPointer(rebasing: shared.buffer[start..<(start + count)]))
     } else {
-      segments.append(.shared(shared, start: 0, end: shared.count))
-      pending += shared.count
+      segments.append(.shared(shared, start: start, end: start + count))
+      pending += count
     }
   }
 

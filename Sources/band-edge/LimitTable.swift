@@ -184,6 +184,66 @@ enum LimitTable {
     } set: {
       $0.server.limits.maxConnectionsPerLoop = $1
     },
+    count(
+      "h2-max-concurrent-streams", 1...2_147_483_647,
+      "HTTP/2 streams open at once per connection (SETTINGS_MAX_CONCURRENT_STREAMS); more are refused"
+    ) {
+      $0.server.limits.http2MaxConcurrentStreams
+    } set: {
+      $0.server.limits.http2MaxConcurrentStreams = $1
+    },
+    bytes(
+      "h2-initial-window-bytes", 0...2_147_483_647,
+      "HTTP/2 flow-control window of each stream a client opens (SETTINGS_INITIAL_WINDOW_SIZE)"
+    ) {
+      $0.server.limits.http2InitialWindowBytes
+    } set: {
+      $0.server.limits.http2InitialWindowBytes = $1
+    },
+    bytes(
+      "h2-max-frame-bytes", 16384...16_777_215, "largest HTTP/2 frame payload taken (SETTINGS_MAX_FRAME_SIZE)"
+    ) {
+      $0.server.limits.http2MaxFrameBytes
+    } set: {
+      $0.server.limits.http2MaxFrameBytes = $1
+    },
+    bytes(
+      "h2-header-table-bytes", 0...65536,
+      "HPACK dynamic table, each direction (SETTINGS_HEADER_TABLE_SIZE; the encoder never uses more)"
+    ) {
+      $0.server.limits.http2HeaderTableBytes
+    } set: {
+      $0.server.limits.http2HeaderTableBytes = $1
+    },
+    count(
+      "h2-max-continuation-frames", 0...8,
+      "CONTINUATION frames one header block may take (libnghttp2 stops at 8 itself; the block's bytes are bounded by max-header-bytes); more: GOAWAY ENHANCE_YOUR_CALM"
+    ) {
+      $0.server.limits.http2MaxContinuationFrames
+    } set: {
+      $0.server.limits.http2MaxContinuationFrames = $1
+    },
+    bytes(
+      "h2-max-queued-bytes", 65536...1_073_741_824,
+      "bytes queued for one HTTP/2 connection's socket before its frames stop being read"
+    ) {
+      $0.server.limits.http2MaxQueuedBytes
+    } set: {
+      $0.server.limits.http2MaxQueuedBytes = $1
+    },
+    count(
+      "h2-glitch-burst", 1...1_000_000,
+      "HTTP/2 frames that carry no request (RST_STREAM, PING, SETTINGS, PRIORITY, idle WINDOW_UPDATE, empty DATA, invalid) a connection may send at once; then GOAWAY ENHANCE_YOUR_CALM"
+    ) {
+      $0.server.limits.http2GlitchBurst
+    } set: {
+      $0.server.limits.http2GlitchBurst = $1
+    },
+    count("h2-glitches-per-second", 1...1_000_000, "... and regains per second") {
+      $0.server.limits.http2GlitchesPerSecond
+    } set: {
+      $0.server.limits.http2GlitchesPerSecond = $1
+    },
     seconds(
       "head-timeout", 0.001...86400, "to receive a request head, from its first byte (or accept); then 408"
     ) {

@@ -112,7 +112,7 @@ struct HTTP2SessionTests {
   static let date = "Thu, 01 Jan 1970 00:00:00 GMT"
 
   static func server(maxBodyBytes: Int = 1000) -> HTTP2Session {
-    HTTP2Session(settings: .init(), maxBodyBytes: maxBodyBytes)
+    HTTP2Session(maxBodyBytes: maxBodyBytes)
   }
 
   @Test("a GET arrives as a Request with Host from :authority; its answer carries the writer's fields")
@@ -180,14 +180,21 @@ struct HTTP2SessionTests {
     #expect(client.answers[stream]?.body.count == big.count && client.answers[stream]?.body == big)
   }
 
-  @Test("a body past the limit resets its stream; bytes that are not HTTP/2 end the connection")
+  @Test(
+    "a body past the limit is dropped and reported, never handed on; bytes that are not HTTP/2 end the connection"
+  )
   func refusals() {
     let server = Self.server(maxBodyBytes: 10)
     let client = H2TestClient()
     let stream = client.request("POST", "/echo", body: [UInt8](repeating: 1, count: 50))
     client.exchange(with: server)
-    #expect(server.takeArrived().isEmpty)
-    #expect(client.answers[stream]?.closedWith == NGHTTP2_REFUSED_STREAM.rawValue)
+    let events = server.takeEvents()
+    #expect(events.count == 2)
+    guard case .head(stream, _) = events.first, case .bodyTooLarge(stream, let request) = events.last else {
+      Issue.record("expected the head, then bodyTooLarge: \(events)")
+      return
+    }
+    #expect(request.path == "/echo" && request.body.isEmpty)
 
     let other = Self.server()
     let garbage = Array("GET / HTTP/1.1\r\nHost: a\r\n\r\n".utf8)
@@ -238,7 +245,7 @@ struct HTTP2FloodTests {
 
   @Test("rapid reset: 20,000 HEADERS+RST_STREAM pairs: none answered, then GOAWAY ENHANCE_YOUR_CALM")
   func rapidReset() {
-    let server = HTTP2Session(settings: .init(), maxBodyBytes: 1000)
+    let server = HTTP2Session(maxBodyBytes: 1000)
     let client = H2TestClient()
     var wire = client.pendingBytes()
     for _ in 0..<20_000 {
@@ -266,7 +273,7 @@ struct HTTP2FloodTests {
   @Test(
     "a PING flood ends in GOAWAY ENHANCE_YOUR_CALM; a few PINGs a second do not", arguments: [true, false])
   func pings(flood: Bool) {
-    let server = HTTP2Session(settings: .init(), maxBodyBytes: 1000)
+    let server = HTTP2Session(maxBodyBytes: 1000)
     let client = H2TestClient()
     var out: [UInt8] = []
     for second in 0..<(flood ? 1 : 30) {
@@ -285,7 +292,7 @@ struct HTTP2FloodTests {
 extension HTTP2FloodTests {
   @Test("a 20 MB answer (thousands of WINDOW_UPDATEs from the client) is not taken for a flood")
   func largeDownload() {
-    let server = HTTP2Session(settings: .init(), maxBodyBytes: 1000)
+    let server = HTTP2Session(maxBodyBytes: 1000)
     let client = H2TestClient()
     let stream = client.request("GET", "/big")
     client.exchange(with: server)
@@ -296,5 +303,29 @@ extension HTTP2FloodTests {
       date: HTTP2SessionTests.date, hsts: false)
     client.exchange(with: server)
     #expect(!server.calmedDown && client.answers[stream]?.body.count == big.count)
+  }
+}
+
+extension HTTP2Session {
+  /// A session with the default settings and `maxBodyBytes`.
+  convenience init(maxBodyBytes: Int, budget: RequestBudget? = nil) {
+    var settings = Settings()
+    settings.maxBodyBytes = maxBodyBytes
+    self.init(settings: settings, budget: budget)
+  }
+
+  /// What the session has ready, as bytes.
+  func output(into out: inout [UInt8]) {
+    var queue = OutputQueue()
+    output(into: &queue)
+    out += queue.contents
+  }
+
+  /// The complete requests among the events since the last call.
+  func takeArrived() -> [(stream: Int32, request: Request)] {
+    takeEvents().compactMap {
+      guard case .request(let stream, let request, _) = $0 else { return nil }
+      return (stream, request)
+    }
   }
 }

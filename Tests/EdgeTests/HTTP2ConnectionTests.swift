@@ -1,0 +1,154 @@
+import CNGHTTP2
+import Testing
+
+@testable import Edge
+
+/// Issue 15: an HTTP/2 connection decides each stream on its head (404, 413 before the body) and
+/// keeps HTTP/1's deadlines per stream and per connection, on a clock the test moves.
+@Suite("HTTP/2 connection (deadlines and routing on the head)")
+struct HTTP2ConnectionTests {
+  static let small = BodyPolicy(maxBytes: 10)
+
+  final class Harness {
+    let clock = ManualClock()
+    var limits = Limits()
+    var context: ConnectionContext
+    let connection: HTTP2Connection<ManualClock>
+    let client = H2TestClient()
+    /// Everything the server wrote so far.
+    var written: [UInt8] = []
+
+    init() throws {
+      limits.headTimeout = .seconds(10)
+      limits.bodyTimeout = .seconds(5)
+      limits.idleTimeout = .seconds(60)
+      let router = try Router([
+        Route(.get, "/hello", cacheClass: .revalidate, fixed: .text(.ok, "hello")),
+        Route(.post, "/form", cacheClass: .private) { request in .text(.ok, "got \(request.body.count)") },
+        Route(.post, "/small", cacheClass: .private, body: HTTP2ConnectionTests.small) { _ in .text(.ok, "ok")
+        },
+      ])
+      context = ConnectionContext(router: router, log: AccessLog(enabled: false))
+      connection = HTTP2Connection(clock: clock, limits: limits, client: "127.0.0.1", secure: false)
+      send(client.pendingBytes())
+    }
+
+    /// Bytes to the server; then what it queued is written (and given to the client).
+    @discardableResult
+    func send(_ bytes: [UInt8]) -> HTTP2Connection<ManualClock>.Step {
+      let step = bytes.withUnsafeBytes { connection.received($0, context: &context) }
+      drain()
+      return step
+    }
+
+    /// Writes what the server has queued; true when it asked to close.
+    @discardableResult
+    func drain() -> Bool {
+      var close = false
+      while !connection.output.isEmpty {
+        let bytes = connection.output.contents
+        written += bytes
+        _ = bytes.withUnsafeBufferPointer {
+          nghttp2_session_mem_recv(client.session, $0.baseAddress!, $0.count)
+        }
+        close = connection.wrote(bytes.count) || close
+      }
+      return close
+    }
+
+    /// The client's queued frames, one by one.
+    func clientFrames() -> [[UInt8]] {
+      let bytes = client.pendingBytes()
+      var frames: [[UInt8]] = []
+      var at = 0
+      while at + 9 <= bytes.count {
+        let end = at + 9 + (Int(bytes[at]) << 16 | Int(bytes[at + 1]) << 8 | Int(bytes[at + 2]))
+        frames.append(Array(bytes[at..<end]))
+        at = end
+      }
+      return frames
+    }
+
+    /// Moves the clock and lets the connection see its deadline; true when it closes.
+    func advance(_ duration: Duration) -> Bool {
+      clock.advance(by: duration)
+      guard clock.now() >= connection.deadline else { return false }
+      let closeNow = connection.deadlinePassed(context: &context)
+      return drain() || closeNow
+    }
+  }
+
+  @Test(
+    "an idle connection ends with GOAWAY at the head timeout before its first request; PINGs do not keep it")
+  func idleBeforeFirstRequest() throws {
+    let h = try Harness()
+    #expect(!h.advance(.seconds(6)))
+    nghttp2_submit_ping(h.client.session, 0, nil)
+    h.send(h.client.pendingBytes())
+    #expect(h.advance(.seconds(5)), "cut at 10 s from the start, not from the PING")
+    #expect(RawFrames.goAway(h.written) == NGHTTP2_NO_ERROR.rawValue)
+  }
+
+  @Test("after an answer the idle timeout runs from its end")
+  func idleAfterAnswer() throws {
+    let h = try Harness()
+    let stream = h.client.request("GET", "/hello")
+    h.send(h.client.pendingBytes())
+    #expect(h.client.answers[stream]?.body == Array("hello".utf8))
+    #expect(!h.advance(.seconds(59)))
+    #expect(h.advance(.seconds(2)))
+  }
+
+  @Test("a header block left open is cut at the head timeout")
+  func openHeaderBlock() throws {
+    let h = try Harness()
+    h.send(RawFrames.frame(0x01, flags: 0x01, stream: 1, [0x82, 0x86]))
+    #expect(!h.advance(.seconds(9)))
+    #expect(h.advance(.seconds(2)))
+    #expect(RawFrames.goAway(h.written) == NGHTTP2_NO_ERROR.rawValue)
+  }
+
+  @Test("a body that stops arriving gets 408 on its stream at the body timeout; the connection stays")
+  func stalledBody() throws {
+    let h = try Harness()
+    let posted = h.client.request("POST", "/form", body: [UInt8](repeating: 1, count: 50_000))
+    // The head and the first two DATA frames arrive; the rest never does.
+    let frames = h.clientFrames()
+    let data = frames.indices.filter { frames[$0][3] == 0x00 }
+    guard data.count >= 2 else {
+      Issue.record("expected DATA frames")
+      return
+    }
+    h.send(frames[0..<data[0]].flatMap { $0 } + frames[data[0]])
+    #expect(!h.advance(.seconds(4)))
+    h.send(frames[data[1]])  // progress: the body timeout starts again
+    #expect(!h.advance(.seconds(4)))
+    #expect(!h.advance(.seconds(2)), "408 sent, the connection kept")
+    #expect(h.client.answers[posted]?.field(":status") == "408")
+    let stream = h.client.request("GET", "/hello")
+    h.send(h.client.pendingBytes())
+    #expect(h.client.answers[stream]?.field(":status") == "200")
+  }
+
+  @Test(
+    "refusals come on the head, before the body: 404, and 413 for an announced length past the route's",
+    arguments: [("/missing", nil, "404"), ("/small", "50", "413"), ("/form", nil, nil)])
+  func answeredOnTheHead(path: String, length: String?, status: String?) throws {
+    let h = try Harness()
+    let fields = length.map { [("content-length", $0)] } ?? []
+    let body = [UInt8](repeating: 7, count: Int(length ?? "50") ?? 50)
+    // The head alone, then nothing: a refusal cannot have waited for the body.
+    let stream = h.client.request("POST", path, fields: fields, body: body)
+    let frames = h.clientFrames()
+    guard let headers = frames.firstIndex(where: { $0[3] == 0x01 }) else {
+      Issue.record("no HEADERS")
+      return
+    }
+    let step = h.send(frames[0...headers].flatMap { $0 })
+    #expect(step.dispatches.isEmpty)
+    #expect(h.client.answers[stream]?.field(":status") == status)
+    if status != nil {
+      #expect(RawFrames.reset(h.written, stream: UInt32(stream)) == NGHTTP2_NO_ERROR.rawValue)
+    }
+  }
+}
