@@ -29,8 +29,8 @@ enum ServeCommand {
       --trusted-proxy IP      a proxy whose X-Forwarded-For is believed for the client address
                               (repeatable; default none)
       --no-access-log         do not write the JSON access log to stdout
-      --http2                 TLS listeners offer ALPN h2 before http/1.1 (HTTP/2; off by default
-                              until its flood defences are in)
+      --no-http2              TLS listeners offer ALPN http/1.1 only (by default they offer h2
+                              first, then http/1.1; --http2 says so explicitly)
       --h2c                   plain listeners also take HTTP/2 with prior knowledge (a connection
                               that opens with the HTTP/2 preface; for a TLS-terminating proxy in
                               front, and tests); never Upgrade: h2c
@@ -77,7 +77,7 @@ enum ServeCommand {
     var certificates: [String] = []
     var keyFiles: [String] = []
     var testRoutes = false
-    var http2 = false
+    var http2 = true
     var shellDirectory = ShellCommand.defaultDestination
     var configFlag: String? = nil
     var databaseFlag: DatabaseLocation? = nil
@@ -119,6 +119,7 @@ enum ServeCommand {
       case "--no-access-log": settings.server.accessLog = false
       case "--h2c": settings.server.http2Cleartext = true
       case "--http2": http2 = true
+      case "--no-http2": http2 = false
       case "--trusted-proxy":
         let text = try value()
         guard SocketAddress(text.contains(":") ? "[\(text)]:1" : "\(text):1") != nil else {

@@ -110,10 +110,10 @@ def tls_pki(tmp_path_factory):
     return test_pki.make(tmp_path_factory.mktemp("pki"), {"server": "IP:127.0.0.1,DNS:localhost"})
 
 
-def test_over_tls_alpn_chooses_h2_with_the_flag_and_http11_without(make_server, tls_pki):
-    """ALPN `h2` when --http2 is given (curl --http2 and nghttp over TLS), HSTS on every answer in
-    staging-like TLS; without the flag, the same client gets HTTP/1.1."""
-    for flags, version in ((["--http2"], "2"), ([], "1.1")):
+def test_over_tls_alpn_chooses_h2_by_default_and_http11_with_no_http2(make_server, tls_pki):
+    """ALPN `h2` by default and with --http2 (curl --http2 and nghttp over TLS), HSTS on every
+    answer in staging-like TLS; with --no-http2, the same client gets HTTP/1.1."""
+    for flags, version in (([], "2"), (["--http2"], "2"), (["--no-http2"], "1.1")):
         server = make_server("--tls-listen", "127.0.0.1:0", "--cert", str(tls_pki / "server.pem"), "--key",
                              str(tls_pki / "server.key"), *flags)
         port = [int(e["address"].rsplit(":", 1)[1]) for e in server.events() if e.get("event") == "listening"][1]
@@ -122,7 +122,7 @@ def test_over_tls_alpn_chooses_h2_with_the_flag_and_http11_without(make_server, 
                              capture_output=True, text=True, timeout=30)
         assert out.stdout.rsplit("\n", 1)[1] == version, out.stdout[-200:]
         assert "strict-transport-security: max-age=63072000; includesubdomains" in out.stdout.lower()
-        if flags:
+        if version == "2":
             streams = subprocess.run(["nghttp", "-nv", f"https://127.0.0.1:{port}/healthz",
                                       f"https://127.0.0.1:{port}/api/client/v1/config"],
                                      capture_output=True, text=True, timeout=30)

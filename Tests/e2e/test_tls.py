@@ -37,15 +37,24 @@ def tls_server(make_server, pki, *flags):
     return server, ports[1]
 
 
-def test_curl_and_python_connect_over_tls_with_alpn_http11(make_server, pki):
-    server, port = tls_server(make_server, pki)
+@pytest.mark.parametrize("flags,offered,chosen,curl_version", [
+    ((), ["h2", "http/1.1"], "h2", "2"),
+    ((), ["http/1.1"], "http/1.1", "2"),
+    (("--no-http2",), ["h2", "http/1.1"], "http/1.1", "1.1"),
+])
+def test_curl_and_python_connect_over_tls_with_alpn(make_server, pki, flags, offered, chosen, curl_version):
+    """ALPN: h2 first by default, http/1.1 for a client that offers only it, and for every client
+    with --no-http2; HTTP/1.1 over TLS keeps pipelining."""
+    server, port = tls_server(make_server, pki, *flags)
     out = subprocess.run(["curl", "-s", "--cacert", str(pki / "ca.pem"), "-w", " %{http_code} %{http_version}",
                           f"https://127.0.0.1:{port}/healthz"], capture_output=True, text=True, timeout=30)
-    assert out.stdout == "ok\n 200 1.1"
+    assert out.stdout == f"ok\n 200 {curl_version}"
     context = ssl.create_default_context(cafile=str(pki / "ca.pem"))
-    context.set_alpn_protocols(["h2", "http/1.1"])
+    context.set_alpn_protocols(offered)
     with socket.create_connection(("127.0.0.1", port)) as raw, context.wrap_socket(raw, server_hostname="localhost") as s:
-        assert s.selected_alpn_protocol() == "http/1.1"
+        assert s.selected_alpn_protocol() == chosen
+        if chosen == "h2":
+            return
         assert s.version() in ("TLSv1.2", "TLSv1.3")
         s.sendall(b"GET /healthz HTTP/1.1\r\nHost: a\r\n\r\nGET /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
         data = b""
@@ -403,7 +412,7 @@ def test_alpn_without_a_protocol_spoken_here_is_refused_with_no_application_prot
     with socket.create_connection(("127.0.0.1", port)) as raw:
         with pytest.raises(ssl.SSLError, match="alert no application protocol"):
             context.wrap_socket(raw, server_hostname="localhost")
-    result = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{port}", "-alpn", "h2,spdy/3"],
+    result = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{port}", "-alpn", "spdy/3,h3"],
                             input="", capture_output=True, text=True, timeout=30)
     assert "no application protocol" in result.stderr
     plain = ssl.create_default_context(cafile=str(pki / "ca.pem"))
