@@ -1,4 +1,5 @@
 import CNGHTTP2
+import Glibc
 
 /// The HTTP/2 side of one connection (RFC 9113), through libnghttp2: the framing, HPACK, stream
 /// states and flow control are the library's; this type turns streams into `Request`s — a head as
@@ -58,12 +59,16 @@ final class HTTP2Session {
     case overBudget(Int32, Request)
   }
 
-  /// A stream being read: its head fields and its body so far.
-  private struct Incoming {
-    var method: String?
-    var path: String?
-    var authority: String?
-    var fields: [(String, String)] = []
+  /// A stream being read: its head (every name and value laid out in one buffer, as HTTP/1's
+  /// parser does, so no string is made for a field nobody reads) and its body so far. A class, so
+  /// the callbacks change it in place.
+  private final class Incoming {
+    var bytes: [UInt8] = []
+    var fields: [HTTPFields.Field] = []
+    var method: HTTPMethod?
+    var target: Range<Int>?
+    var authority: Range<Int>?
+    var hasHost = false
     var body: [UInt8] = []
     /// Header-list bytes so far (RFC 9113 §6.5.2), and regular fields.
     var fieldBytes = 0
@@ -75,6 +80,18 @@ final class HTTP2Session {
     /// Whether DATA is dropped (the stream was answered on its head, or refused).
     var discarding = false
     var progressed = false
+
+    init(bodyLimit: Int) {
+      self.bodyLimit = bodyLimit
+      bytes.reserveCapacity(256)
+    }
+
+    /// Appends `count` bytes at `pointer`, lower-cased when `lower`; where they lie.
+    func append(_ pointer: UnsafePointer<UInt8>, _ count: Int) -> Range<Int> {
+      let start = bytes.count
+      bytes.append(contentsOf: UnsafeBufferPointer(start: pointer, count: count))
+      return start..<bytes.count
+    }
   }
 
   /// A response body being sent on a stream, and how far.
@@ -247,7 +264,7 @@ final class HTTP2Session {
     _ stream: Int32, _ name: UnsafePointer<UInt8>, _ nameLength: Int, _ value: UnsafePointer<UInt8>,
     _ valueLength: Int
   ) {
-    guard var entry = incoming[stream], !entry.fieldsTooLarge else { return }
+    guard let entry = incoming[stream], !entry.fieldsTooLarge else { return }
     entry.fieldBytes += nameLength + valueLength + 32
     let pseudo = nameLength > 0 && name[0] == UInt8(ascii: ":")
     if !pseudo { entry.fieldCount += 1 }
@@ -255,26 +272,39 @@ final class HTTP2Session {
     if entry.fieldBytes > settings.maxHeaderListBytes || entry.fieldCount > settings.maxHeaderCount {
       entry.fieldsTooLarge = true
       entry.fields = []
-      incoming[stream] = entry
       return
     }
-    let v = String(decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self)
-    if pseudo {
-      switch String(decoding: UnsafeBufferPointer(start: name, count: nameLength), as: UTF8.self) {
-      case ":method": entry.method = v
-      case ":path": entry.path = v
-      case ":authority": entry.authority = v
-      default: break  // :scheme
-      }
-    } else {
+    guard pseudo else {
+      // The library has checked names (lower case, token characters) and values.
+      let n = entry.append(name, nameLength)
+      let v = entry.append(value, valueLength)
       entry.fields.append(
-        (String(decoding: UnsafeBufferPointer(start: name, count: nameLength), as: UTF8.self), v))
+        .init(
+          nameStart: Int32(n.lowerBound), nameEnd: Int32(n.upperBound), valueStart: Int32(v.lowerBound),
+          valueEnd: Int32(v.upperBound)))
+      if nameLength == 4 && memcmp(name, "host", 4) == 0 { entry.hasHost = true }
+      return
     }
-    incoming[stream] = entry
+    switch (nameLength, name[1]) {
+    case (7, UInt8(ascii: "m")): entry.method = Self.method(value, valueLength)
+    case (5, UInt8(ascii: "p")): entry.target = entry.append(value, valueLength)
+    case (10, UInt8(ascii: "a")): entry.authority = entry.append(value, valueLength)
+    default: break  // :scheme (the library checked the pseudo-fields' names and presence)
+    }
+  }
+
+  /// The method: the common ones without making a string.
+  private static func method(_ value: UnsafePointer<UInt8>, _ length: Int) -> HTTPMethod {
+    switch length {
+    case 3 where memcmp(value, "GET", 3) == 0: .get
+    case 4 where memcmp(value, "HEAD", 4) == 0: .head
+    case 4 where memcmp(value, "POST", 4) == 0: .post
+    default: HTTPMethod(String(decoding: UnsafeBufferPointer(start: value, count: length), as: UTF8.self))
+    }
   }
 
   private func data(_ stream: Int32, _ bytes: UnsafeRawBufferPointer) {
-    guard var entry = incoming[stream], !entry.discarding else { return }
+    guard let entry = incoming[stream], !entry.discarding else { return }
     if !entry.progressed {
       entry.progressed = true
       progressed.append(stream)
@@ -282,7 +312,6 @@ final class HTTP2Session {
     guard entry.body.count + bytes.count <= entry.bodyLimit else {
       entry.discarding = true
       entry.body = []
-      incoming[stream] = entry
       events.append(.bodyTooLarge(stream, request(entry)))
       return
     }
@@ -290,14 +319,12 @@ final class HTTP2Session {
       guard budget.reserve(bytes.count) else {
         entry.discarding = true
         entry.body = []
-        incoming[stream] = entry
         events.append(.overBudget(stream, request(entry)))
         return
       }
       reserved[stream, default: 0] += bytes.count
     }
     entry.body.append(contentsOf: bytes)
-    incoming[stream] = entry
   }
 
   private func frameReceived(_ frame: nghttp2_frame) {
@@ -316,14 +343,12 @@ final class HTTP2Session {
     case Int(NGHTTP2_HEADERS.rawValue):
       openHeaderBlock = nil
       let stream = frame.hd.stream_id
-      guard frame.headers.cat == NGHTTP2_HCAT_REQUEST, var entry = incoming[stream] else { break }
+      guard frame.headers.cat == NGHTTP2_HCAT_REQUEST, let entry = incoming[stream] else { break }
       if entry.fieldsTooLarge {
         entry.discarding = true
-        incoming[stream] = entry
         events.append(.fieldsTooLarge(stream, request(entry)))
       } else if !endStream {
         entry.headFirst = true
-        incoming[stream] = entry
         events.append(.head(stream, request(entry)))
       }
     default:
@@ -335,21 +360,31 @@ final class HTTP2Session {
     complete(frame.hd.stream_id)
   }
 
-  /// The HTTP/1 shape every handler knows (`Host` from `:authority`).
+  /// The HTTP/1 shape every handler knows (`Host` from `:authority`), over the stream's buffer.
   private func request(_ entry: Incoming) -> Request {
     var fields = entry.fields
-    if let authority = entry.authority, !fields.contains(where: { $0.0 == "host" }) {
-      fields.insert(("host", authority), at: 0)
+    if let authority = entry.authority, !entry.hasHost {
+      let name = entry.bytes.count
+      entry.bytes += "host".utf8
+      fields.insert(
+        .init(
+          nameStart: Int32(name), nameEnd: Int32(name + 4), valueStart: Int32(authority.lowerBound),
+          valueEnd: Int32(authority.upperBound)), at: 0)
     }
+    let target = entry.target ?? entry.append("/", 1)
+    let split = Request.splitTarget(entry.bytes[target])
     return Request(
-      method: HTTPMethod(entry.method ?? "GET"), target: entry.path ?? "/", headers: fields, body: entry.body)
+      method: entry.method ?? .get, version: .http11, targetRange: target,
+      queryStart: split.queryStart.map { target.lowerBound + $0 }, path: split.path,
+      headers: HTTPFields(bytes: entry.bytes, fields: fields), body: entry.body, trailers: .empty,
+      keepAlive: true, expectsContinue: false)
   }
 
   /// A stream's request is complete.
   private func complete(_ stream: Int32) {
     answeredEarly.remove(stream)  // the request ended by itself: no reset needed
     guard let entry = incoming.removeValue(forKey: stream), !entry.discarding, entry.method != nil,
-      entry.path != nil
+      entry.target != nil
     else { return }
     events.append(.request(stream, request(entry), headFirst: entry.headFirst))
   }
@@ -427,18 +462,24 @@ final class HTTP2Session {
   func respond(
     stream: Int32, _ response: Response, cacheClass: CacheClass, headOnly: Bool, date: String, hsts: Bool
   ) {
-    var fields: [(String, String)] = [
-      (":status", String(response.status.code)),
-      ("cache-control", cacheClass.applied(to: response.status).cacheControl),
-    ]
-    for (name, value) in response.headers { fields.append((name.lowercased(), value)) }
-    if !response.status.forbidsContent { fields.append(("content-length", String(response.body.count))) }
-    fields.append(("date", date))
-    if hsts { fields.append(("strict-transport-security", "max-age=63072000; includeSubDomains")) }
+    // A prebuilt answer's fields are laid out already; only `date` (and HSTS) are added. Others are
+    // laid out in a reused buffer. nghttp2 copies both before `submit` returns.
+    let prebuilt = response.prebuilt.flatMap { $0.cacheClass == cacheClass ? $0.h2Fields : nil }
+    var own = HTTP2Fields()
+    swap(&own, &scratchFields)
+    own.removeAll()
+    if prebuilt == nil {
+      own.addHead(of: response, cacheClass: cacheClass, contentLength: response.body.count)
+    }
+    own.add("date", date)
+    if hsts { own.add("strict-transport-security", "max-age=63072000; includeSubDomains") }
     let sendsBody = !headOnly && !response.status.forbidsContent && response.body.count > 0
     if sendsBody { outgoing[stream] = Outgoing(body: response.body) }
     if incoming[stream] != nil { answeredEarly.insert(stream) }
-    let result = Self.withFields(fields) { nva, count in
+    var pairs: [nghttp2_nv] = []
+    swap(&pairs, &scratchPairs)
+    pairs.removeAll(keepingCapacity: true)
+    let result = HTTP2Fields.withPairs(prebuilt, own, into: &pairs) { nva, count in
       guard sendsBody else { return nghttp2_submit_response(session, stream, nva, count, nil) }
       var provider = nghttp2_data_provider(
         source: nghttp2_data_source(ptr: nil),
@@ -448,11 +489,17 @@ final class HTTP2Session {
         })
       return nghttp2_submit_response(session, stream, nva, count, &provider)
     }
+    scratchFields = own
+    scratchPairs = pairs
     if result != 0 {
       outgoing[stream] = nil
       answeredEarly.remove(stream)
     }
   }
+
+  /// Scratch space of `respond`, kept between answers.
+  private var scratchFields = HTTP2Fields()
+  private var scratchPairs: [nghttp2_nv] = []
 
   /// The data provider: the next part of `stream`'s body. Shared bytes are not copied: the frame
   /// goes out through `sendData`; others are copied into the library's frame buffer.
@@ -538,34 +585,6 @@ final class HTTP2Session {
       NGHTTP2_NO_ERROR.rawValue, nil, 0)
   }
 
-  /// Calls `body` with `fields` as nghttp2 name/value pairs, laid out in one buffer that lives
-  /// for the call (nghttp2 copies them).
-  private static func withFields(
-    _ fields: [(String, String)], _ body: (UnsafePointer<nghttp2_nv>, Int) -> Int32
-  ) -> Int32 {
-    var bytes: [UInt8] = []
-    var spans: [(name: Int, nameLength: Int, value: Int, valueLength: Int)] = []
-    for (name, value) in fields {
-      let nameStart = bytes.count
-      bytes += name.utf8
-      let valueStart = bytes.count
-      bytes += value.utf8
-      spans.append((nameStart, valueStart - nameStart, valueStart, bytes.count - valueStart))
-    }
-    bytes.append(0)  // never empty, so the buffer has an address
-    return bytes.withUnsafeMutableBufferPointer { raw in
-      guard let base = raw.baseAddress else { return Int32(NGHTTP2_ERR_NOMEM.rawValue) }
-      let nva = spans.map {
-        nghttp2_nv(
-          name: base + $0.name, value: base + $0.value, namelen: $0.nameLength, valuelen: $0.valueLength,
-          flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
-      }
-      return nva.withUnsafeBufferPointer { pairs in
-        guard let first = pairs.baseAddress else { return Int32(NGHTTP2_ERR_NOMEM.rawValue) }
-        return body(first, pairs.count)
-      }
-    }
-  }
 }
 
 extension HTTP2Session.Event {

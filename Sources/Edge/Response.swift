@@ -127,6 +127,9 @@ public final class PrebuiltResponse: Sendable {
   /// Status line and header lines (each ending in CRLF), without Date/Connection/blank line.
   let head: SharedBytes
   let body: SharedBytes
+  /// The same over HTTP/2: `:status`, `cache-control`, the own fields (names lower-cased) and
+  /// `content-length`, laid out for nghttp2 (`HTTP2Fields`), without `date`.
+  let h2Fields: HTTP2Fields
 
   /// Prebuilds `response` as a route of `cacheClass` serves it.
   public init(_ response: Response, cacheClass: CacheClass) {
@@ -140,6 +143,9 @@ public final class PrebuiltResponse: Sendable {
       to: &head)
     self.head = SharedBytes(head)
     self.body = SharedBytes(bodyBytes)
+    var fields = HTTP2Fields()
+    fields.addHead(of: response, cacheClass: cacheClass, contentLength: bodyBytes.count)
+    h2Fields = fields
   }
 
   /// The response, to return from a handler.
