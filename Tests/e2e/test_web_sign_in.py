@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from edge import Server, binary
+from edge import Server, binary, exchange
 
 PASSWORD = "a-long-demo-password-42"
 
@@ -37,7 +37,8 @@ def admin_ok(server, *args):
 
 
 class Browser:
-    """A raw-socket HTTP/1.1 client with a cookie jar, speaking as a page on the server's origin."""
+    """A raw-socket HTTP/1.1 client (HTTP/2 in the h2 pass: edge.exchange) with a cookie jar,
+    speaking as a page on the server's origin."""
 
     def __init__(self, server, origin=True):
         self.server = server
@@ -47,22 +48,18 @@ class Browser:
         self.bodies = []
 
     def send(self, method, path, form=None, headers=None, origin=None, cookies=True):
-        client = self.server.connect()
-        lines = [f"{method} {path} HTTP/1.1", f"Host: 127.0.0.1:{self.server.port}", "Connection: close"]
+        lines = [("Host", f"127.0.0.1:{self.server.port}"), ("Connection", "close")]
         chosen = self.origin if origin is None else origin
         if method != "GET" and chosen:
-            lines.append(f"Origin: {chosen}")
+            lines.append(("Origin", chosen))
         if cookies and self.cookies:
-            lines.append("Cookie: " + "; ".join(f"{k}={v}" for k, v in self.cookies.items()))
-        for key, value in (headers or {}).items():
-            lines.append(f"{key}: {value}")
+            lines.append(("Cookie", "; ".join(f"{k}={v}" for k, v in self.cookies.items())))
+        lines += list((headers or {}).items())
         body = b""
         if form is not None:
             body = urlencode(form).encode()
-            lines += ["Content-Type: application/x-www-form-urlencoded", f"Content-Length: {len(body)}"]
-        client.send(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
-        response = client.read_response()
-        client.close()
+            lines += [("Content-Type", "application/x-www-form-urlencoded"), ("Content-Length", str(len(body)))]
+        response = exchange(self.server, method, path, lines, body)
         self.bodies.append(response.raw_head + b"\r\n\r\n" + response.body)
         for key, value in response.headers:
             if key.lower() == "set-cookie":
