@@ -17,21 +17,28 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "sqlite_only(reason): the test needs SQLite itself (opens, corrupts or locks the file, "
         "or passes --data); skipped when BAND_EDGE_E2E_ENGINE=postgres")
+    config.addinivalue_line(
+        "markers", "http1_only(reason): the test is about HTTP/1.1 itself (raw bytes, pipelining, keep-alive, "
+        "framing, Connection headers) or its client speaks only HTTP/1.1; skipped when BAND_EDGE_E2E_PROTOCOL=h2")
 
 
 def pytest_report_header(config):
-    return f"band-edge store engine: {edge.engine()}"
+    return f"band-edge store engine: {edge.engine()}, protocol: {edge.protocol()}"
 
 
 def pytest_collection_modifyitems(config, items):
-    """In the PostgreSQL pass, tests marked sqlite_only are skipped, with their reason."""
-    if edge.engine() != "postgres":
-        return
-    for item in items:
-        marker = item.get_closest_marker("sqlite_only")
-        if marker:
-            reason = marker.args[0] if marker.args else "needs SQLite itself"
-            item.add_marker(pytest.mark.skip(reason=f"SQLite only: {reason}"))
+    """In the PostgreSQL pass, tests marked sqlite_only are skipped, and in the h2 pass those marked
+    http1_only, each with its reason."""
+    for name, on, label, default in (
+            ("sqlite_only", edge.engine() == "postgres", "SQLite only", "needs SQLite itself"),
+            ("http1_only", edge.protocol() == "h2", "HTTP/1.1 only", "about HTTP/1.1 itself")):
+        if not on:
+            continue
+        for item in items:
+            marker = item.get_closest_marker(name)
+            if marker:
+                reason = marker.args[0] if marker.args else default
+                item.add_marker(pytest.mark.skip(reason=f"{label}: {reason}"))
 
 
 def pytest_sessionfinish(session, exitstatus):

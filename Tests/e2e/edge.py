@@ -1,4 +1,5 @@
-"""Helpers for the end-to-end suites: start the real band-edge binary, speak raw HTTP/1.1."""
+"""Helpers for the end-to-end suites: start the real band-edge binary, speak raw HTTP/1.1 (or, with
+BAND_EDGE_E2E_PROTOCOL=h2, send the same requests over HTTP/2: h2client.py)."""
 
 from __future__ import annotations
 
@@ -43,6 +44,17 @@ def engine() -> str:
         raise RuntimeError(f"BAND_EDGE_E2E_ENGINE must be sqlite or postgres, not {chosen!r}")
     if chosen == "postgres" and not os.environ.get("BAND_EDGE_TEST_POSTGRES"):
         raise RuntimeError("BAND_EDGE_E2E_ENGINE=postgres needs BAND_EDGE_TEST_POSTGRES (build/test sets both)")
+    return chosen
+
+
+def protocol() -> str:
+    """The protocol the shared request helpers speak in this run: `BAND_EDGE_E2E_PROTOCOL`, `http1`
+    (the default) or `h2` (every server also takes prior-knowledge h2c, `--h2c`; `fetch`,
+    `exchange` and `KeepAlive` send over HTTP/2). Tests about HTTP/1 itself are marked
+    `http1_only` and skipped in the h2 pass."""
+    chosen = os.environ.get("BAND_EDGE_E2E_PROTOCOL", "http1")
+    if chosen not in ("http1", "h2"):
+        raise RuntimeError(f"BAND_EDGE_E2E_PROTOCOL must be http1 or h2, not {chosen!r}")
     return chosen
 
 
@@ -168,6 +180,8 @@ class Server:
                    *([] if named else self.database_args), *args]
         if test_routes:
             command.append("--test-routes")
+        if protocol() == "h2" and "--h2c" not in command:
+            command.append("--h2c")
         environment = {k: v for k, v in os.environ.items() if not k.startswith("BAND_LICENCE_")}
         environment.update(env or {})
         def limit_files():
@@ -314,9 +328,55 @@ def request(method: str, path: str, headers: dict[str, str] | None = None, body:
 
 
 def fetch(server: "Server", path: str, headers: dict[str, str] | None = None, method: str = "GET") -> Response:
-    """One request on a fresh connection."""
+    """One request on a fresh connection (over h2 in the h2 pass)."""
+    return exchange(server, method, path, [("Host", "127.0.0.1"), *(headers or {}).items()])
+
+
+def exchange(server: "Server", method: str, path: str, headers: list[tuple[str, str]], body: bytes = b"") -> Response:
+    """One request on a fresh connection, its header lines exactly as given (no Host added). In the
+    h2 pass the same fields go out as one HEADERS block (Host as :authority, connection-specific
+    fields dropped as RFC 9113 §8.2.2 requires) and the body as DATA."""
+    if protocol() == "h2":
+        from h2client import H2Connection
+        connection = H2Connection(server.address)
+        try:
+            return connection.request(method, path, headers, body)
+        finally:
+            connection.close()
     client = server.connect()
-    client.send(request(method, path, headers or {}))
+    lines = [f"{method} {path} HTTP/1.1", *(f"{k}: {v}" for k, v in headers)]
+    client.send(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
     response = client.read_response(head_request=method == "HEAD")
     client.close()
     return response
+
+
+class KeepAlive:
+    """One connection kept open for many requests: pipelined HTTP/1.1, or in the h2 pass streams
+    opened together on one HTTP/2 connection. `send` returns the answers in the order asked."""
+
+    def __init__(self, server: "Server"):
+        self.server = server
+        self.h2 = None
+        self.client = None
+        self.reconnect()
+
+    def reconnect(self) -> None:
+        self.close()
+        if protocol() == "h2":
+            from h2client import H2Connection
+            self.h2 = H2Connection(self.server.address)
+        else:
+            self.client = self.server.connect()
+
+    def send(self, *asked: tuple[str, str, dict[str, str]]) -> list[Response]:
+        if self.h2 is not None:
+            return self.h2.requests([(m, p, [("Host", "127.0.0.1"), *h.items()]) for m, p, h in asked])
+        self.client.send(b"".join(request(m, p, h) for m, p, h in asked))
+        return [self.client.read_response(head_request=m == "HEAD") for m, _, _ in asked]
+
+    def close(self) -> None:
+        for connection in (self.h2, self.client):
+            if connection is not None:
+                connection.close()
+        self.h2 = self.client = None

@@ -1,7 +1,7 @@
 """The shell in a real browser: headless Chromium (Debian) driven by selenium, against the real
 binary. Service worker, installability, offline navigation, Cache Storage, accessibility. The suite
 runs twice: over plain HTTP, and over HTTPS with a test CA's certificate trusted by its key
-(Chromium's SPKI allowlist)."""
+(Chromium's SPKI allowlist), where the server offers ALPN h2 (--http2) and Chromium takes it."""
 
 import json
 import os
@@ -70,14 +70,23 @@ def browser(tmp_path, scheme, request):
 
 
 def Server(*args, **kwargs):
-    """The binary under test; in the HTTPS pass with a TLS listener too, and `url` naming it."""
+    """The binary under test; in the HTTPS pass with a TLS listener too (offering h2), and `url` naming it."""
     if TLS_PKI is None:
         return edge.Server(*args, **kwargs)
     server = edge.Server(*args, "--tls-listen", "127.0.0.1:0", "--cert", str(TLS_PKI / "server.pem"), "--key",
-                         str(TLS_PKI / "server.key"), **kwargs)
+                         str(TLS_PKI / "server.key"), "--http2", **kwargs)
     port = [int(e["address"].rsplit(":", 1)[1]) for e in server.events() if e.get("event") == "listening"][1]
     server.url = lambda path: f"https://127.0.0.1:{port}{path}"
     return server
+
+
+def signed_in_over_h2_fails(request, scheme, signs_in=True):
+    """Over HTTPS (h2) Chromium sends each cookie as a `cookie` field of its own (RFC 9113 §8.2.3) and
+    band-edge reads only the first, the CSRF cookie: the session is never seen. Strict, so the fix
+    shows; see test_web_sign_in.py::test_a_cookie_split_into_crumbs_is_one_cookie_list_over_h2."""
+    if scheme == "https" and signs_in:
+        from test_web_sign_in import COOKIE_CRUMBS
+        request.applymarker(pytest.mark.xfail(strict=True, reason=COOKIE_CRUMBS))
 
 
 def wait_for_worker(driver):
@@ -156,6 +165,26 @@ def test_service_worker_activates_and_precaches_exactly_the_list(browser, scheme
         # and the answer was not stored.
         WebDriverWait(browser, 10).until(lambda d: d.find_element(By.ID, "signed-out").is_displayed())
         assert not any("/api/" in p for p in sum(cached_paths(browser).values(), []))
+    finally:
+        server.stop()
+
+
+def test_the_page_and_its_script_came_over_h2_with_tls_and_http11_without(browser, scheme):
+    """Chromium speaks HTTP/2 only over TLS with ALPN: over HTTPS the navigation and the fingerprinted
+    script must say `h2` (Navigation and Resource Timing's nextHopProtocol), over plain HTTP `http/1.1`."""
+    import re
+
+    server = Server()
+    try:
+        browser.get(server.url("/"))
+        WebDriverWait(browser, 10).until(lambda d: d.execute_script("return document.readyState") == "complete")
+        expected = "h2" if scheme == "https" else "http/1.1"
+        navigation = browser.execute_script("return performance.getEntriesByType('navigation')[0].nextHopProtocol")
+        assert navigation == expected
+        resources = browser.execute_script(
+            "return performance.getEntriesByType('resource').map((e) => [new URL(e.name).pathname, e.nextHopProtocol])")
+        scripts = [protocol for path, protocol in resources if re.fullmatch(r"/app\.[0-9a-f]{8}\.js", path)]
+        assert scripts == [expected], resources
     finally:
         server.stop()
 
@@ -243,7 +272,8 @@ def test_staging_is_visibly_different_from_production(browser, tmp_path, environ
         server.stop()
 
 
-def test_sign_in_through_the_form_sign_out_and_nothing_private_is_cached(browser):
+def test_sign_in_through_the_form_sign_out_and_nothing_private_is_cached(browser, scheme, request):
+    signed_in_over_h2_fails(request, scheme)
     from test_web_sign_in import PASSWORD, add_account
 
     server = Server()
@@ -285,7 +315,8 @@ def test_sign_in_through_the_form_sign_out_and_nothing_private_is_cached(browser
 
 
 @pytest.mark.parametrize("path", ["/sign-in", "/account", "/account/delete"])
-def test_server_rendered_pages_are_accessible(browser, path):
+def test_server_rendered_pages_are_accessible(browser, scheme, request, path):
+    signed_in_over_h2_fails(request, scheme, signs_in=path != "/sign-in")
     from test_web_sign_in import PASSWORD, add_account
 
     server = Server()
@@ -321,7 +352,8 @@ def sign_in(browser, server):
     WebDriverWait(browser, 10).until(lambda d: d.current_url.endswith("/"))
 
 
-def test_a_signed_in_person_never_sees_the_signed_out_view(browser):
+def test_a_signed_in_person_never_sees_the_signed_out_view(browser, scheme, request):
+    signed_in_over_h2_fails(request, scheme)
     server = Server()
     try:
         sign_in(browser, server)

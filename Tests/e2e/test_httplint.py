@@ -1,10 +1,11 @@
-"""httplint (PyPI) reads every kind of shell response as received and must find nothing BAD."""
+"""httplint (PyPI) reads every kind of shell response as received and must find nothing BAD. In the
+h2 pass it reads the HTTP/2 answer's fields as received, written out as a head (h2client.py)."""
 
 import json
 import subprocess
 
 import pytest
-from edge import built_shell, request
+from edge import KeepAlive, built_shell, fetch
 
 
 def shell_paths():
@@ -28,19 +29,16 @@ def lint(raw: bytes) -> str:
 @pytest.mark.parametrize("name,path", CASES, ids=[c[0] for c in CASES])
 @pytest.mark.parametrize("encoding", ["br, gzip", None])
 def test_no_bad_notes(server, name, path, encoding):
-    client = server.connect()
-    client.send(request("GET", path, {"Accept-Encoding": encoding} if encoding else {}))
-    response = client.read_response()
+    response = fetch(server, path, {"Accept-Encoding": encoding} if encoding else {})
     report = lint(response.raw_head + b"\r\n\r\n" + response.body)
     assert "[BAD]" not in report, report
 
 
 def test_no_bad_notes_on_a_304(server):
-    client = server.connect()
-    client.send(request("GET", "/", {"Accept-Encoding": "br"}))
-    etag = client.read_response().header("etag")
-    client.send(request("GET", "/", {"Accept-Encoding": "br", "If-None-Match": etag}))
-    response = client.read_response()
+    client = KeepAlive(server)
+    (first,) = client.send(("GET", "/", {"Accept-Encoding": "br"}))
+    (response,) = client.send(("GET", "/", {"Accept-Encoding": "br", "If-None-Match": first.header("etag")}))
+    client.close()
     assert response.status == 304
     report = lint(response.raw_head + b"\r\n\r\n")
     assert "[BAD]" not in report, report
@@ -55,9 +53,7 @@ def test_no_bad_notes_on_link_files_and_config(tmp_path, path):
     server = Server("--config", str(config("production", tmp_path)), test_routes=False,
                     env={"BAND_LICENCE_ENV": "production"})
     try:
-        client = server.connect()
-        client.send(request("GET", path))
-        response = client.read_response()
+        response = fetch(server, path)
         assert response.status == 200
         report = lint(response.raw_head + b"\r\n\r\n" + response.body)
         assert "[BAD]" not in report, report

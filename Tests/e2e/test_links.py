@@ -8,7 +8,7 @@ import threading
 import time
 
 import pytest
-from edge import ROOT, Server, binary, fetch, request
+from edge import ROOT, KeepAlive, Server, binary, fetch
 
 FINGERPRINT = "14:6D:E9:83:C5:73:06:50:D8:EE:B9:95:2F:34:FC:64:16:A0:83:42:E6:1D:BE:A8:8A:04:96:B2:3F:CF:44:E5"
 FINGERPRINT_2 = "5A:0B:31:C2:9E:44:7D:18:E6:A3:02:BF:71:9C:D4:28:63:F0:0E:85:3B:C7:49:1A:AE:52:D6:0F:97:6B:E1:34"
@@ -175,21 +175,21 @@ def test_reload_under_load_swaps_atomically_and_refuses_an_invalid_file(tmp_path
     stop = threading.Event()
 
     def load():
-        client = server.connect()
+        client = KeepAlive(server)
         while not stop.is_set() or count[0] < 2000:
             try:
-                client.send(request("GET", "/api/client/v1/config"))
-                response = client.read_response()
+                (response,) = client.send(("GET", "/api/client/v1/config", {}))
                 if response.status != 200:
                     failures.append(response.status)
                 else:
                     labels.append(json.loads(response.body)["deployment"]["label"])
             except Exception as error:  # noqa: BLE001
                 failures.append(repr(error))
-                client = server.connect()
+                client.reconnect()
             count[0] += 1
             if count[0] > 200000:
                 break
+        client.close()
 
     worker = threading.Thread(target=load)
     worker.start()

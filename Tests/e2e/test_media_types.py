@@ -5,8 +5,17 @@ import re
 
 import pytest
 
+from edge import exchange
 from test_native_handoff import App, post_json
 from test_web_sign_in import PASSWORD, Browser, add_account
+
+
+def post_form(server, browser, content_type, body):
+    """POST /sign-in with the browser's cookies and this Content-Type, exactly as written."""
+    cookies = "; ".join(f"{k}={v}" for k, v in browser.cookies.items())
+    return exchange(server, "POST", "/sign-in", [
+        ("Host", f"127.0.0.1:{server.port}"), ("Connection", "close"), ("Origin", f"http://127.0.0.1:{server.port}"),
+        ("Cookie", cookies), ("Content-Type", content_type), ("Content-Length", str(len(body)))], body)
 
 
 @pytest.mark.parametrize("content_type", [
@@ -21,12 +30,8 @@ def test_sign_in_form_accepts_every_spelling_of_its_media_type(make_server, cont
     csrf = re.search(rb'name="csrf" value="([^"]+)"', page.body).group(1).decode()
     from urllib.parse import urlencode
     body = urlencode({"csrf": csrf, "email": "ada@example.test", "password": PASSWORD}).encode()
-    client = server.connect()
-    cookies = "; ".join(f"{k}={v}" for k, v in browser.cookies.items())
-    client.send((f"POST /sign-in HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nConnection: close\r\n"
-                 f"Origin: http://127.0.0.1:{server.port}\r\nCookie: {cookies}\r\n"
-                 f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body)
-    assert client.read_response().status == 303
+    answer = post_form(server, browser, content_type, body)
+    assert answer.status == 303
 
 
 @pytest.mark.parametrize("content_type,status", [
@@ -54,11 +59,6 @@ def test_a_form_in_another_encoding_gets_415_and_a_page_that_says_so(make_server
     page = browser.send("GET", "/sign-in")
     csrf = re.search(rb'name="csrf" value="([^"]+)"', page.body).group(1).decode()
     body = f"csrf={csrf}&email=ada%40example.test&password=x".encode()
-    client = server.connect()
-    cookies = "; ".join(f"{k}={v}" for k, v in browser.cookies.items())
-    client.send((f"POST /sign-in HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nConnection: close\r\n"
-                 f"Origin: http://127.0.0.1:{server.port}\r\nCookie: {cookies}\r\n"
-                 f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body)
-    answer = client.read_response()
+    answer = post_form(server, browser, content_type, body)
     assert answer.status == 415
     assert answer.header("content-type") == "text/html; charset=utf-8" and b"URL-encoded UTF-8" in answer.body

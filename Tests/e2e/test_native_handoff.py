@@ -12,7 +12,7 @@ import pytest
 from authlib.common.security import generate_token
 from authlib.oauth2.rfc7636 import create_s256_code_challenge
 
-from edge import Server
+from edge import Server, exchange
 from test_web_sign_in import PASSWORD, Browser, add_account
 
 DEV_ORIGIN = "http://127.0.0.1:8080"  # config/development.json: the callback is built from it
@@ -47,15 +47,10 @@ class App:
 
 
 def post_json(server, path, body, headers=None, content_type="application/json"):
-    client = server.connect()
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    lines = [f"POST {path} HTTP/1.1", f"Host: 127.0.0.1:{server.port}", "Connection: close",
-             f"Content-Type: {content_type}", f"Content-Length: {len(data)}"]
-    lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
-    client.send(("\r\n".join(lines) + "\r\n\r\n").encode() + data)
-    response = client.read_response()
-    client.close()
-    return response
+    lines = [("Host", f"127.0.0.1:{server.port}"), ("Connection", "close"), ("Content-Type", content_type),
+             ("Content-Length", str(len(data))), *(headers or {}).items()]
+    return exchange(server, "POST", path, lines, data)
 
 
 def sign_in_through_the_browser(server, app, email="ada@example.test", password=PASSWORD):
@@ -103,12 +98,8 @@ def test_the_full_handoff(server):
 
 
 def fetch_session(server, token):
-    client = server.connect()
-    client.send(f"GET /api/client/v1/session HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer {token}\r\n"
-                "Connection: close\r\n\r\n")
-    response = client.read_response()
-    client.close()
-    return response
+    return exchange(server, "GET", "/api/client/v1/session",
+                    [("Host", "a"), ("Authorization", f"Bearer {token}"), ("Connection", "close")])
 
 
 REFUSALS = {

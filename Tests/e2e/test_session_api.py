@@ -10,7 +10,7 @@ import os
 import threading
 import time
 
-from edge import Server, engine, fetch
+from edge import KeepAlive, Server, engine, fetch
 
 
 def add_session(server, email, schools=()):
@@ -71,12 +71,12 @@ def test_concurrent_reads_on_the_pool():
         failures = []
 
         def reader():
-            client = server.connect()
+            client = KeepAlive(server)
             for _ in range(100):
-                client.send(f"GET /api/client/v1/session HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer {token}\r\n\r\n")
-                response = client.read_response()
+                (response,) = client.send(("GET", "/api/client/v1/session", {"Authorization": f"Bearer {token}"}))
                 if response.status != 200:
                     failures.append(response.status)
+            client.close()
 
         threads = [threading.Thread(target=reader) for _ in range(8)]
         for t in threads:
@@ -103,12 +103,11 @@ def test_many_people_at_once_each_read_their_own_session():
         wrong = []
 
         def reader(token):
-            client = server.connect()
-            request = f"GET /api/client/v1/session HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer {token}\r\n\r\n"
+            client = KeepAlive(server)
+            request = ("GET", "/api/client/v1/session", {"Authorization": f"Bearer {token}"})
             for _ in range(40):
-                client.send(request * 3)  # pipelined: the queue fills while the worker reads
-                for _ in range(3):
-                    response = client.read_response()
+                # Pipelined (or three streams at once over h2): the queue fills while the worker reads.
+                for response in client.send(request, request, request):
                     if people[token] is None:
                         ok = response.status == 401
                     else:
@@ -118,6 +117,7 @@ def test_many_people_at_once_each_read_their_own_session():
                             s["slug"] for s in body["schools"]] == [school]
                     if not ok:
                         wrong.append((token[:6], response.status))
+            client.close()
 
         threads = [threading.Thread(target=reader, args=(token,)) for token in people]
         for t in threads:

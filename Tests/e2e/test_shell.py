@@ -11,7 +11,7 @@ from pathlib import Path
 
 import brotli
 import pytest
-from edge import ROOT, Server, binary, built_shell, fetch, request
+from edge import ROOT, Server, binary, built_shell, fetch, protocol
 
 ENCODINGS = [None, "", "br, gzip", "gzip, br", "gzip", "br;q=0.5, gzip;q=1", "br;q=0, gzip", "gzip;q=0",
              "gzip, identity;q=0", "*;q=0, identity", "*"]
@@ -33,6 +33,18 @@ def decode(response):
         return gzip.decompress(response.body)
     assert coding is None
     return response.body
+
+
+def test_the_helpers_speak_the_protocol_of_this_run(server):
+    """fetch goes over HTTP/2 in the h2 pass (no reason phrase, lower-case names, RFC 9113 §8.3.2 and
+    §8.2.1) and over HTTP/1.1 otherwise, so a pass that silently fell back to HTTP/1.1 fails here."""
+    response = fetch(server, "/healthz")
+    assert response.status == 200
+    if protocol() == "h2":
+        assert response.reason == "" and response.raw_head.startswith(b"HTTP/2 200")
+        assert all(name == name.lower() for name, _ in response.headers)
+    else:
+        assert response.reason == "OK" and response.raw_head.startswith(b"HTTP/1.1 200 OK")
 
 
 def test_every_precompressed_file_decodes_to_the_original_for_every_accept_encoding(server):
@@ -121,7 +133,7 @@ def test_head_matches_get_without_the_body(server):
     for path in ("/", "/sw.js", manifest()["precache"][-1]):
         got = fetch(server, path, {"Accept-Encoding": "br"})
         head = fetch(server, path, {"Accept-Encoding": "br"}, method="HEAD")
-        strip = lambda r: [(k, v) for k, v in r.headers if k != "Date"]  # noqa: E731
+        strip = lambda r: [(k, v) for k, v in r.headers if k.lower() != "date"]  # noqa: E731
         assert strip(head) == strip(got), path
 
 
