@@ -69,6 +69,8 @@ final class HTTP2Session {
     var target: Range<Int>?
     var authority: Range<Int>?
     var hasHost = false
+    /// `cookie` fields seen: a client may split the cookie list into one field per cookie.
+    var cookies = 0
     var body: [UInt8] = []
     /// Header-list bytes so far (RFC 9113 §6.5.2), and regular fields.
     var fieldBytes = 0
@@ -283,6 +285,7 @@ final class HTTP2Session {
           nameStart: Int32(n.lowerBound), nameEnd: Int32(n.upperBound), valueStart: Int32(v.lowerBound),
           valueEnd: Int32(v.upperBound)))
       if nameLength == 4 && memcmp(name, "host", 4) == 0 { entry.hasHost = true }
+      if nameLength == 6 && memcmp(name, "cookie", 6) == 0 { entry.cookies += 1 }
       return
     }
     switch (nameLength, name[1]) {
@@ -363,6 +366,30 @@ final class HTTP2Session {
   /// The HTTP/1 shape every handler knows (`Host` from `:authority`), over the stream's buffer.
   private func request(_ entry: Incoming) -> Request {
     var fields = entry.fields
+    if entry.cookies > 1 {
+      // RFC 9113 §8.2.3: cookie crumbs are joined with "; " into one field, as HTTP/1 carries it.
+      let isCookie = { (f: HTTPFields.Field) in
+        f.nameEnd - f.nameStart == 6
+          && entry.bytes[Int(f.nameStart)..<Int(f.nameEnd)].elementsEqual("cookie".utf8)
+      }
+      let crumbs = fields.filter(isCookie)
+      let name = entry.bytes.count
+      entry.bytes += "cookie".utf8
+      let value = entry.bytes.count
+      for (i, crumb) in crumbs.enumerated() {
+        if i > 0 { entry.bytes += "; ".utf8 }
+        let crumbValue = Array(entry.bytes[Int(crumb.valueStart)..<Int(crumb.valueEnd)])
+        entry.bytes += crumbValue
+      }
+      let at = fields.firstIndex(where: isCookie) ?? fields.count
+      fields.removeAll(where: isCookie)
+      fields.insert(
+        .init(
+          nameStart: Int32(name), nameEnd: Int32(value), valueStart: Int32(value),
+          valueEnd: Int32(entry.bytes.count)), at: min(at, fields.count))
+      entry.cookies = 1
+      entry.fields = fields
+    }
     if let authority = entry.authority, !entry.hasHost {
       let name = entry.bytes.count
       entry.bytes += "host".utf8

@@ -151,6 +151,22 @@ struct HTTP2DefenceTests {
     #expect(server.takeArrived().count == (flood ? 0 : 1))
   }
 
+  @Test(
+    "cookie crumbs (one field per cookie, RFC 9113 §8.2.3) reach handlers as one Cookie field",
+    arguments: [
+      ([("cookie", "a=1"), ("x-other", "y"), ("cookie", "b=2"), ("cookie", "c=3")], "a=1; b=2; c=3"),
+      ([("cookie", "a=1; b=2")], "a=1; b=2"),
+    ])
+  func cookieCrumbs(fields: [(String, String)], expected: String) {
+    let server = HTTP2Session(maxBodyBytes: 1000)
+    let client = H2TestClient()
+    _ = client.request("GET", "/account", fields: fields)
+    client.exchange(with: server)
+    let arrived = server.takeArrived()
+    #expect(arrived.first?.request.headers.values("cookie") == [expected])
+    #expect(arrived.first?.request.headers["x-other"] == (fields.count > 1 ? "y" : nil))
+  }
+
   @Test("a header block's bytes are bounded by the header limit, whatever its frames")
   func blockBytes() {
     var settings = HTTP2Session.Settings()

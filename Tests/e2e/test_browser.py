@@ -80,15 +80,6 @@ def Server(*args, **kwargs):
     return server
 
 
-def signed_in_over_h2_fails(request, scheme, signs_in=True):
-    """Over HTTPS (h2) Chromium sends each cookie as a `cookie` field of its own (RFC 9113 §8.2.3) and
-    band-edge reads only the first, the CSRF cookie: the session is never seen. Strict, so the fix
-    shows; see test_web_sign_in.py::test_a_cookie_split_into_crumbs_is_one_cookie_list_over_h2."""
-    if scheme == "https" and signs_in:
-        from test_web_sign_in import COOKIE_CRUMBS
-        request.applymarker(pytest.mark.xfail(strict=True, reason=COOKIE_CRUMBS))
-
-
 def wait_for_worker(driver):
     """Resolves once the page is controlled by an activated service worker."""
     state = driver.execute_async_script("""
@@ -272,8 +263,7 @@ def test_staging_is_visibly_different_from_production(browser, tmp_path, environ
         server.stop()
 
 
-def test_sign_in_through_the_form_sign_out_and_nothing_private_is_cached(browser, scheme, request):
-    signed_in_over_h2_fails(request, scheme)
+def test_sign_in_through_the_form_sign_out_and_nothing_private_is_cached(browser):
     from test_web_sign_in import PASSWORD, add_account
 
     server = Server()
@@ -315,8 +305,7 @@ def test_sign_in_through_the_form_sign_out_and_nothing_private_is_cached(browser
 
 
 @pytest.mark.parametrize("path", ["/sign-in", "/account", "/account/delete"])
-def test_server_rendered_pages_are_accessible(browser, scheme, request, path):
-    signed_in_over_h2_fails(request, scheme, signs_in=path != "/sign-in")
+def test_server_rendered_pages_are_accessible(browser, path):
     from test_web_sign_in import PASSWORD, add_account
 
     server = Server()
@@ -352,8 +341,7 @@ def sign_in(browser, server):
     WebDriverWait(browser, 10).until(lambda d: d.current_url.endswith("/"))
 
 
-def test_a_signed_in_person_never_sees_the_signed_out_view(browser, scheme, request):
-    signed_in_over_h2_fails(request, scheme)
+def test_a_signed_in_person_never_sees_the_signed_out_view(browser):
     server = Server()
     try:
         sign_in(browser, server)

@@ -96,12 +96,6 @@ def web(make_server):
     return server
 
 
-COOKIE_CRUMBS = ("band-edge reads only the first `cookie` field of an HTTP/2 request; RFC 9113 §8.2.3 lets a "
-                 "client split Cookie into crumbs (Chromium's HPACK encoder does) and the server must join them "
-                 "with '; ': crumbs csrf, session, device -> 401 over h2 where one field gets 200")
-
-
-@pytest.mark.xfail(protocol() == "h2", strict=True, reason=COOKIE_CRUMBS)
 def test_a_cookie_split_into_crumbs_is_one_cookie_list_over_h2(web):
     """What Chromium sends over h2: one `cookie` field per cookie. The session is read from the
     second crumb as from a single joined field (HTTP/1.1 allows one Cookie line only, so the h1
