@@ -314,7 +314,7 @@ final class EventLoop {
           connection.protocolChosen = true
           connection.h2 = HTTP2Connection(
             clock: clock, limits: limits, client: connection.machine.client, secure: true,
-            budget: budget)
+            dispatcher: context.dispatcher, budget: budget)
         } else if connection.transport is TLSTransport {
           connection.protocolChosen = true
         }
@@ -407,7 +407,7 @@ final class EventLoop {
       if http2Cleartext && Self.opensWithPreface(bytes) {
         connection.h2 = HTTP2Connection(
           clock: clock, limits: limits, client: connection.machine.client, secure: false,
-          budget: budget)
+          dispatcher: context.dispatcher, budget: budget)
       }
     }
     guard let h2 = connection.h2 else {
@@ -542,6 +542,16 @@ final class EventLoop {
         context.router = snapshot.router
         if let next = snapshot.tls { tls = next }
         if context.httpsRedirect != nil { context.httpsRedirect = snapshot.httpsRedirect }
+        // HTTP/2 connections live long: each is told to go (GOAWAY), finishes its streams on the
+        // snapshot it began with, and its client comes back on a new connection, under this one.
+        for case let connection? in connections {
+          guard let h2 = connection.h2 else { continue }
+          if h2.drain() {
+            closeConnection(connection)
+          } else {
+            pump(connection)
+          }
+        }
       case .drain:
         startDraining()
       }

@@ -42,6 +42,10 @@ final class HTTP2Connection<Clock: EdgeClock> {
 
   let session: HTTP2Session
   var output = OutputQueue()
+  /// The routes and listener policy of the snapshot the connection was opened under: a reload
+  /// sends the connection GOAWAY (`drain`) and its last streams finish on this one; the client
+  /// opens a new connection for the next.
+  private let dispatcher: Dispatcher
   private let clock: Clock
   private let limits: Limits
   private let client: String
@@ -57,8 +61,12 @@ final class HTTP2Connection<Clock: EdgeClock> {
   private var answerQueued = false
 
   /// A connection whose peer sent the HTTP/2 connection preface (h2c) or chose `h2` by ALPN.
-  init(clock: Clock, limits: Limits, client: String, secure: Bool, budget: RequestBudget? = nil) {
+  init(
+    clock: Clock, limits: Limits, client: String, secure: Bool, dispatcher: Dispatcher,
+    budget: RequestBudget? = nil
+  ) {
     self.clock = clock
+    self.dispatcher = dispatcher
     self.limits = limits
     self.client = client
     self.secure = secure
@@ -137,7 +145,7 @@ final class HTTP2Connection<Clock: EdgeClock> {
       let response =
         policy?.tooLarge
         ?? Dispatcher.refusal(
-          .contentTooLarge, request, "The request body is too large.", page: context.router.errorPage)
+          .contentTooLarge, request, "The request body is too large.", page: dispatcher.router.errorPage)
       answer(stream, response, cacheClass: .private, request: request, started: now, context: &context)
       return nil
     case .overBudget(let stream, let request):
@@ -145,25 +153,23 @@ final class HTTP2Connection<Clock: EdgeClock> {
       let response = Dispatcher.refusal(
         .serviceUnavailable, request, "The server is busy; try again shortly.",
         headers: [("Retry-After", "1")],
-        page: context.router.errorPage)
+        page: dispatcher.router.errorPage)
       answer(stream, response, cacheClass: .private, request: request, started: now, context: &context)
       return nil
     case .fieldsTooLarge(let stream, let request):
       routed[stream] = nil
       let response = Dispatcher.refusal(
         .requestHeaderFieldsTooLarge, request, "The header fields are too large.",
-        page: context.router.errorPage)
+        page: dispatcher.router.errorPage)
       answer(stream, response, cacheClass: .private, request: request, started: now, context: &context)
       return nil
     }
   }
 
   /// What the dispatcher makes of `request`'s head.
-  private func decision(_ request: Request, bodyLength: Int?, context: ConnectionContext)
-    -> Dispatcher.Decision
-  {
+  private func decision(_ request: Request, bodyLength: Int?) -> Dispatcher.Decision {
     let path = request.path
-    return context.dispatcher.decide(
+    return dispatcher.decide(
       method: request.method, path: path, target: { path + (request.query.map { "?" + $0 } ?? "") },
       secure: secure, bodyLength: bodyLength, fields: RequestHeadFields(fields: request.headers))
   }
@@ -173,7 +179,7 @@ final class HTTP2Connection<Clock: EdgeClock> {
   {
     // nghttp2 has checked that a content-length is a number the DATA frames will match.
     let announced = request.headers.combined("content-length").flatMap { Int($0) }
-    switch decision(request, bodyLength: announced, context: context) {
+    switch decision(request, bodyLength: announced) {
     case .answer(let response, let cacheClass, let headOnly):
       session.discardBody(stream)
       answer(
@@ -194,7 +200,7 @@ final class HTTP2Connection<Clock: EdgeClock> {
   private func decideWhole(
     _ stream: Int32, _ request: Request, now: Instant, context: inout ConnectionContext
   ) -> ConnectionMachine<Clock>.Dispatch? {
-    switch decision(request, bodyLength: request.body.count, context: context) {
+    switch decision(request, bodyLength: request.body.count) {
     case .answer(let response, let cacheClass, let headOnly):
       answer(
         stream, response, cacheClass: cacheClass, request: request, headOnly: headOnly, started: now,
@@ -214,7 +220,7 @@ final class HTTP2Connection<Clock: EdgeClock> {
     _ stream: Int32, _ request: Request, _ route: Route, headOnly: Bool, started: Instant,
     context: inout ConnectionContext
   ) -> ConnectionMachine<Clock>.Dispatch? {
-    switch context.dispatcher.action(route, request) {
+    switch dispatcher.action(route, request) {
     case .answer(let response), .hold(let response, _):
       // A held refusal is answered at once on HTTP/2: the stream, not the connection, waits.
       answer(
@@ -300,7 +306,7 @@ final class HTTP2Connection<Clock: EdgeClock> {
       session.discardBody(stream)
       let response = Dispatcher.refusal(
         .requestTimeout, waiting.head, "The request body did not arrive in time.",
-        page: context.router.errorPage)
+        page: dispatcher.router.errorPage)
       answer(stream, response, cacheClass: .private, request: waiting.head, started: now, context: &context)
     }
     if now >= headerBlockDeadline || (isIdle && now >= idleDeadline) {
@@ -312,7 +318,8 @@ final class HTTP2Connection<Clock: EdgeClock> {
     return output.isEmpty && (session.failed || session.finished)
   }
 
-  /// The server is stopping: GOAWAY with the last stream, let the streams in flight finish.
+  /// The server is stopping, or its configuration was reloaded: GOAWAY with the last stream, let
+  /// the streams in flight finish, then close.
   func drain() -> Bool {
     draining = true
     session.drain()

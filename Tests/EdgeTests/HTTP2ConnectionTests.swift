@@ -29,7 +29,8 @@ struct HTTP2ConnectionTests {
         },
       ])
       context = ConnectionContext(router: router, log: AccessLog(enabled: false))
-      connection = HTTP2Connection(clock: clock, limits: limits, client: "127.0.0.1", secure: false)
+      connection = HTTP2Connection(
+        clock: clock, limits: limits, client: "127.0.0.1", secure: false, dispatcher: context.dispatcher)
       send(client.pendingBytes())
     }
 

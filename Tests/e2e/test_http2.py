@@ -217,3 +217,26 @@ def test_rapid_reset_100000_pairs_end_in_goaway_and_other_connections_are_served
         assert curl2(s, "/healthz")[1] == 200
     finally:
         s.stop()
+
+
+def test_a_reload_sends_open_h2_connections_goaway_and_their_streams_finish():
+    """A reload (SIGHUP) tells every open HTTP/2 connection to go (GOAWAY NO_ERROR with its last
+    stream) so that its client comes back under the new snapshot; a stream opened before it is
+    still answered, then the connection closes. HTTP/1 connections are not touched."""
+    s = Server("--h2c")
+    try:
+        client = s.connect(timeout=10)
+        client.send(PREFACE)
+        client.send(frame(0x01, flags=0x05, stream=1, payload=bytes([0x82, 0x86, 0x84, 0x01, 0x01, 0x61])))
+        assert not client.closed_by_peer(timeout=0.5)
+        s.signal(signal.SIGHUP)
+        assert client.closed_by_peer(timeout=10)
+        assert goaway_code(client.buffer) == 0
+        frames, at = [], 0
+        while at + 9 <= len(client.buffer):
+            frames.append((client.buffer[at + 3], int.from_bytes(client.buffer[at + 5:at + 9], "big")))
+            at += 9 + int.from_bytes(client.buffer[at:at + 3], "big")
+        assert (0x01, 1) in frames, "stream 1 was answered"
+        assert curl2(s, "/healthz")[1] == 200, "a new connection is served"
+    finally:
+        s.stop()
