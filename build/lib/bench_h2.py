@@ -104,12 +104,23 @@ def idle():
             print(f"ratio      band-edge/{NAMES[name]} peak RSS (VmHWM) {peak:.3f}{verdict}; VmRSS {rss:.3f}")
 
 
+HUNG = {}
+
+
 def turn(port, root, path, header, connections, streams, duration=2):
     pids = processes(root)
-    before, started = sum(map(ticks, pids)), time.monotonic()
-    run = h2load("-c", str(connections), "-m", str(streams), "-D", str(duration),
-                 "--warm-up-time", f"{int(WARM_UP * 1000)}ms", *(["-H", header] if header else []),
-                 f"https://127.0.0.1:{port}{path}")
+    for attempt in range(3):
+        before, started = sum(map(ticks, pids)), time.monotonic()
+        run = h2load("-c", str(connections), "-m", str(streams), "-D", str(duration),
+                     "--warm-up-time", f"{int(WARM_UP * 1000)}ms", *(["-H", header] if header else []),
+                     f"https://127.0.0.1:{port}{path}", timeout=duration + 20)
+        if run is not None:
+            break
+        HUNG[port] = HUNG.get(port, 0) + 1
+        print(f"note: h2load -c{connections} -m{streams} against 127.0.0.1:{port} did not finish; the turn is run "
+              "again", flush=True)
+    else:
+        raise SystemExit(f"bench: error: h2load against 127.0.0.1:{port} hung three times")
     if run["protocol"] != "h2":
         raise SystemExit(f"bench: error: h2load spoke {run['protocol']} to 127.0.0.1:{port}, not h2:\n{run['out']}")
     # h2load counts the requests after the warm-up; the server's CPU time covers the warm-up too.

@@ -17,11 +17,17 @@ def ticks(pid):
     return int(fields[11]) + int(fields[12])
 
 
-def h2load(*args):
+def h2load(*args, timeout=None):
     """Runs `h2load -t 1 ARGS` on CPU 1: {ok, failed, non2xx, elapsed (h2load's measuring time, s),
-    rps, client (the CPU seconds h2load used), protocol (as negotiated), out}."""
+    rps, client (the CPU seconds h2load used), protocol (as negotiated), out}; None when it has not
+    finished within `timeout` seconds (it is killed: h2load 1.52 sometimes waits forever for
+    streams after "Stopped all clients")."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = subprocess.run(["taskset", "-c", "1", "h2load", "-t", "1", *args], capture_output=True, text=True).stdout
+    try:
+        out = subprocess.run(["taskset", "-c", "1", "h2load", "-t", "1", *args], capture_output=True, text=True,
+                             timeout=timeout).stdout
+    except subprocess.TimeoutExpired:
+        return None
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = re.search(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed", out)
     finished = re.search(r"finished in ([\d.]+)(ms|s), ([\d.]+) req/s", out)
