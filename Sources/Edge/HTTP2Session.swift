@@ -88,7 +88,7 @@ final class HTTP2Session {
       bytes.reserveCapacity(256)
     }
 
-    /// Appends `count` bytes at `pointer`, lower-cased when `lower`; where they lie.
+    /// Appends `count` bytes at `pointer`; returns where they lie.
     func append(_ pointer: UnsafePointer<UInt8>, _ count: Int) -> Range<Int> {
       let start = bytes.count
       bytes.append(contentsOf: UnsafeBufferPointer(start: pointer, count: count))
