@@ -211,6 +211,16 @@ class Server:
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}{path}"
 
+    def listening_ports(self, count: int = 2, timeout: float = 10) -> list[int]:
+        """The ports of the first `count` listeners, in the order they were announced, waiting for
+        them (the server logs one line per listener, and `_wait_for_port` waits only for the first)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            ports = [int(e["address"].rsplit(":", 1)[1]) for e in self.events() if e.get("event") == "listening"]
+            if len(ports) >= count or time.monotonic() > deadline:
+                return ports
+            time.sleep(0.02)
+
     def connect(self, **kwargs) -> "Client":
         return Client(self.address, **kwargs)
 

@@ -75,7 +75,7 @@ def Server(*args, **kwargs):
         return edge.Server(*args, **kwargs)
     server = edge.Server(*args, "--tls-listen", "127.0.0.1:0", "--cert", str(TLS_PKI / "server.pem"), "--key",
                          str(TLS_PKI / "server.key"), "--http2", **kwargs)
-    port = [int(e["address"].rsplit(":", 1)[1]) for e in server.events() if e.get("event") == "listening"][1]
+    port = server.listening_ports()[1]
     server.url = lambda path: f"https://127.0.0.1:{port}{path}"
     return server
 

@@ -118,7 +118,7 @@ def test_over_tls_alpn_chooses_h2_by_default_and_http11_with_no_http2(make_serve
     for flags, version in (([], "2"), (["--http2"], "2"), (["--no-http2"], "1.1")):
         server = make_server("--tls-listen", "127.0.0.1:0", "--cert", str(tls_pki / "server.pem"), "--key",
                              str(tls_pki / "server.key"), *flags)
-        port = [int(e["address"].rsplit(":", 1)[1]) for e in server.events() if e.get("event") == "listening"][1]
+        port = server.listening_ports()[1]
         out = subprocess.run(["curl", "-s", "--http2", "--cacert", str(tls_pki / "ca.pem"), "-D", "-",
                               "-w", "\n%{http_version}", f"https://127.0.0.1:{port}/index.html"],
                              capture_output=True, text=True, timeout=30)

@@ -33,7 +33,7 @@ def pki(tmp_path_factory):
 def tls_server(make_server, pki, *flags):
     server = make_server("--tls-listen", "127.0.0.1:0", "--cert", str(pki / "server.pem"), "--key",
                          str(pki / "server.key"), *flags)
-    ports = [int(e["address"].rsplit(":", 1)[1]) for e in server.events() if e.get("event") == "listening"]
+    ports = server.listening_ports()
     return server, ports[1]
 
 
@@ -211,7 +211,7 @@ def test_staging_serves_plain_http_only_as_a_redirect_and_tls_with_hsts(make_ser
     server = make_server("--config", str(config("staging", tmp_path)), "--tls-listen", "127.0.0.1:0", "--cert",
                          str(pki / "staging.pem"), "--key", str(pki / "staging.key"), test_routes=False,
                          env={"BAND_LICENCE_ENV": "staging"})
-    port = [int(e["address"].rsplit(":", 1)[1]) for e in server.events() if e.get("event") == "listening"][1]
+    port = server.listening_ports()[1]
     from edge import fetch
     for path in PATHS + ["/", "/sign-in?x=1", "/api/client/v1/config"]:
         response = fetch(server, path)
@@ -250,7 +250,7 @@ def test_reload_under_load_switches_certificates_with_no_failed_request(make_ser
 
     install("server")
     server = make_server("--tls-listen", "127.0.0.1:0", "--cert", str(live_cert), "--key", str(live_key))
-    port = [int(e["address"].rsplit(":", 1)[1]) for e in server.events() if e.get("event") == "listening"][1]
+    port = server.listening_ports()[1]
     # A second certificate for the same host, from the same CA: only its serial differs.
     openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "second.key",
             "-out", "second.csr", "-subj", "/CN=second", cwd=pki)
@@ -307,7 +307,7 @@ def test_tls_settings_from_the_configuration_file(make_server, pki, tmp_path):
     path = tmp_path / "tls.json"
     path.write_text(json.dumps(settings))
     server = make_server("--config", str(path))
-    port = [int(e["address"].rsplit(":", 1)[1]) for e in server.events() if e.get("event") == "listening"][1]
+    port = server.listening_ports()[1]
     out = subprocess.run(["curl", "-s", "--cacert", str(pki / "ca.pem"), f"https://localhost:{port}/healthz"],
                          capture_output=True, text=True, timeout=30)
     assert out.stdout == "ok\n"
@@ -386,7 +386,7 @@ def test_sni_chooses_the_certificate_for_the_requested_host(make_server, pki):
     """Two certificates: the default (127.0.0.1/localhost) and one for other.test, chosen by SNI."""
     server = make_server("--tls-listen", "127.0.0.1:0", "--cert", str(pki / "server.pem"), "--key",
                          str(pki / "server.key"), "--cert", str(pki / "other.pem"), "--key", str(pki / "other.key"))
-    port = [int(e["address"].rsplit(":", 1)[1]) for e in server.events() if e.get("event") == "listening"][1]
+    port = server.listening_ports()[1]
     context = ssl.create_default_context(cafile=str(pki / "ca.pem"))
     for name, expected in (("localhost", "server"), ("other.test", "other")):
         with socket.create_connection(("127.0.0.1", port)) as raw, context.wrap_socket(raw, server_hostname=name) as s:
