@@ -381,7 +381,19 @@ class KeepAlive:
 
     def send(self, *asked: tuple[str, str, dict[str, str]]) -> list[Response]:
         if self.h2 is not None:
-            return self.h2.requests([(m, p, [("Host", "127.0.0.1"), *h.items()]) for m, p, h in asked])
+            from h2client import NotProcessed
+            # After a GOAWAY (a reload or a drain) the next requests go on a new connection, and
+            # requests the server did not process are sent again there, as browsers do; only
+            # GET and HEAD, which a repeat cannot harm.
+            for attempt in range(2):
+                if self.h2.gone is not None:
+                    self.reconnect()
+                try:
+                    return self.h2.requests([(m, p, [("Host", "127.0.0.1"), *h.items()]) for m, p, h in asked])
+                except NotProcessed:
+                    if attempt or any(m not in ("GET", "HEAD") for m, _, _ in asked):
+                        raise
+                    self.reconnect()
         self.client.send(b"".join(request(m, p, h) for m, p, h in asked))
         return [self.client.read_response(head_request=m == "HEAD") for m, _, _ in asked]
 

@@ -16,6 +16,11 @@ import h2.events
 _DROPPED = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "host"}
 
 
+class NotProcessed(ConnectionError):
+    """GOAWAY named a last stream below one of ours: the server never saw that request (RFC 9113
+    §6.8), so a client may send it again on a new connection, as browsers do."""
+
+
 class H2Connection:
     """One h2c connection; `request` runs one stream, `requests` opens several at once (the HTTP/2
     counterpart of pipelining) and returns their answers in the order asked."""
@@ -28,6 +33,8 @@ class H2Connection:
         self._flush()
         self.streams: dict[int, dict] = {}
         self.pending: dict[int, bytes] = {}
+        # The last stream a GOAWAY said the server processes (None: no GOAWAY yet).
+        self.gone: int | None = None
 
     def _flush(self) -> None:
         data = self.conn.data_to_send()
@@ -80,9 +87,13 @@ class H2Connection:
                 state["done"] = True
             elif isinstance(event, h2.events.StreamReset):
                 raise ConnectionError(f"stream {event.stream_id} reset by the server: {event.error_code!r}")
-            elif isinstance(event, h2.events.ConnectionTerminated) and any(
-                    not s["done"] for s in self.streams.values()):
-                raise ConnectionError(f"GOAWAY {event.error_code!r} with streams open")
+            elif isinstance(event, h2.events.ConnectionTerminated):
+                # Streams up to the last one named are still answered; later ones never will be.
+                self.gone = event.last_stream_id
+                if event.error_code != 0:
+                    raise ConnectionError(f"GOAWAY {event.error_code!r}")
+                if any(not s["done"] and id > event.last_stream_id for id, s in self.streams.items()):
+                    raise NotProcessed(f"GOAWAY with last stream {event.last_stream_id}: a stream was not processed")
             elif isinstance(event, h2.events.WindowUpdated):
                 self._send_pending()
         self._flush()
