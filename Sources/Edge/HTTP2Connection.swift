@@ -142,28 +142,36 @@ final class HTTP2Connection<Clock: EdgeClock> {
         context: &context)
     case .bodyTooLarge(let stream, let request):
       let policy = routed.removeValue(forKey: stream)?.route.body
-      let response =
-        policy?.tooLarge
-        ?? Dispatcher.refusal(
-          .contentTooLarge, request, "The request body is too large.", page: dispatcher.router.errorPage)
-      answer(stream, response, cacheClass: .private, request: request, started: now, context: &context)
+      refuse(
+        stream, request, .contentTooLarge, "The request body is too large.", instead: policy?.tooLarge,
+        now: now, context: &context)
       return nil
     case .overBudget(let stream, let request):
       routed[stream] = nil
-      let response = Dispatcher.refusal(
-        .serviceUnavailable, request, "The server is busy; try again shortly.",
-        headers: [("Retry-After", "1")],
-        page: dispatcher.router.errorPage)
-      answer(stream, response, cacheClass: .private, request: request, started: now, context: &context)
+      refuse(
+        stream, request, .serviceUnavailable, "The server is busy; try again shortly.",
+        headers: [("Retry-After", "1")], now: now, context: &context)
       return nil
     case .fieldsTooLarge(let stream, let request):
       routed[stream] = nil
-      let response = Dispatcher.refusal(
-        .requestHeaderFieldsTooLarge, request, "The header fields are too large.",
-        page: dispatcher.router.errorPage)
-      answer(stream, response, cacheClass: .private, request: request, started: now, context: &context)
+      refuse(
+        stream, request, .requestHeaderFieldsTooLarge, "The header fields are too large.", now: now,
+        context: &context)
       return nil
     }
+  }
+
+  /// Answers `stream` with the engine's refusal (`instead`: the route's own answer), in the shape
+  /// its path and Accept call for.
+  private func refuse(
+    _ stream: Int32, _ request: Request, _ status: Status, _ message: String,
+    headers: [(name: String, value: String)] = [], instead: Response? = nil, now: Instant,
+    context: inout ConnectionContext
+  ) {
+    let response =
+      instead
+      ?? Dispatcher.refusal(status, request, message, headers: headers, page: dispatcher.router.errorPage)
+    answer(stream, response, cacheClass: .private, request: request, started: now, context: &context)
   }
 
   /// What the dispatcher makes of `request`'s head.
