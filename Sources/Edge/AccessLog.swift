@@ -7,7 +7,7 @@ import Synchronization
 /// One loop's buffer of access-log lines: one JSON object per request.
 ///
 /// Lines carry the method, the path without its query (queries can carry codes and tokens),
-/// the status, the bytes written, the duration and the client. Nothing else from the request
+/// the protocol, the status, the bytes written, the duration and the client. Nothing else from the request
 /// is ever logged. The loop flushes the buffer once per wake-up, so logging costs no syscall
 /// per request.
 public struct AccessLog: Sendable {
@@ -26,7 +26,8 @@ public struct AccessLog: Sendable {
   }
 
   mutating func record(
-    method: HTTPMethod?, path: String?, status: Int, bytes: Int, durationNanoseconds: UInt64, client: String
+    method: HTTPMethod?, path: String?, protocol: MetricProtocol = .http1, status: Int, bytes: Int,
+    durationNanoseconds: UInt64, client: String
   ) {
     guard enabled else { return }
     refreshTime()
@@ -47,6 +48,8 @@ public struct AccessLog: Sendable {
     } else {
       buffer.append(static: "-")
     }
+    buffer.append(static: #"","protocol":""#)
+    buffer.append(static: `protocol` == .h2 ? "HTTP/2" : "HTTP/1.1")
     buffer.append(static: #"","status":"#)
     OutputQueue.appendDecimal(status, to: &buffer)
     buffer.append(static: #","bytes":"#)

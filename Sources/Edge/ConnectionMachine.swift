@@ -5,6 +5,8 @@ public struct ConnectionContext: Sendable {
   public var dispatcher: Dispatcher
   /// The loop's access-log buffer.
   public var log: AccessLog
+  /// The loop's metric shard; nil when metrics are off.
+  public var metrics: MetricShard?
   var date = HTTPDate()
 
   /// The current route table.
@@ -20,10 +22,25 @@ public struct ConnectionContext: Sendable {
   }
 
   /// A context over `router`.
-  public init(router: Router, log: AccessLog) {
+  public init(router: Router, log: AccessLog, metrics: MetricShard? = nil) {
     dispatcher = Dispatcher(router: router)
     self.log = log
+    self.metrics = metrics
     date.refresh()
+  }
+
+  /// Where every protocol's answers end: one access-log line (`bytes`: what the protocol counts as
+  /// written) and the request's metrics (`bodyBytes`: the body sent).
+  mutating func served(
+    route: RouteIndex, method: HTTPMethod?, path: String?, protocol: MetricProtocol, status: Int, bytes: Int,
+    bodyBytes: Int, cacheClass: CacheClass, durationNanoseconds: UInt64, client: String
+  ) {
+    log.record(
+      method: method, path: path, protocol: `protocol`, status: status, bytes: bytes,
+      durationNanoseconds: durationNanoseconds, client: client)
+    metrics?.served(
+      route: route, method: method, protocol: `protocol`, status: status, cacheClass: cacheClass,
+      bytes: bodyBytes, durationNanoseconds: durationNanoseconds)
   }
 }
 
@@ -83,6 +100,7 @@ struct ConnectionMachine<Clock: EdgeClock> {
   private struct InFlight {
     let method: HTTPMethod
     let path: String
+    let route: RouteIndex
     let cacheClass: CacheClass
     let headOnly: Bool
     let connection: ConnectionHeader
@@ -110,6 +128,8 @@ struct ConnectionMachine<Clock: EdgeClock> {
   private var inputClosed = false
   private var draining = false
   private var inFlight: InFlight?
+  /// Why the connection is ending, once that is decided by more than the peer (for metrics).
+  private(set) var closeReason: CloseReason?
   /// A fast-path answer held until `readDeadline` (see `Response.holdFor`).
   private var held: Response?
   /// The route chosen on the head of the request whose body is being read.
@@ -204,7 +224,7 @@ struct ConnectionMachine<Clock: EdgeClock> {
         Dispatcher.refusal(
           .serviceUnavailable, dispatch.request, message, headers: retry, page: context.router.errorPage),
         cacheClass: .private, headOnly: inFlight.headOnly, connection: .close, method: inFlight.method,
-        path: inFlight.path, started: inFlight.started, context: &context)
+        path: inFlight.path, started: inFlight.started, route: inFlight.route, context: &context)
     } else {
       let target = input.withUnsafeBytes { parser.errorContext($0) }
       failRequest(
@@ -241,7 +261,7 @@ struct ConnectionMachine<Clock: EdgeClock> {
     emit(
       response, cacheClass: inFlight.cacheClass, headOnly: inFlight.headOnly, connection: inFlight.connection,
       method: inFlight.method, path: inFlight.path, started: inFlight.started, inline: false,
-      context: &context)
+      route: inFlight.route, context: &context)
     let buffered = input
     let step = buffered.withUnsafeBytes { process($0, context: &context) }
     return settleBudget(step, context: &context)
@@ -289,6 +309,7 @@ struct ConnectionMachine<Clock: EdgeClock> {
   mutating func deadlinePassed(context: inout ConnectionContext) -> Step {
     let now = clock.now()
     guard now >= deadline else { return Step() }
+    if state != .handling { closeReason = closeReason ?? .timeout }
     if !output.isEmpty { return Step(close: .now) }  // the client stopped reading
     switch state {
     case .awaitingRequest, .lingering:
@@ -314,6 +335,7 @@ struct ConnectionMachine<Clock: EdgeClock> {
   /// The server is stopping: finish what is in flight, then close.
   mutating func drain() -> Step {
     draining = true
+    closeReason = closeReason ?? .drain
     if state == .awaitingRequest && output.isEmpty && input.isEmpty { return Step(close: .now) }
     if state == .lingering { return Step(close: .now) }
     return Step()
@@ -350,6 +372,7 @@ struct ConnectionMachine<Clock: EdgeClock> {
         let target = parser.errorContext(window)
         let routeRefusal = error == .bodyTooLarge ? routed?.route.body.tooLarge : nil
         routed = nil
+        closeReason = error.status.code == 400 ? .parseError : .limit
         failRequest(
           routeRefusal
             ?? Dispatcher.refusal(
@@ -446,14 +469,13 @@ struct ConnectionMachine<Clock: EdgeClock> {
         output.append("HTTP/1.1 100 Continue\r\n\r\n".utf8)
       }
       return true
-    case .answer(let response, let cacheClass, let headOnly):
+    case .answer(let response, let cacheClass, let headOnly, let route):
       let closing = parser.requestExpectsContinue
       if closing { closeAfterWrite = true }
       let connection = closing ? .close : connectionHeader()
       emit(
         response, cacheClass: cacheClass, headOnly: headOnly, connection: connection, method: method,
-        path: path,
-        started: now, context: &context)
+        path: path, started: now, route: route, context: &context)
       discarding = !closeAfterWrite
       return !closeAfterWrite
     case .refuse(let response, let closing):
@@ -487,12 +509,11 @@ struct ConnectionMachine<Clock: EdgeClock> {
       switch decide(window, context: context) {
       case .route(let r, let p, let h, _):
         (route, parameters, headOnly) = (r, p, h)
-      case .answer(let response, let cacheClass, let headOnly):
+      case .answer(let response, let cacheClass, let headOnly, let route):
         parser.skipRequest()
         emit(
           response, cacheClass: cacheClass, headOnly: headOnly, connection: connection, method: method,
-          path: path,
-          started: now, context: &context)
+          path: path, started: now, route: route, context: &context)
         return nil
       case .refuse(let response, let closing):
         parser.skipRequest()
@@ -511,17 +532,21 @@ struct ConnectionMachine<Clock: EdgeClock> {
     case .answer(let answer):
       emit(
         answer, cacheClass: route.cacheClass, headOnly: headOnly, connection: connection, method: method,
-        path: path, started: now, context: &context)
+        path: path, started: now, route: route.metricIndex, context: &context)
     case .hold(let response, let hold):
       inFlight = InFlight(
-        method: method, path: path, cacheClass: route.cacheClass, headOnly: headOnly, connection: connection,
+        method: method, path: path, route: route.metricIndex, cacheClass: route.cacheClass,
+        headOnly: headOnly,
+        connection: connection,
         started: now)
       state = .handling
       held = response
       readDeadline = now.adding(hold)
     case .pool:
       inFlight = InFlight(
-        method: method, path: path, cacheClass: route.cacheClass, headOnly: headOnly, connection: connection,
+        method: method, path: path, route: route.metricIndex, cacheClass: route.cacheClass,
+        headOnly: headOnly,
+        connection: connection,
         started: now)
       state = .handling
       readDeadline = .never
@@ -533,7 +558,7 @@ struct ConnectionMachine<Clock: EdgeClock> {
 
   private mutating func emit(
     _ response: Response, cacheClass: CacheClass, headOnly: Bool, connection: ConnectionHeader,
-    method: HTTPMethod?, path: String?, started: Instant, inline: Bool = true,
+    method: HTTPMethod?, path: String?, started: Instant, inline: Bool = true, route: RouteIndex = 0,
     context: inout ConnectionContext
   ) {
     var connection = connection
@@ -549,10 +574,10 @@ struct ConnectionMachine<Clock: EdgeClock> {
     // Inline answers take the instant of their request; pooled ones read the clock once.
     let now = inline ? started : clock.now()
     if wasEmpty { writeDeadline = now.adding(limits.writeTimeout) }
-    let elapsed = now.nanoseconds &- started.nanoseconds
-    context.log.record(
-      method: method, path: path, status: response.status.code, bytes: bytes,
-      durationNanoseconds: elapsed, client: client)
+    context.served(
+      route: route, method: method, path: path, protocol: .http1, status: response.status.code, bytes: bytes,
+      bodyBytes: headOnly ? 0 : response.body.count, cacheClass: cacheClass,
+      durationNanoseconds: now.nanoseconds &- started.nanoseconds, client: client)
   }
 
   /// Answers a request that cannot be parsed or finished, and closes after the answer.

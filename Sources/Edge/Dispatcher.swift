@@ -68,7 +68,7 @@ public struct Dispatcher: Sendable {
   public enum Decision {
     /// Answer with `response` now (a route's prebuilt answer, `OPTIONS *`, a redirect); a body, if
     /// any, is not used.
-    case answer(Response, CacheClass, headOnly: Bool)
+    case answer(Response, CacheClass, headOnly: Bool, route: RouteIndex = 0)
     /// Refuse with `response` (always `private`); `closing`: close the connection after it
     /// rather than read past a body (413).
     case refuse(Response, closing: Bool)
@@ -105,7 +105,8 @@ public struct Dispatcher: Sendable {
     switch router.match(method, path) {
     case .found(let route, let parameters, let getForHead):
       if case .fixed(let prebuilt) = route.handler {
-        return .answer(prebuilt.response, route.cacheClass, headOnly: headOnly || getForHead)
+        return .answer(
+          prebuilt.response, route.cacheClass, headOnly: headOnly || getForHead, route: route.metricIndex)
       }
       let policy = route.body
       if let accepts = policy.accepts, !accepts(fields.value("content-type").flatMap(MediaType.init)) {

@@ -78,6 +78,8 @@ final class Connection {
   var h2: HTTP2Connection<MonotonicClock>?
   /// Whether the protocol was chosen (after the first bytes, or the TLS handshake).
   var protocolChosen = false
+  /// The protocol it was counted under in metrics, once chosen.
+  var counted: MetricProtocol?
 
   init(fd: Int32, generation: UInt64, machine: ConnectionMachine<MonotonicClock>, transport: any Transport) {
     self.fd = fd
@@ -131,13 +133,18 @@ final class EventLoop {
   /// Whether the listeners are out of the epoll set because `accept` failed (see `AcceptBackoff`).
   private var backoff = AcceptBackoff()
   private let buffers: TransportBuffers
+  /// This loop's metric shard (nil: metrics off).
+  private let metrics: MetricShard?
+  /// For the admin listener's loop: the client networks served (others are closed at once,
+  /// unanswered, like a firewall's refusal).
+  private let allowed: [IPNetwork]?
   private static let maxEvents: Int32 = 256
 
   init(
     listeners: [Int32], tlsListeners: Set<Int32> = [], tls: TLSContext? = nil, mailbox: LoopMailbox,
     pool: WorkerPool,
     background: WorkerPool, limits: Limits, budget: RequestBudget, context: ConnectionContext,
-    http2Cleartext: Bool = false
+    http2Cleartext: Bool = false, allowed: [IPNetwork]? = nil
   )
     throws(SystemError)
   {
@@ -153,6 +160,8 @@ final class EventLoop {
     self.budget = budget
     self.context = context
     self.http2Cleartext = http2Cleartext
+    self.allowed = allowed
+    metrics = context.metrics
     buffers = .allocate(tls: !tlsListeners.isEmpty)
     for fd in listeners + [mailbox.eventFD] {
       var event = epoll_event(events: epollIn, data: epoll_data_t(fd: fd))
@@ -228,8 +237,19 @@ final class EventLoop {
           return
         }
       }
+      if let allowed {
+        let peer = withUnsafePointer(to: &storage) { IPNetwork.address(of: $0) }
+        guard let peer, allowed.contains(where: { $0.contains(peer) }) else {
+          close(fd)
+          continue
+        }
+      }
+      let secure = tlsListeners.contains(listener)
+      metrics?.count(.connectionsAccepted, secure ? 1 : 0)
       if live >= limits.maxConnectionsPerLoop {
         close(fd)
+        metrics?.count(.connectionsClosed, CloseReason.limit.rawValue)
+        metrics?.count(.connectionsClosedBy, 0)
         continue
       }
       // accept4 needs _GNU_SOURCE, which Swift's Glibc module lacks: set the flags here.
@@ -238,11 +258,12 @@ final class EventLoop {
       var one: Int32 = 1
       setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
       let client = withUnsafePointer(to: &storage) { SocketAddress.describe($0) }
-      let secure = tlsListeners.contains(listener)
       let transport: any Transport
       if secure {
         guard let session = tls?.session(fd: fd) else {
           close(fd)
+          metrics?.count(.connectionsClosed, CloseReason.error.rawValue)
+          metrics?.count(.connectionsClosedBy, 0)
           continue
         }
         transport = TLSTransport(session)
@@ -295,7 +316,7 @@ final class EventLoop {
   private func handle(_ fd: Int32, _ flags: UInt32) {
     guard Int(fd) < connections.count, let connection = connections[Int(fd)] else { return }
     if flags & epollErr != 0 {
-      closeConnection(connection)
+      closeConnection(connection, .error)
       return
     }
     if flags & (epollIn | epollHup | epollRdHup) != 0 { connection.readable = true }
@@ -310,24 +331,36 @@ final class EventLoop {
       switch connection.transport.open(buffers) {
       case .ready(let h2):
         // A TLS connection's protocol is ALPN's choice; a plain one's, its first bytes' (`received`).
+        if let tls = connection.transport as? TLSTransport, let metrics {
+          metrics.count(.tlsHandshakes, tls.session.metricVersion * 2)
+          if tls.session.resumed { metrics.count(.tlsResumptions) }
+        }
         if h2 {
           connection.protocolChosen = true
           connection.h2 = HTTP2Connection(
             clock: clock, limits: limits, client: connection.machine.client, secure: true,
-            dispatcher: context.dispatcher, budget: budget)
+            dispatcher: context.dispatcher, budget: budget, metrics: metrics)
+          chose(.h2, connection)
         } else if connection.transport is TLSTransport {
           connection.protocolChosen = true
+          chose(.http1, connection)
         }
       case .waiting:
         schedule(connection)
         return
       case .failed:
-        closeConnection(connection)
+        if let tls = connection.transport as? TLSTransport, tls.firstByteChecked {
+          metrics?.count(.tlsHandshakes, 2 * 2 + 1)  // version none, failed
+          closeConnection(connection, .tls)
+        } else {
+          closeConnection(connection)
+        }
         return
       case .plainText(let peeked):
         // Plain HTTP on a TLS listener: answered in the clear, like nginx, and closed.
         connection.transport = PlainTransport(fd: connection.fd)
         connection.protocolChosen = true
+        chose(.http1, connection)
         connection.machine.refusePlainHTTP(peeked, context: &context)
       }
     }
@@ -350,11 +383,17 @@ final class EventLoop {
         connection.readable = false
         guard inputEnded(connection) else { return }
       case .failed:
-        closeConnection(connection)
+        closeConnection(connection, .error)
         return
       }
     }
     schedule(connection)
+  }
+
+  /// Counts `connection` as speaking `protocol` from now on.
+  private func chose(_ protocol: MetricProtocol, _ connection: Connection) {
+    connection.counted = `protocol`
+    metrics?.count(.connectionsChosen, `protocol`.rawValue)
   }
 
   /// Writes what the protocol has queued; false when the connection was closed.
@@ -363,7 +402,7 @@ final class EventLoop {
     case .done: return true
     case .closed: return false
     case .failed:
-      closeConnection(connection)
+      closeConnection(connection, .error)
       return false
     }
   }
@@ -374,13 +413,23 @@ final class EventLoop {
     let request = dispatch.request
     let route = dispatch.route
     let mailbox = self.mailbox
+    let accepted: Bool
     if let batch = route.batch {
-      return pool.submit(request, to: batch) { response in mailbox.post(.completed(key, response: response)) }
+      accepted = pool.submit(request, to: batch) { response in
+        mailbox.post(.completed(key, response: response))
+      }
+    } else {
+      accepted = (route.execution == .background ? background : pool).submit {
+        let response = route.respond(to: request)
+        mailbox.post(.completed(key, response: response))
+      }
     }
-    return (route.execution == .background ? background : pool).submit {
-      let response = route.respond(to: request)
-      mailbox.post(.completed(key, response: response))
+    if accepted {
+      metrics?.count(.requestsDispatched)
+    } else {
+      metrics?.count(.poolRejections, route.execution == .background ? 1 : 0)
     }
+    return accepted
   }
 
   // MARK: the connection's protocol (the HTTP/1 machine, or HTTP/2)
@@ -393,7 +442,7 @@ final class EventLoop {
   private func wrote(_ count: Int, _ connection: Connection) -> Bool {
     guard let h2 = connection.h2 else { return apply(connection.machine.wrote(count), connection) }
     guard !h2.wrote(count) else {
-      closeConnection(connection)
+      closeConnection(connection, h2.closeReason)
       return false
     }
     return true
@@ -407,8 +456,9 @@ final class EventLoop {
       if http2Cleartext && Self.opensWithPreface(bytes) {
         connection.h2 = HTTP2Connection(
           clock: clock, limits: limits, client: connection.machine.client, secure: false,
-          dispatcher: context.dispatcher, budget: budget)
+          dispatcher: context.dispatcher, budget: budget, metrics: metrics)
       }
+      chose(connection.h2 == nil ? .http1 : .h2, connection)
     }
     guard let h2 = connection.h2 else {
       return apply(connection.machine.received(bytes, context: &context), connection)
@@ -428,7 +478,7 @@ final class EventLoop {
   private func inputEnded(_ connection: Connection) -> Bool {
     guard let h2 = connection.h2 else { return apply(connection.machine.inputEnded(), connection) }
     guard !h2.inputEnded() else {
-      closeConnection(connection)
+      closeConnection(connection, h2.closeReason)
       return false
     }
     return true
@@ -448,7 +498,7 @@ final class EventLoop {
           headers: [("Retry-After", "1")], page: context.router.errorPage), context: &context)
     }
     if step.close {
-      closeConnection(connection)
+      closeConnection(connection, h2.closeReason)
       return false
     }
     return true
@@ -478,7 +528,7 @@ final class EventLoop {
       connection.transport.shutdownWrite()
       return true
     case .now:
-      closeConnection(connection)
+      closeConnection(connection, connection.machine.closeReason ?? .normal)
       return false
     }
   }
@@ -499,7 +549,7 @@ final class EventLoop {
       connection.scheduled = .never
       if let h2 = connection.h2 {
         if h2.deadlinePassed(context: &context) {
-          closeConnection(connection)
+          closeConnection(connection, h2.closeReason)
           continue
         }
       } else {
@@ -509,10 +559,14 @@ final class EventLoop {
     }
   }
 
-  private func closeConnection(_ connection: Connection) {
+  private func closeConnection(_ connection: Connection, _ reason: CloseReason = .normal) {
     guard connections[Int(connection.fd)] === connection else { return }
     connections[Int(connection.fd)] = nil
     live -= 1
+    if let metrics {
+      metrics.count(.connectionsClosed, reason.rawValue)
+      metrics.count(.connectionsClosedBy, connection.counted.map { $0.rawValue + 1 } ?? 0)
+    }
     close(connection.fd)  // also removes it from the epoll set
   }
 
@@ -522,6 +576,7 @@ final class EventLoop {
     for message in mailbox.take() {
       switch message {
       case .completed(let key, let response):
+        metrics?.count(.requestsCompleted)
         guard Int(key.fd) < connections.count, let connection = connections[Int(key.fd)],
           connection.generation == key.generation
         else { continue }  // the client went away meanwhile
@@ -547,7 +602,7 @@ final class EventLoop {
         for case let connection? in connections {
           guard let h2 = connection.h2 else { continue }
           if h2.drain() {
-            closeConnection(connection)
+            closeConnection(connection, .drain)
           } else {
             pump(connection)
           }
@@ -570,7 +625,7 @@ final class EventLoop {
     for case let connection? in connections {
       if let h2 = connection.h2 {
         if h2.drain() {
-          closeConnection(connection)
+          closeConnection(connection, .drain)
           continue
         }
       } else {

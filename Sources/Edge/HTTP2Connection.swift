@@ -24,6 +24,7 @@ final class HTTP2Connection<Clock: EdgeClock> {
   private struct InFlight {
     let method: HTTPMethod
     let path: String
+    let route: RouteIndex
     let cacheClass: CacheClass
     let headOnly: Bool
     let started: Instant
@@ -59,11 +60,24 @@ final class HTTP2Connection<Clock: EdgeClock> {
   private var inputClosed = false
   /// An answer was queued since the output was last empty.
   private var answerQueued = false
+  /// A deadline ended the connection.
+  private var timedOut = false
+
+  /// Why the connection is ending (for metrics): a deadline, a GOAWAY for a flood (a limit) or a
+  /// protocol error, a drain, or else the peer.
+  var closeReason: CloseReason {
+    if timedOut { return .timeout }
+    switch session.lastGoaway {
+    case nil, NGHTTP2_NO_ERROR.rawValue?: return draining ? .drain : .normal
+    case NGHTTP2_ENHANCE_YOUR_CALM.rawValue?: return .limit
+    default: return .parseError
+    }
+  }
 
   /// A connection whose peer sent the HTTP/2 connection preface (h2c) or chose `h2` by ALPN.
   init(
     clock: Clock, limits: Limits, client: String, secure: Bool, dispatcher: Dispatcher,
-    budget: RequestBudget? = nil
+    budget: RequestBudget? = nil, metrics: MetricShard? = nil
   ) {
     self.clock = clock
     self.dispatcher = dispatcher
@@ -71,6 +85,7 @@ final class HTTP2Connection<Clock: EdgeClock> {
     self.client = client
     self.secure = secure
     session = HTTP2Session(settings: .init(limits), budget: budget)
+    session.metrics = metrics
     // Like an HTTP/1 connection: its first request within the head timeout.
     idleDeadline = clock.now().adding(limits.headTimeout)
     flushSession()
@@ -188,11 +203,11 @@ final class HTTP2Connection<Clock: EdgeClock> {
     // nghttp2 has checked that a content-length is a number the DATA frames will match.
     let announced = request.headers.combined("content-length").flatMap { Int($0) }
     switch decision(request, bodyLength: announced) {
-    case .answer(let response, let cacheClass, let headOnly):
+    case .answer(let response, let cacheClass, let headOnly, let route):
       session.discardBody(stream)
       answer(
         stream, response, cacheClass: cacheClass, request: request, headOnly: headOnly, started: now,
-        context: &context)
+        route: route, context: &context)
     case .refuse(let response, _):
       session.discardBody(stream)
       answer(stream, response, cacheClass: .private, request: request, started: now, context: &context)
@@ -209,10 +224,10 @@ final class HTTP2Connection<Clock: EdgeClock> {
     _ stream: Int32, _ request: Request, now: Instant, context: inout ConnectionContext
   ) -> ConnectionMachine<Clock>.Dispatch? {
     switch decision(request, bodyLength: request.body.count) {
-    case .answer(let response, let cacheClass, let headOnly):
+    case .answer(let response, let cacheClass, let headOnly, let route):
       answer(
         stream, response, cacheClass: cacheClass, request: request, headOnly: headOnly, started: now,
-        context: &context)
+        route: route, context: &context)
     case .refuse(let response, _):
       answer(stream, response, cacheClass: .private, request: request, started: now, context: &context)
     case .route(let route, let parameters, let headOnly, _):
@@ -233,29 +248,28 @@ final class HTTP2Connection<Clock: EdgeClock> {
       // A held refusal is answered at once on HTTP/2: the stream, not the connection, waits.
       answer(
         stream, response, cacheClass: route.cacheClass, request: request, headOnly: headOnly,
-        started: started,
-        context: &context)
+        started: started, route: route.metricIndex, context: &context)
       return nil
     case .pool:
       inFlight[stream] = InFlight(
-        method: request.method, path: request.path, cacheClass: route.cacheClass, headOnly: headOnly,
-        started: started)
+        method: request.method, path: request.path, route: route.metricIndex, cacheClass: route.cacheClass,
+        headOnly: headOnly, started: started)
       return ConnectionMachine<Clock>.Dispatch(request: request, route: route)
     }
   }
 
   private func answer(
     _ stream: Int32, _ response: Response, cacheClass: CacheClass, request: Request, headOnly: Bool? = nil,
-    started: Instant, context: inout ConnectionContext
+    started: Instant, route: RouteIndex = 0, context: inout ConnectionContext
   ) {
     answer(
       stream, response, cacheClass: cacheClass, headOnly: headOnly ?? (request.method == .head),
-      method: request.method, path: request.path, started: started, context: &context)
+      method: request.method, path: request.path, started: started, route: route, context: &context)
   }
 
   private func answer(
     _ stream: Int32, _ response: Response, cacheClass: CacheClass, headOnly: Bool, method: HTTPMethod,
-    path: String, started: Instant, context: inout ConnectionContext
+    path: String, started: Instant, route: RouteIndex, context: inout ConnectionContext
   ) {
     session.respond(
       stream: stream, response, cacheClass: cacheClass, headOnly: headOnly, date: context.date.value,
@@ -263,8 +277,9 @@ final class HTTP2Connection<Clock: EdgeClock> {
     let now = clock.now()
     idleDeadline = now.adding(limits.idleTimeout)
     answerQueued = true
-    context.log.record(
-      method: method, path: path, status: response.status.code, bytes: response.body.count,
+    context.served(
+      route: route, method: method, path: path, protocol: .h2, status: response.status.code,
+      bytes: response.body.count, bodyBytes: headOnly ? 0 : response.body.count, cacheClass: cacheClass,
       durationNanoseconds: now.nanoseconds &- started.nanoseconds, client: client)
   }
 
@@ -273,7 +288,7 @@ final class HTTP2Connection<Clock: EdgeClock> {
     guard let flight = inFlight.removeValue(forKey: stream) else { return Step() }
     answer(
       stream, response, cacheClass: flight.cacheClass, headOnly: flight.headOnly, method: flight.method,
-      path: flight.path, started: flight.started, context: &context)
+      path: flight.path, started: flight.started, route: flight.route, context: &context)
     flushSession()
     return Step()
   }
@@ -306,7 +321,10 @@ final class HTTP2Connection<Clock: EdgeClock> {
   func deadlinePassed(context: inout ConnectionContext) -> Bool {
     let now = clock.now()
     // A reader that stopped reading (or never opens its window) is cut at the write deadline.
-    if (!output.isEmpty || session.sending) && now >= writeDeadline { return true }
+    if (!output.isEmpty || session.sending) && now >= writeDeadline {
+      timedOut = true
+      return true
+    }
     // Streams that were routed but are gone (reset by the client) hold no deadline.
     routed = routed.filter { session.readsBody($0.key) }
     for (stream, waiting) in routed where now >= waiting.bodyDeadline {
@@ -321,6 +339,7 @@ final class HTTP2Connection<Clock: EdgeClock> {
       // A header block left open, or a connection with nothing to do: GOAWAY, then close.
       session.terminate(NGHTTP2_NO_ERROR)
       headerBlockDeadline = .never
+      timedOut = true
     }
     flushSession()
     return output.isEmpty && (session.failed || session.finished)

@@ -134,6 +134,10 @@ final class HTTP2Session {
   private var lastRefill: Instant? = nil
   /// Whether the connection was ended for spending its glitch budget or flooding CONTINUATION.
   private(set) var calmedDown = false
+  /// Where streams, resets and GOAWAYs are counted (nil: not at all).
+  var metrics: MetricShard?
+  /// The error code of the last GOAWAY sent, if any.
+  private(set) var lastGoaway: UInt32?
 
   /// The stream whose header block is open (HEADERS without END_HEADERS seen), its CONTINUATION
   /// frames and bytes so far.
@@ -160,6 +164,7 @@ final class HTTP2Session {
       else { return 0 }
       let me = HTTP2Session.from(user)
       me.incoming[frame.pointee.hd.stream_id] = Incoming(bodyLimit: me.settings.maxBodyBytes)
+      me.metrics?.count(.h2Streams)
       return 0
     }
     nghttp2_session_callbacks_set_on_header_callback(callbacks) {
@@ -334,8 +339,10 @@ final class HTTP2Session {
     let type = frame.hd.type
     let endStream = frame.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
     switch Int(type) {
-    case Int(NGHTTP2_RST_STREAM.rawValue), Int(NGHTTP2_PING.rawValue), Int(NGHTTP2_SETTINGS.rawValue),
-      Int(NGHTTP2_PRIORITY.rawValue):
+    case Int(NGHTTP2_RST_STREAM.rawValue):
+      metrics?.count(.h2ResetsReceived)
+      glitchesSeen += 1
+    case Int(NGHTTP2_PING.rawValue), Int(NGHTTP2_SETTINGS.rawValue), Int(NGHTTP2_PRIORITY.rawValue):
       glitchesSeen += 1
     case Int(NGHTTP2_WINDOW_UPDATE.rawValue):
       // A client opens windows while it receives a body (many, for a large one): only updates
@@ -573,6 +580,19 @@ final class HTTP2Session {
 
   private func frameSent(_ frame: nghttp2_frame, _ session: OpaquePointer?) {
     let stream = frame.hd.stream_id
+    if let metrics {
+      switch Int(frame.hd.type) {
+      case Int(NGHTTP2_RST_STREAM.rawValue): metrics.count(.h2ResetsSent)
+      case Int(NGHTTP2_GOAWAY.rawValue):
+        // RFC 9113 §7's codes are 0 to 13, in the order `goawayReasons` lists them.
+        let code = Int(frame.goaway.error_code)
+        lastGoaway = frame.goaway.error_code
+        metrics.count(
+          .h2GoawaysSent,
+          code < MetricFamily.goawayReasons.count - 1 ? code : MetricFamily.goawayReasons.count - 1)
+      default: break
+      }
+    }
     guard frame.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0, answeredEarly.remove(stream) != nil
     else { return }
     // RFC 9113 §8.1: the answer is whole; the client may stop sending the request's body.

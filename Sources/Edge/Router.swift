@@ -28,13 +28,20 @@ public final class Route: Sendable {
   public let batch: RequestBatch?
   /// How it takes a body: judged on the head, before any of it is read (413, 415).
   public let body: BodyPolicy
+  /// Its name in metrics (the `route` label): its pattern, or a name shared by a family of
+  /// routes (every shell file is `shell`), never anything taken from a request.
+  public let name: String
+  /// `name`'s index in `RouteNames`.
+  public let metricIndex: RouteIndex
 
   /// A route computed per request; a pooled one may have a non-blocking `fastPath` and a `batch`.
   public init(
     _ method: HTTPMethod, _ pattern: String, cacheClass: CacheClass, execution: Execution = .inline,
     body: BodyPolicy = .listenerLimit, fastPath: (@Sendable (Request) -> Response?)? = nil,
-    batch: RequestBatch? = nil, handler: @escaping @Sendable (Request) -> Response
+    batch: RequestBatch? = nil, name: String? = nil, handler: @escaping @Sendable (Request) -> Response
   ) {
+    self.name = name ?? pattern
+    metricIndex = RouteNames.index(name ?? pattern)
     self.method = method
     self.pattern = pattern
     self.cacheClass = cacheClass
@@ -46,7 +53,12 @@ public final class Route: Sendable {
   }
 
   /// A route that always answers with `response`, prebuilt now with the route's cache class.
-  public init(_ method: HTTPMethod, _ pattern: String, cacheClass: CacheClass, fixed response: Response) {
+  public init(
+    _ method: HTTPMethod, _ pattern: String, cacheClass: CacheClass, name: String? = nil,
+    fixed response: Response
+  ) {
+    self.name = name ?? pattern
+    metricIndex = RouteNames.index(name ?? pattern)
     self.method = method
     self.pattern = pattern
     self.cacheClass = cacheClass

@@ -36,6 +36,13 @@ public struct ServerConfiguration: Sendable {
   /// Whether plain listeners take HTTP/2 with prior knowledge (h2c: a connection that opens with
   /// the HTTP/2 preface), for tests and a TLS-terminating proxy in front; never `Upgrade: h2c`.
   public var http2Cleartext = false
+  /// Where the admin listener (`/metrics`, `/healthz`, `/readyz`) listens; empty: nowhere. It has
+  /// a loop of its own, takes no TLS and no HTTP/2, and its requests are neither logged nor counted.
+  public var adminListen: [SocketAddress] = []
+  /// The client networks the admin listener serves; empty: loopback only.
+  public var adminAllow: [IPNetwork] = []
+  /// Where the loops count (nil: metrics off).
+  public var metrics: Metrics? = nil
 
   /// The defaults.
   public init() {}
@@ -63,11 +70,13 @@ public struct Snapshot: Sendable {
 public final class Server: Sendable {
   private let configuration: ServerConfiguration
   private let router: Router
+  private let adminRouter: Router?
 
-  /// A server for `router`.
-  public init(configuration: ServerConfiguration, router: Router) {
+  /// A server for `router`, and `adminRouter` on the admin listener (`adminListen`).
+  public init(configuration: ServerConfiguration, router: Router, adminRouter: Router? = nil) {
     self.configuration = configuration
     self.router = router
+    self.adminRouter = adminRouter
   }
 
   /// Blocks signals, binds, starts the loops and the pool, then serves until SIGTERM or SIGINT has
@@ -113,11 +122,28 @@ public final class Server: Sendable {
       }
     }
 
+    var adminListeners: [Int32] = []
+    var adminBound: [SocketAddress] = []
+    if adminRouter != nil {
+      for address in configuration.adminListen {
+        let actual = try Listener.claim(address)
+        adminBound.append(actual)
+        adminListeners.append(try Listener.open(actual))
+      }
+    }
+
     let pool = WorkerPool(
       threads: max(1, configuration.poolThreads), capacity: max(0, configuration.poolQueue))
     let background = WorkerPool(
       threads: max(1, configuration.backgroundThreads), capacity: max(0, configuration.backgroundQueue),
       lowPriority: true)
+    configuration.metrics?.set(
+      GaugeFamily("band_edge_pool_queue_depth", "Requests waiting for a worker, by pool.") {
+        [
+          (labels: [("pool", "requests")], value: Double(pool.waiting)),
+          (labels: [("pool", "background")], value: Double(background.waiting)),
+        ]
+      })
     let budget = RequestBudget(limit: configuration.limits.maxBufferedRequestBytes)
     var mailboxes: [LoopMailbox] = []
     let running = LoopCounter()
@@ -132,10 +158,14 @@ public final class Server: Sendable {
       var loopContext = ConnectionContext(router: router, log: AccessLog(enabled: configuration.accessLog))
       loopContext.httpsRedirect = configuration.httpsRedirect
       let context = loopContext
+      let metrics = configuration.metrics
       running.count.add(1, ordering: .relaxed)
       startThread {
         defer { running.count.subtract(1, ordering: .releasing) }
         do {
+          // The loop's shard is its thread's own: made here, on that thread.
+          var context = context
+          context.metrics = metrics?.shard()
           let loop = try EventLoop(
             listeners: listeners, tlsListeners: secureListeners, tls: tls, mailbox: mailbox, pool: pool,
             background: background, limits: limits, budget: budget, context: context,
@@ -146,7 +176,30 @@ public final class Server: Sendable {
         }
       }
     }
+    if let adminRouter, !adminListeners.isEmpty {
+      let mailbox = try LoopMailbox()
+      mailboxes.append(mailbox)  // drained with the others; never given a snapshot
+      let limits = configuration.limits
+      // The networks named, or else loopback alone.
+      let allowed = configuration.adminAllow.isEmpty ? IPNetwork.loopback : configuration.adminAllow
+      let listeners = adminListeners
+      running.count.add(1, ordering: .relaxed)
+      startThread {
+        defer { running.count.subtract(1, ordering: .releasing) }
+        do {
+          let loop = try EventLoop(
+            listeners: listeners, mailbox: mailbox, pool: pool, background: background, limits: limits,
+            budget: budget, context: ConnectionContext(router: adminRouter, log: AccessLog(enabled: false)),
+            allowed: allowed)
+          loop.run()
+        } catch {
+          Log.event("error", "loop_failed", [("error", "\(error)")])
+        }
+      }
+    }
+    let publicMailboxes = mailboxes.count - (adminRouter != nil && !adminListeners.isEmpty ? 1 : 0)
     for address in bound { Log.event("info", "listening", [("address", address.description)]) }
+    for address in adminBound { Log.event("info", "admin_listening", [("address", address.description)]) }
     onListening(bound)
 
     var drainDeadline: Instant? = nil
@@ -174,9 +227,12 @@ public final class Server: Sendable {
         for mailbox in mailboxes { mailbox.post(.drain) }
       case SIGHUP:
         if let snapshot = reload() {
-          for mailbox in mailboxes { mailbox.post(.snapshot(snapshot)) }
+          for mailbox in mailboxes.prefix(publicMailboxes) { mailbox.post(.snapshot(snapshot)) }
           if let tls = snapshot.tls { currentTLS = tls }
           Log.event("info", "reloaded")
+          configuration.metrics?.shard()?.count(.reloads, 0)
+        } else {
+          configuration.metrics?.shard()?.count(.reloads, 1)
         }
       default:
         break
@@ -185,7 +241,7 @@ public final class Server: Sendable {
         nextRotation = clock.now().adding(configuration.ticketKeyRotation)
         if let fresh = tls.withFreshTicketKeys() {
           currentTLS = fresh
-          for mailbox in mailboxes { mailbox.post(.tls(fresh)) }
+          for mailbox in mailboxes.prefix(publicMailboxes) { mailbox.post(.tls(fresh)) }
           Log.event("info", "tls_ticket_keys_rotated")
         } else {
           Log.event(

@@ -122,6 +122,22 @@ public final class TLSContext: @unchecked Sendable {
       http2 ? UnsafeMutableRawPointer(bitPattern: 1) : nil)
   }
 
+  /// When the default certificate stops being valid (its `notAfter`), in seconds since 1970; nil
+  /// if it cannot be read. With SNI alternatives, the earliest of them all.
+  public var certificateNotAfter: Int? {
+    var earliest: Int? = nil
+    for ctx in [context] + alternatives.map(\.context) {
+      guard let certificate = SSL_CTX_get0_certificate(ctx), let time = X509_get0_notAfter(certificate) else {
+        continue
+      }
+      var moment = tm()
+      guard ASN1_TIME_to_tm(time, &moment) == 1 else { continue }
+      let seconds = timegm(&moment)
+      earliest = min(earliest ?? seconds, seconds)
+    }
+    return earliest
+  }
+
   /// The protocols this server speaks, best first (nginx offers the same HTTP/1 names); `h2` first
   /// when HTTP/2 is on.
   static let protocols: [[UInt8]] = [Array("http/1.1".utf8), Array("http/1.0".utf8)]
@@ -433,6 +449,12 @@ final class TLSSession {
     guard let data, length == 2 else { return false }
     return data[0] == UInt8(ascii: "h") && data[1] == UInt8(ascii: "2")
   }
+
+  /// The version's index in `band_edge_tls_handshakes_total` (once the handshake is done).
+  var metricVersion: Int { SSL_version(ssl) == TLS1_3_VERSION ? 1 : 0 }
+
+  /// Whether the handshake resumed an earlier session (a ticket or the session cache).
+  var resumed: Bool { SSL_session_reused(ssl) == 1 }
 
   func handshake() -> Outcome {
     let result = SSL_do_handshake(ssl)

@@ -139,8 +139,9 @@ struct PlainTransport: Transport {
 /// read before the socket is.
 final class TLSTransport: Transport {
   let session: TLSSession
-  /// Whether the first byte was looked at (a record, not plain HTTP).
-  private var firstByteChecked = false
+  /// Whether the first byte was looked at (a record, not plain HTTP): a failure after it is a
+  /// failed handshake, not a peer that left without a word.
+  private(set) var firstByteChecked = false
 
   init(_ session: TLSSession) { self.session = session }
 

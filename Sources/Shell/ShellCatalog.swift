@@ -121,7 +121,9 @@ public struct ShellCatalog: Sendable {
   /// One GET route per served path (HEAD follows from GET), with the file's cache class.
   public var routes: [Route] {
     files.map { file in
-      Route(.get, file.path, cacheClass: file.cacheClass) { request in Self.respond(to: request, with: file) }
+      Route(.get, file.path, cacheClass: file.cacheClass, name: "shell") { request in
+        Self.respond(to: request, with: file)
+      }
     }
   }
 

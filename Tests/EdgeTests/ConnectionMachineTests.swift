@@ -388,7 +388,7 @@ struct ConnectionMachineTests {
     var h = Harness()
     h.send("GET /echo?code=secret HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer secret\r\n\r\n")
     let line = h.context.log.text
-    #expect(line.contains(#""method":"GET","path":"/echo","status":200"#))
+    #expect(line.contains(#""method":"GET","path":"/echo","protocol":"HTTP/1.1","status":200"#))
     #expect(line.contains(#""client":"127.0.0.1:5000""#))
     #expect(!line.contains("secret"))
   }

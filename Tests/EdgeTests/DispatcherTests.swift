@@ -31,7 +31,7 @@ struct DispatcherTests {
   /// A short reading of a decision, for the table.
   static func summary(_ decision: Dispatcher.Decision) -> String {
     switch decision {
-    case .answer(let response, let cacheClass, let headOnly):
+    case .answer(let response, let cacheClass, let headOnly, _):
       "answer \(response.status.code) \(cacheClass)\(headOnly ? " head" : "")"
         + (response.header("Location").map { " -> \($0)" } ?? "")
     case .refuse(let response, let closing):

@@ -18,7 +18,7 @@ struct HTTP2ConnectionTests {
     /// Everything the server wrote so far.
     var written: [UInt8] = []
 
-    init() throws {
+    init(metrics: MetricShard? = nil) throws {
       limits.headTimeout = .seconds(10)
       limits.bodyTimeout = .seconds(5)
       limits.idleTimeout = .seconds(60)
@@ -30,7 +30,9 @@ struct HTTP2ConnectionTests {
       ])
       context = ConnectionContext(router: router, log: AccessLog(enabled: false))
       connection = HTTP2Connection(
-        clock: clock, limits: limits, client: "127.0.0.1", secure: false, dispatcher: context.dispatcher)
+        clock: clock, limits: limits, client: "127.0.0.1", secure: false, dispatcher: context.dispatcher,
+        metrics: metrics)
+      context.metrics = metrics
       send(client.pendingBytes())
     }
 

@@ -246,7 +246,7 @@ def test_access_log_is_one_json_line_per_request_without_query_or_headers(server
     lines = server.access_log(minimum=2)
     assert [(line["method"], line["path"], line["status"]) for line in lines] == [
         ("GET", "/healthz", 200), ("GET", "/nope", 404)]
-    assert all(set(line) == {"time", "method", "path", "status", "bytes", "duration_us", "client"} for line in lines)
+    assert all(set(line) == {"time", "method", "path", "protocol", "status", "bytes", "duration_us", "client"} for line in lines)
     assert lines[0]["client"].startswith("127.0.0.1:")
     text = server.stdout_path.read_text() + server.stderr_path.read_text()
     assert "secret" not in text
