@@ -93,6 +93,7 @@ extension ClientStore {
       try db.query(
         "UPDATE sessions SET revoked_at = ?, revoked_reason = ? WHERE account_id = ? AND revoked_at IS NULL",
         [.integer(now), .text(reason), .text(account.id)])
+      db.note(.sessionsRevoked, Self.revocationSeries(reason), by: UInt64(db.changes))
       try clearSignInFailures(email: email)
       try voidTokens(accountID: account.id, [.recovery, .setPassword])
       try markVerified(accountID: account.id)
@@ -116,6 +117,7 @@ extension ClientStore {
         UPDATE sessions SET revoked_at = ?, revoked_reason = 'password_changed'
         WHERE account_id = ? AND id <> ? AND revoked_at IS NULL
         """, [.integer(Int64(clock())), .text(accountID), .text(sessionID)])
+      db.note(.sessionsRevoked, Self.revocationSeries("password_changed"), by: UInt64(db.changes))
       try voidTokens(accountID: accountID, [.recovery, .setPassword])
       try enqueueMail(mail, host: host)
       try audit(actor: accountID, action: "account.password_changed", subject: accountID)

@@ -1,3 +1,5 @@
+import Edge
+
 /// What a native exchange asks for (client-api-v1.md, "Native sign-in handoff", step 5).
 public struct ExchangeRequest: Sendable {
   public var code: String
@@ -70,7 +72,10 @@ extension ClientStore {
                request_digest, session_id, sealed_token
         FROM handoffs WHERE code_digest = ?
         """, [.blob(Secrets.digest(request.code))])
-      guard let row = rows.first else { return .invalidGrant }
+      guard let row = rows.first else {
+        db.note(.nativeExchanges, ExchangeMetric.invalidGrant.rawValue)
+        return .invalidGrant
+      }
       func text(_ i: Int) -> String { if case .text(let s) = row[i] { s } else { "" } }
       func blob(_ i: Int) -> [UInt8]? { if case .blob(let b) = row[i] { b } else { nil } }
       let accountID = text(0)

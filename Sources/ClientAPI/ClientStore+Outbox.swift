@@ -126,6 +126,16 @@ extension ClientStore {
     }
   }
 
+  /// Messages not yet sent (delivery pending or being retried), fleet-wide.
+  public func pendingMail() throws(StoreError) -> Int {
+    guard
+      case .integer(let n)? = try db.query(
+        "SELECT count(*) FROM outbox WHERE sent_at IS NULL AND text_body IS NOT NULL", []
+      ).first?.first
+    else { return 0 }
+    return Int(n)
+  }
+
   /// The newest `limit` messages, newest first (for `admin outbox list`).
   public func outbox(limit: Int = 50) throws(StoreError) -> [OutboxEntry] {
     try db.query(

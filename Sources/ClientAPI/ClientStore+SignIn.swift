@@ -151,6 +151,7 @@ extension ClientStore {
       try db.query(
         "UPDATE sessions SET revoked_at = ?, revoked_reason = 'account_deleted' WHERE account_id = ? AND revoked_at IS NULL",
         [.integer(Int64(now)), .text(accountID)])
+      db.note(.sessionsRevoked, Self.revocationSeries("account_deleted"), by: UInt64(db.changes))
       try audit(actor: accountID, action: "account.deletion_requested", subject: accountID)
     }
   }

@@ -1,3 +1,5 @@
+import Edge
+
 /// A role in a school.
 public enum Role: String, Sendable, CaseIterable {
   case administrator
@@ -55,7 +57,7 @@ public struct AuditEvent: Equatable, Sendable {
 /// The data the API core owns, on SQLite. Every change writes its audit event in the same
 /// transaction. Emails arrive as `EmailAddress`, already in their one normalised form.
 public final class ClientStore {
-  let db: any Database
+  let db: MeteredDatabase
   let clock: @Sendable () -> Int
   /// The server's key for identifiers people type (emails), made at first start and kept in the
   /// database so that every process (and later every instance) keys alike. Never logged.
@@ -70,7 +72,7 @@ public final class ClientStore {
 
   /// A store over an open `database` of either engine, applying migrations.
   public init(database: any Database, clock: @escaping @Sendable () -> Int) throws(StoreError) {
-    db = database
+    db = MeteredDatabase(database)
     self.clock = clock
     try Migrations.apply(to: db)
     identifierKey = try Self.serverKey("identifier", db: db, clock: clock)
@@ -338,6 +340,29 @@ public final class ClientStore {
         detail.map { .text($0) } ?? .null,
       ])
     if Self.changesSessionAnswers.contains(action) { try db.announceChange() }
+    if let (id, series) = Self.metric(action: action, detail: detail) { db.note(id, series) }
+  }
+
+  /// The counter an audited action moves, if any (counted when its transaction commits).
+  static func metric(action: String, detail: String?) -> (MetricID, Int)? {
+    switch (action, detail) {
+    case ("session.created", "native"?): (.sessionsCreated, SignInChannel.native.rawValue)
+    case ("session.created", _): (.sessionsCreated, SignInChannel.web.rawValue)
+    case ("session.revoked", let reason): (.sessionsRevoked, revocationSeries(reason))
+    case ("handoff.created", _): (.handoffsCreated, 0)
+    case ("sign_in.succeeded", "native"?): (.nativeExchanges, ExchangeMetric.issued.rawValue)
+    case ("handoff.retried", _): (.nativeExchanges, ExchangeMetric.idempotentRetry.rawValue)
+    case ("handoff.refused", _): (.nativeExchanges, ExchangeMetric.invalidGrant.rawValue)
+    case ("handoff.replayed", _): (.nativeExchanges, ExchangeMetric.replayRevoked.rawValue)
+    case ("sign_in.failed", "locked"?): (.lockoutsStarted, 0)
+    default: nil
+    }
+  }
+
+  /// The `reason` label's index for a revocation reason the store writes.
+  static func revocationSeries(_ reason: String?) -> Int {
+    let reasons = MetricFamily.revocationReasons
+    return reason.flatMap { reasons.firstIndex(of: $0) } ?? reasons.count - 1
   }
 
   /// The change counter: how many changes of session answers have been announced.

@@ -40,6 +40,7 @@ public final class MailDelivery: Sendable {
           let bytes = MailFormat.message(entry, from: smtp.from, date: clock())
           if let failure = SMTPSender.send(bytes, to: entry.to, settings: smtp) {
             try store.markFailed(entry.id, error: failure, firstWait: wait)
+            Metrics.count(.mailDeliveries, 1)
             Log.event(
               "error", "mail_failed",
               [
@@ -48,17 +49,22 @@ public final class MailDelivery: Sendable {
               ])
           } else {
             try store.markDelivered(entry.id)
+            Metrics.count(.mailDeliveries, 0)
             shared.delivered.add(1, ordering: .sequentiallyConsistent)
             Log.event(
               "info", "mail_sent",
               [("id", "\(entry.id)"), ("kind", entry.kind), ("message_id", entry.messageID)])
           }
         }
+        MailDelivery.pending.store(try store.pendingMail(), ordering: .relaxed)
       })
   }
 
   /// The thread ends within an interval of the last reference going.
   deinit { shared.stopped.store(true, ordering: .sequentiallyConsistent) }
+
+  /// Messages in the outbox not yet sent, as the sender last counted them (-1: not yet counted).
+  public static let pending = Atomic<Int>(-1)
 
   /// Messages this process delivered (for tests).
   public var delivered: Int { shared.delivered.load(ordering: .sequentiallyConsistent) }

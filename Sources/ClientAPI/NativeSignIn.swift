@@ -115,7 +115,11 @@ public struct NativeSignIn: Sendable {
       },
       Route(
         .post, "/native/sign-in", cacheClass: .private, execution: .background,
-        fastPath: { request in context.limited(request, by: context.signInLimiter, refusal: pages.tooMany) }
+        fastPath: { request in
+          let refused = context.limited(request, by: context.signInLimiter, refusal: pages.tooMany)
+          if refused != nil { Metrics.signIn(.native, .rateLimited) }
+          return refused
+        }
       ) { request in
         pages.guarded { try submit(request) }
       },
@@ -151,12 +155,15 @@ public struct NativeSignIn: Sendable {
   func submit(_ request: Request) throws(StoreError) -> Response {
     if let refusal = pages.refusal(request, binding: WebSecurity.cookie(WebSecurity.csrfCookie, in: request))
     {
+      Metrics.signIn(.native, .refused)
       return refusal
     }
     let fields = WebSecurity.form(request)
     let parameters: HandoffParameters
     switch HandoffParameters.parse(fields, deployment: context.deployment) {
-    case .failure(let refusal): return refused(refusal)
+    case .failure(let refusal):
+      Metrics.signIn(.native, .refused)
+      return refused(refusal)
     case .success(let parsed): parameters = parsed
     }
     let fields_ = fields ?? [:]
@@ -170,6 +177,7 @@ public struct NativeSignIn: Sendable {
     var device: String? = nil
     if fields_["action"] == "continue" {
       guard let signed = try context.signed(Credential(request), store) else {
+        Metrics.signIn(.native, .refused)
         return form(
           request, parameters, signedIn: nil, status: .badRequest,
           message: "Your browser session has ended. Please sign in.")
@@ -182,6 +190,7 @@ public struct NativeSignIn: Sendable {
       guard !email.isEmpty, !password.isEmpty, email.utf8.count <= WebPages.maxEmailBytes,
         password.utf8.count <= WebPages.maxPasswordBytes
       else {
+        Metrics.signIn(.native, .refused)
         return form(
           request, parameters, signedIn: nil, status: .badRequest,
           message: "Enter your email address and your password.", email: typed)
@@ -192,10 +201,12 @@ public struct NativeSignIn: Sendable {
         account = found
         device = cookie
       case .refused:
+        Metrics.signIn(.native, .badCredentials)
         return form(
           request, parameters, signedIn: nil, status: .badRequest, message: WebPages.failureMessage,
           email: typed)
       case .locked:
+        Metrics.signIn(.native, .locked)
         return form(
           request, parameters, signedIn: nil, status: .badRequest, message: WebPages.lockedMessage,
           email: typed)
@@ -205,6 +216,7 @@ public struct NativeSignIn: Sendable {
       accountID: account.id, challenge: parameters.challenge, state: parameters.state,
       platform: parameters.platform,
       appVersion: parameters.appVersion, lifetime: context.deployment.handoffLifetimeSeconds)
+    Metrics.signIn(.native, .ok)
     // Built from configuration only: the origin is the deployment's, never a request's.
     return WebPages.redirect(
       "\(origin)/native/callback?code=\(code)&state=\(parameters.state)",

@@ -1,4 +1,9 @@
 import Edge
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// `GET /readyz` (architecture.md, "Operating it"): 200 when the configuration is loaded (it is,
 /// or no route would answer) and the store answers; 503 with `Retry-After` otherwise, so a load
@@ -20,4 +25,36 @@ public enum Readiness {
       }
     ]
   }
+}
+
+/// `band_edge_ready`: the answer `/readyz` would give, checked every `interval` on a thread of its
+/// own (with its own store connection), so that a scrape never waits on the database and still
+/// sees one that has gone.
+public final class ReadinessWatch: Sendable {
+  private final class Shared: Sendable {
+    let ready = Atomic<Int>(-1)
+    let stopped = Atomic<Bool>(false)
+  }
+
+  private let shared = Shared()
+
+  /// Starts checking `context`'s store every `interval`.
+  public init(_ context: ClientContext, interval: Duration = .seconds(1)) {
+    let shared = self.shared
+    let nanoseconds =
+      Int(interval.components.seconds) * 1_000_000_000 + Int(interval.components.attoseconds / 1_000_000_000)
+    startThread {
+      while !shared.stopped.load(ordering: .relaxed) {
+        let ok = (try? context.store().schemaVersion()) != nil
+        shared.ready.store(ok ? 1 : 0, ordering: .relaxed)
+        var pause = timespec(tv_sec: nanoseconds / 1_000_000_000, tv_nsec: nanoseconds % 1_000_000_000)
+        nanosleep(&pause, nil)
+      }
+    }
+  }
+
+  deinit { shared.stopped.store(true, ordering: .relaxed) }
+
+  /// 1 ready, 0 not, -1 not checked yet.
+  public var ready: Int { shared.ready.load(ordering: .relaxed) }
 }

@@ -152,13 +152,15 @@ final class SessionCache: Sendable {
   /// before its end; never blocks (a lookup under a short lock).
   func answer(for digest: [UInt8], now: Int) -> PrebuiltResponse? {
     guard capacity > 0 else { return nil }
-    return state.withLock { state in
+    let found = state.withLock { state -> PrebuiltResponse? in
       guard case .ready(let watch) = state.watch, let entry = state.entries[Key(digest)],
         now < entry.validUntil,
         let stamp = watch.stamp(), stamp == entry.stamp
       else { return nil }
       return entry.answer
     }
+    Metrics.count(.sessionCacheLookups, found == nil ? 1 : 0)
+    return found
   }
 
   /// The stamp to take before a store read whose answer will be cached (on a pool thread; opens

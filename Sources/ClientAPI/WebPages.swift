@@ -31,7 +31,11 @@ public struct WebPages: Sendable {
       },
       Route(
         .post, "/sign-in", cacheClass: .private, execution: .background,
-        fastPath: { request in context.limited(request, by: context.signInLimiter, refusal: tooMany) }
+        fastPath: { request in
+          let refused = context.limited(request, by: context.signInLimiter, refusal: tooMany)
+          if refused != nil { Metrics.signIn(.web, .rateLimited) }
+          return refused
+        }
       ) { request in guarded { try signIn(request) } },
       Route(.post, "/sign-out", cacheClass: .private, execution: .pooled) { request in
         guarded { try signOut(request) }
@@ -85,6 +89,7 @@ public struct WebPages: Sendable {
 
   func signIn(_ request: Request) throws(StoreError) -> Response {
     if let refusal = refusal(request, binding: WebSecurity.cookie(WebSecurity.csrfCookie, in: request)) {
+      Metrics.signIn(.web, .refused)
       return refusal
     }
     let form = WebSecurity.form(request) ?? [:]
@@ -97,6 +102,7 @@ public struct WebPages: Sendable {
     guard !email.isEmpty, !password.isEmpty, email.utf8.count <= Self.maxEmailBytes,
       password.utf8.count <= Self.maxPasswordBytes
     else {
+      Metrics.signIn(.web, .refused)
       return signInForm(
         request, status: .badRequest, message: "Enter your email address and your password.", email: typed,
         returnTo: back)
@@ -108,9 +114,11 @@ public struct WebPages: Sendable {
     switch try checkPassword(email: email, password: password, store: store, request: request) {
     case .passed(let found, let hash, let cookie): (account, upgradedHash, device) = (found, hash, cookie)
     case .refused:
+      Metrics.signIn(.web, .badCredentials)
       return signInForm(
         request, status: .badRequest, message: Self.failureMessage, email: typed, returnTo: back)
     case .locked:
+      Metrics.signIn(.web, .locked)
       return signInForm(
         request, status: .badRequest, message: Self.lockedMessage, email: typed, returnTo: back)
     }
@@ -118,6 +126,7 @@ public struct WebPages: Sendable {
     _ = try store.signIn(
       accountID: account.id, token: token, replacing: Credential(request).token, upgradedHash: upgradedHash,
       lifetimes: context.lifetimes, browser: BrowserLabel.summary(userAgent: request.headers["user-agent"]))
+    Metrics.signIn(.web, .ok)
     var redirect = Self.redirect(
       back ?? "/",
       cookie: WebSecurity.setCookie(WebSecurity.sessionCookie, token, maxAge: context.lifetimes.webAbsolute))

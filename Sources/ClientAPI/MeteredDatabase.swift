@@ -1,0 +1,114 @@
+import Edge
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The store's engine with its metrics: every statement's duration and failures by engine, and
+/// the domain's counts (sign-ins, exchanges, sessions created and revoked) kept until the
+/// transaction they were noted in commits — a PostgreSQL transaction retried after a
+/// serialization failure, or rolled back, counts nothing twice and nothing that did not happen.
+/// Used by one thread at a time, as the engine is.
+final class MeteredDatabase: Database {
+  let engine: any Database
+  private let metrics: Metrics
+  private let name: Int
+  private var depth = 0
+  private var pending: [(MetricID, Int, UInt64)] = []
+
+  init(_ engine: any Database, metrics: Metrics = .process) {
+    self.engine = engine
+    self.metrics = metrics
+    name = (engine.dialect == .postgres ? EngineName.postgres : EngineName.sqlite).rawValue
+  }
+
+  /// Counts `n` in series `series` of `id` once the current transaction commits (at once outside
+  /// one).
+  func note(_ id: MetricID, _ series: Int = 0, by n: UInt64 = 1) {
+    guard n > 0 else { return }
+    if depth == 0 {
+      metrics.shard()?.count(id, series, by: n)
+    } else {
+      pending.append((id, series, n))
+    }
+  }
+
+  private func timed<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+    var start = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &start)
+    do {
+      let result = try body()
+      observe(since: start)
+      return result
+    } catch {
+      observe(since: start)
+      metrics.shard()?.count(.databaseErrors, name)
+      throw error
+    }
+  }
+
+  private func observe(since start: timespec) {
+    var end = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &end)
+    let nanoseconds = (end.tv_sec - start.tv_sec) * 1_000_000_000 + (end.tv_nsec - start.tv_nsec)
+    metrics.shard()?.observe(.databaseStatementDuration, name, UInt64(max(0, nanoseconds)))
+  }
+
+  /// A transaction's notes are kept from its last attempt's start to its commit.
+  private func attemptBegins() { pending.removeAll() }
+
+  private func committed() {
+    let shard = metrics.shard()
+    for (id, series, n) in pending { shard?.count(id, series, by: n) }
+    pending.removeAll()
+  }
+
+  @discardableResult
+  func query(_ sql: String, _ parameters: [DatabaseValue]) throws(StoreError) -> [[DatabaseValue]] {
+    try timed { () throws(StoreError) in try engine.query(sql, parameters) }
+  }
+
+  func execute(_ sql: String) throws(StoreError) {
+    try timed { () throws(StoreError) in try engine.execute(sql) }
+  }
+
+  func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+    if depth > 0 { return try body() }
+    depth += 1
+    defer {
+      depth -= 1
+      pending.removeAll()
+    }
+    let result = try engine.transaction { () throws(StoreError) -> T in
+      attemptBegins()  // what an earlier attempt noted was rolled back
+      return try body()
+    }
+    committed()
+    return result
+  }
+
+  func exclusiveTransaction<T>(_ lock: ExclusiveLock, _ body: () throws(StoreError) -> T) throws(StoreError)
+    -> T
+  {
+    if depth > 0 { return try body() }
+    depth += 1
+    defer {
+      depth -= 1
+      pending.removeAll()
+    }
+    let result = try engine.exclusiveTransaction(lock) { () throws(StoreError) -> T in
+      attemptBegins()
+      return try body()
+    }
+    committed()
+    return result
+  }
+
+  var changes: Int { engine.changes }
+  var dialect: SQLDialect { engine.dialect }
+  func schemaVersion() throws(StoreError) -> Int { try engine.schemaVersion() }
+  func recordSchemaVersion(_ version: Int) throws(StoreError) { try engine.recordSchemaVersion(version) }
+  func checkServable(name: String) throws(StoreError) { try engine.checkServable(name: name) }
+  func announceChange() throws(StoreError) { try engine.announceChange() }
+  func changeCount() throws(StoreError) -> Int { try engine.changeCount() }
+}
