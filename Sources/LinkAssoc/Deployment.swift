@@ -63,6 +63,8 @@ public struct Deployment: Equatable, Sendable {
   /// How mail leaves (`"mail"`: the SMTP relay, the sender, its credentials); `--smtp` wins for
   /// the relay. Staging and production refuse to start without a relay and a sender.
   public var mail = MailSettings()
+  /// The admin listener (`"admin"`: where `/metrics` is served, and to whom); flags win.
+  public var admin = AdminSettings()
 
   /// The default label of each environment.
   public static func defaultLabel(_ environment: Environment) -> String {
@@ -86,6 +88,15 @@ public struct MailSettings: Sendable, Equatable {
   public var passwordFile: String? = nil
 
   /// No mail settings.
+  public init() {}
+}
+
+/// The file's `admin` object: `{"listen": "127.0.0.1:9901", "allow": ["10.0.0.0/8"]}`; the
+/// executable checks the address and the networks.
+public struct AdminSettings: Sendable, Equatable {
+  public var listen: String? = nil
+  public var allow: [String] = []
+
   public init() {}
 }
 

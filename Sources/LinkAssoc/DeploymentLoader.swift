@@ -14,7 +14,7 @@ public enum DeploymentLoader {
   static let knownKeys: Set<String> = [
     "environment", "origin", "label", "apple", "android", "verifiedLinkPaths", "capabilities",
     "killSwitches", "minimumAppVersion", "handoffLifetimeSeconds", "linkFileMaxAgeSeconds", "knownIdentities",
-    "listen", "limits", "tls", "timezone", "database", "mail",
+    "listen", "limits", "tls", "timezone", "database", "mail", "admin",
   ]
 
   /// Reads `configPath` (if any) and validates it together with `environment` variables.
@@ -278,6 +278,11 @@ public enum DeploymentLoader {
       tls.certificate = r.string("certificate", in: configured, path: "tls.certificate")
       tls.key = r.string("key", in: configured, path: "tls.key")
     }
+    var admin = AdminSettings()
+    if let configured = r.object("admin", known: ["listen", "allow"]) {
+      admin.listen = r.string("listen", in: configured, path: "admin.listen")
+      admin.allow = r.strings("allow", in: configured, path: "admin.allow") ?? []
+    }
     // Which names exist, their units and ranges are the executable's limit table's to say (one
     // table feeds the flags and the file); here each value must be a number.
     var limits: [String: Double] = [:]
@@ -319,7 +324,7 @@ public enum DeploymentLoader {
       capabilities: Capabilities(values: capabilities), killSwitches: killSwitches, minimumIOSVersion: ios,
       minimumAndroidVersion: androidVersion, handoffLifetimeSeconds: handoff, linkFileMaxAge: maxAge,
       listen: listen,
-      limits: limits, tls: tls, timezone: timezone, database: r.string("database"), mail: mail)
+      limits: limits, tls: tls, timezone: timezone, database: r.string("database"), mail: mail, admin: admin)
   }
 
   /// Why `name` cannot be the display time zone, or nil: an IANA name (`Area/City`, letters,

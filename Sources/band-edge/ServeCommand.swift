@@ -29,6 +29,13 @@ enum ServeCommand {
       --trusted-proxy IP      a proxy whose X-Forwarded-For is believed for the client address
                               (repeatable; default none)
       --no-access-log         do not write the JSON access log to stdout
+      --admin-listen ADDR     the admin listener: GET /metrics (Prometheus), /healthz, /readyz;
+                              host:port, or a bare PORT on 127.0.0.1 (config "admin": {"listen"});
+                              off when neither is given. See docs/operations.md
+      --admin-allow NETS      the client networks the admin listener serves, comma-separated CIDR
+                              (config "admin": {"allow": [...]}); default loopback only, and
+                              needed when it listens on a non-loopback address
+      --no-metrics            count nothing (the admin listener then serves build info only)
       --no-http2              TLS listeners offer ALPN http/1.1 only (by default they offer h2
                               first, then http/1.1; --http2 says so explicitly)
       --h2c                   plain listeners also take HTTP/2 with prior knowledge (a connection
@@ -86,6 +93,9 @@ enum ServeCommand {
     var givenLimits: Set<String> = []
     var printRoutes = false
     var trustedProxies: Set<String> = []
+    var adminListenFlag: String? = nil
+    var adminAllowFlag: [String]? = nil
+    var metricsOn = true
     while let word = arguments.next() {
       let (flag, inline) = split(word)
       func value() throws(UsageError) -> String { try arguments.value(of: flag, inline: inline) }
@@ -126,6 +136,10 @@ enum ServeCommand {
           throw UsageError("--trusted-proxy takes a numeric IP address, not '\(text)'")
         }
         trustedProxies.insert(text)
+      case "--admin-listen": adminListenFlag = try value()
+      case "--admin-allow":
+        adminAllowFlag = (adminAllowFlag ?? []) + (try value()).split(separator: ",").map(String.init)
+      case "--no-metrics": metricsOn = false
       case "--test-routes": testRoutes = true
       case "--print-routes": printRoutes = true
       case "--shell": shellDirectory = try value()
@@ -222,6 +236,25 @@ enum ServeCommand {
         return 1
       }
     }
+    var admin: (SocketAddress, [IPNetwork])? = nil
+    if let text = adminListenFlag ?? deployment.admin.listen {
+      switch Operators.admin(listen: text, allow: adminAllowFlag ?? deployment.admin.allow) {
+      case .failure(let problem):
+        fail(problem.message)
+        return 1
+      case .success(let found): admin = found
+      }
+    }
+    if let (address, networks) = admin {
+      if deployment.environment == .development && !address.isLoopback {
+        fail("development listens on loopback only (127.0.0.0/8 or ::1), not \(address)")
+        return 1
+      }
+      settings.server.adminListen = [address]
+      settings.server.adminAllow = networks
+    }
+    Metrics.process.enabled = metricsOn
+    settings.server.metrics = metricsOn ? Metrics.process : nil
     if testRoutes && deployment.environment != .development {
       fail("--test-routes is for development only, not \(deployment.environment.rawValue)")
       return 1
@@ -290,7 +323,19 @@ enum ServeCommand {
       }
       return 0
     }
-    let server = Server(configuration: settings.server, router: router)
+    var adminRouter: Router? = nil
+    if admin != nil {
+      let client = ClientContext(services: services, deployment: deployment, stylesheet: nil)
+      Operators.publishProcess(Metrics.process, readiness: ReadinessWatch(client))
+      do {
+        adminRouter = try Operators.router(readiness: Readiness.routes(client), metrics: Metrics.process)
+      } catch {
+        fail("\(error)")
+        return 1
+      }
+    }
+    Operators.publish(deployment, tls: settings.server.tls, to: Metrics.process)
+    let server = Server(configuration: settings.server, router: router, adminRouter: adminRouter)
     // The reload hook reads fixed values.
     let (shellPath, withTestRoutes, offersHTTP2) = (shellDirectory, testRoutes, http2)
     let tlsFiles = settings.server.tls == nil ? nil : tlsPairs
@@ -337,6 +382,7 @@ enum ServeCommand {
                 .filter { next.limits[$0] != deployment.limits[$0] }.sorted()
                 + (next.listen != deployment.listen ? ["listen"] : [])
                 + (next.tls.listen != deployment.tls.listen ? ["tls.listen"] : [])
+                + (next.admin != deployment.admin ? ["admin"] : [])
               if !changed.isEmpty {
                 Log.event(
                   "warning", "restart_needed",
@@ -345,6 +391,7 @@ enum ServeCommand {
                     ("advice", "these take effect at the next start"),
                   ])
               }
+              Operators.publish(next, tls: tls, to: Metrics.process)
               return Snapshot(
                 router: router, tls: tls,
                 httpsRedirect: tls != nil && next.environment != .development ? next.origin : nil)

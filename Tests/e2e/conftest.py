@@ -42,8 +42,28 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    """Every server still running is stopped and every temporary directory removed, pass or fail."""
+    """Every server still running is stopped and every temporary directory removed, pass or fail.
+    Then every server's last exposition (taken as it stopped, `edge.Server.stop`) goes through
+    `promtool check metrics`: anything it reports fails the run."""
     edge.cleanup()
+    if not edge._scrapes:
+        return
+    import shutil
+    import subprocess
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        print("\nband-edge: error: promtool (Debian's prometheus) is not installed; the expositions are unchecked")
+        session.exitstatus = 1
+        return
+    reported = []
+    for command, text in edge._scrapes:
+        result = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True)
+        if result.returncode != 0 or result.stdout.strip() or result.stderr.strip():
+            reported.append(f"{command}:\n{result.stdout}{result.stderr}")
+    print(f"\npromtool check metrics: {len(edge._scrapes)} expositions, {len(reported)} with findings")
+    if reported:
+        print("\n".join(reported[:5]))
+        session.exitstatus = 1
 
 
 @pytest.fixture

@@ -34,6 +34,8 @@ _built_shell: Path | None = None
 _directories: list[Path] = []
 _servers: list["Server"] = []
 _schemas: list[str] = []
+# Each server's last exposition, taken as it stops; conftest checks them all with promtool at the end.
+_scrapes: list[tuple[str, str]] = []
 
 
 def engine() -> str:
@@ -166,8 +168,10 @@ class Server:
     `--database` in `args` names, else a new one of the engine under test (`new_store`)."""
 
     def __init__(self, *args: str, test_routes: bool = True, shell: Path | None = None,
-                 env: dict[str, str] | None = None, file_limit: int | None = None):
-        """`file_limit` sets the process's descriptor limit, soft and hard alike (so it cannot raise it)."""
+                 env: dict[str, str] | None = None, file_limit: int | None = None, admin: bool = True):
+        """`file_limit` sets the process's descriptor limit, soft and hard alike (so it cannot raise it).
+        `admin`: the server also gets an admin listener on a random loopback port (unless `args` names
+        one, or `file_limit` is set), whose exposition is scraped when the server stops."""
         self.dir = temporary_directory()
         self.stdout_path = self.dir / "stdout.log"
         self.stderr_path = self.dir / "stderr.log"
@@ -180,6 +184,10 @@ class Server:
                    *([] if named else self.database_args), *args]
         if test_routes:
             command.append("--test-routes")
+        self.scraped_at_stop = admin and file_limit is None and "--admin-listen" not in command
+        if self.scraped_at_stop:
+            command += ["--admin-listen", "127.0.0.1:0"]
+        self._admin_port: int | None = None
         if protocol() == "h2" and "--h2c" not in command:
             command.append("--h2c")
         environment = {k: v for k, v in os.environ.items() if not k.startswith("BAND_LICENCE_")}
@@ -224,6 +232,37 @@ class Server:
     def connect(self, **kwargs) -> "Client":
         return Client(self.address, **kwargs)
 
+    @property
+    def admin_port(self) -> int:
+        """The admin listener's port (from its `admin_listening` line)."""
+        if self._admin_port is None:
+            deadline = time.monotonic() + 10
+            while self._admin_port is None:
+                for e in self.events():
+                    if e.get("event") == "admin_listening":
+                        self._admin_port = int(e["address"].rsplit(":", 1)[1])
+                if self._admin_port is None:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError("band-edge did not announce an admin listener")
+                    time.sleep(0.02)
+        return self._admin_port
+
+    def admin(self, path: str) -> Response:
+        """GET `path` from the admin listener."""
+        client = Client(("127.0.0.1", self.admin_port))
+        try:
+            client.send(request("GET", path, {"Connection": "close"}))
+            return client.read_response()
+        finally:
+            client.close()
+
+    def metrics(self) -> str:
+        """The admin listener's exposition."""
+        response = self.admin("/metrics")
+        assert response.status == 200, response
+        assert response.header("content-type") == "text/plain; version=0.0.4; charset=utf-8"
+        return response.body.decode()
+
     def signal(self, sig: int) -> None:
         self.process.send_signal(sig)
 
@@ -231,6 +270,12 @@ class Server:
         return self.process.wait(timeout=timeout)
 
     def stop(self) -> None:
+        if self.process.poll() is None and self.scraped_at_stop:
+            try:
+                _scrapes.append((" ".join(self.process.args[1:]), self.metrics()))
+            except (OSError, RuntimeError, AssertionError):
+                pass  # a server that stopped answering: nothing to check
+            self.scraped_at_stop = False
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
