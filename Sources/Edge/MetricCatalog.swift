@@ -258,6 +258,9 @@ extension MetricFamily {
     return table
   }()
 
+  private static let methodCount = methods.count
+  private static let codeCount = codes.count
+
   /// The series of `band_edge_http_requests_total` for these labels.
   static func requestSeries(route: RouteIndex, method: HTTPMethod?, protocol: MetricProtocol, status: Int)
     -> Int
@@ -273,8 +276,8 @@ extension MetricFamily {
       case "OPTIONS": 6
       default: 7
       }
-    let code = status >= 0 && status < 600 ? Int(codeIndex[status]) : codes.count - 1
-    return ((min(route, RouteNames.capacity - 1) * methods.count + m) * 2 + `protocol`.rawValue) * codes.count
+    let code = status >= 0 && status < 600 ? Int(codeIndex[status]) : codeCount - 1
+    return ((min(route, RouteNames.capacity - 1) * methodCount + m) * 2 + `protocol`.rawValue) * codeCount
       + code
   }
 

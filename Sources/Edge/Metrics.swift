@@ -66,11 +66,10 @@ public final class MetricShard: @unchecked Sendable {
   /// Counts `n` in series `series` of `id`.
   @inline(__always)
   public func count(_ id: MetricID, _ series: Int = 0, by n: UInt64 = 1) {
-    add(MetricFamily.all[id.rawValue].offset + series, n)
+    add(Self.offsets[id.rawValue] + series, n)
   }
 
   /// Records `value` (in the family's integer unit: nanoseconds, bytes) in histogram `id`'s series.
-  @inline(__always)
   public func observe(_ id: MetricID, _ series: Int, _ value: UInt64) {
     let family = MetricFamily.all[id.rawValue]
     let base = family.offset + series * family.width
@@ -82,20 +81,41 @@ public final class MetricShard: @unchecked Sendable {
     add(base + buckets.count + 1, value)
   }
 
-  /// An answered request: counted by route, method, protocol and status, and its duration and
-  /// size by cache class.
+  // What the per-request path needs, read once: plain integers, so that counting a request copies
+  // no family (whose strings and arrays would each be retained and released).
+  private static let offsets = MetricFamily.all.map(\.offset)
+  private static let requestsBase = offsets[MetricID.requests.rawValue]
+  private static let durationBase = offsets[MetricID.requestDuration.rawValue]
+  private static let sizeBase = offsets[MetricID.responseSize.rawValue]
+  private static let durationBounds = MetricFamily.durationBuckets.map { UInt64(($0 * 1e9).rounded()) }
+  private static let sizeBounds = MetricFamily.sizeBuckets.map { UInt64($0) }
+
+  /// Counts `value` in a histogram of `bounds` whose series starts at cell `base`.
   @inline(__always)
+  private func observe(_ base: Int, _ bounds: [UInt64], _ value: UInt64) {
+    var bucket = 0
+    while bucket < bounds.count && value > bounds[bucket] { bucket += 1 }
+    add(base + bucket)
+    add(base + bounds.count + 1, value)
+  }
+
+  /// An answered request: counted by route, method, protocol and status, and its duration and
+  /// size by cache class. Never inlined: one call per request, so that a profile can say what
+  /// counting costs (`build/bench fixed|shell` reads it from perf).
+  @inline(never)
   func served(
     route: RouteIndex, method: HTTPMethod?, protocol: MetricProtocol, status: Int, cacheClass: CacheClass,
     bytes: Int, durationNanoseconds: UInt64
   ) {
-    count(
-      .requests,
-      MetricFamily.requestSeries(route: route, method: method, protocol: `protocol`, status: status))
+    add(
+      Self.requestsBase
+        + MetricFamily.requestSeries(route: route, method: method, protocol: `protocol`, status: status))
     // Errors are private whatever the route (`CacheClass.applied`).
     let cls = status >= 400 ? 3 : MetricFamily.classIndex(cacheClass)
-    observe(.requestDuration, cls, durationNanoseconds)
-    observe(.responseSize, cls, UInt64(max(0, bytes)))
+    let durations = Self.durationBounds
+    observe(Self.durationBase + cls * (durations.count + 2), durations, durationNanoseconds)
+    let sizes = Self.sizeBounds
+    observe(Self.sizeBase + cls * (sizes.count + 2), sizes, UInt64(max(0, bytes)))
   }
 }
 
