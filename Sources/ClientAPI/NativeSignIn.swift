@@ -177,7 +177,6 @@ public struct NativeSignIn: Sendable {
     var device: String? = nil
     if fields_["action"] == "continue" {
       guard let signed = try context.signed(Credential(request), store) else {
-        Metrics.signIn(.native, .refused)
         return form(
           request, parameters, signedIn: nil, status: .badRequest,
           message: "Your browser session has ended. Please sign in.")
@@ -216,7 +215,7 @@ public struct NativeSignIn: Sendable {
       accountID: account.id, challenge: parameters.challenge, state: parameters.state,
       platform: parameters.platform,
       appVersion: parameters.appVersion, lifetime: context.deployment.handoffLifetimeSeconds)
-    Metrics.signIn(.native, .ok)
+    if device != nil { Metrics.signIn(.native, .ok) }  // a password sign-in, not "continue as"
     // Built from configuration only: the origin is the deployment's, never a request's.
     return WebPages.redirect(
       "\(origin)/native/callback?code=\(code)&state=\(parameters.state)",

@@ -206,6 +206,7 @@ struct ConnectionMachine<Clock: EdgeClock> {
     }
     let message = "The server is busy; try again shortly."
     let retry = [(name: "Retry-After", value: "1")]
+    closeReason = .limit
     if discarding {
       // Its answer went out on the head: the body it was dropping is not worth the memory.
       discarding = false
@@ -372,7 +373,8 @@ struct ConnectionMachine<Clock: EdgeClock> {
         let target = parser.errorContext(window)
         let routeRefusal = error == .bodyTooLarge ? routed?.route.body.tooLarge : nil
         routed = nil
-        closeReason = error.status.code == 400 ? .parseError : .limit
+        // Past a size limit (413, 414, 431) it is a limit; anything else broke the framing.
+        closeReason = [413, 414, 431].contains(error.status.code) ? .limit : .parseError
         failRequest(
           routeRefusal
             ?? Dispatcher.refusal(
@@ -478,13 +480,14 @@ struct ConnectionMachine<Clock: EdgeClock> {
         path: path, started: now, route: route, context: &context)
       discarding = !closeAfterWrite
       return !closeAfterWrite
-    case .refuse(let response, let closing):
+    case .refuse(let response, let closing, let route):
       let closes = closing || parser.requestExpectsContinue
       if closes { closeAfterWrite = true }
+      if closing { closeReason = .limit }
       let connection = closes ? .close : connectionHeader()
       emit(
         response, cacheClass: .private, headOnly: method == .head, connection: connection, method: method,
-        path: path, started: now, context: &context)
+        path: path, started: now, route: route, context: &context)
       discarding = !closeAfterWrite
       return !closeAfterWrite
     }
@@ -515,13 +518,16 @@ struct ConnectionMachine<Clock: EdgeClock> {
           response, cacheClass: cacheClass, headOnly: headOnly, connection: connection, method: method,
           path: path, started: now, route: route, context: &context)
         return nil
-      case .refuse(let response, let closing):
+      case .refuse(let response, let closing, let route):
         parser.skipRequest()
-        if closing { closeAfterWrite = true }
+        if closing {
+          closeAfterWrite = true
+          closeReason = .limit
+        }
         emit(
           response, cacheClass: .private, headOnly: method == .head,
           connection: closing ? .close : connection,
-          method: method, path: path, started: now, context: &context)
+          method: method, path: path, started: now, route: route, context: &context)
         return nil
       }
     }

@@ -71,7 +71,7 @@ public struct Dispatcher: Sendable {
     case answer(Response, CacheClass, headOnly: Bool, route: RouteIndex = 0)
     /// Refuse with `response` (always `private`); `closing`: close the connection after it
     /// rather than read past a body (413).
-    case refuse(Response, closing: Bool)
+    case refuse(Response, closing: Bool, route: RouteIndex = 0)
     /// Read the body, at most `bodyLimit` bytes (nil: the listener's limit), then `action`.
     case route(Route, parameters: [String: String], headOnly: Bool, bodyLimit: Int?)
   }
@@ -114,14 +114,15 @@ public struct Dispatcher: Sendable {
           policy.unsupported
             ?? Self.refusal(
               .unsupportedMediaType, path: path, accept: fields.value("accept"),
-              "This media type is not accepted here.", page: router.errorPage), closing: false)
+              "This media type is not accepted here.", page: router.errorPage), closing: false,
+          route: route.metricIndex)
       }
       if let limit = policy.maxBytes, let length = bodyLength, length > limit {
         return .refuse(
           policy.tooLarge
             ?? Self.refusal(
               .contentTooLarge, path: path, accept: fields.value("accept"), "The request body is too large.",
-              page: router.errorPage), closing: true)
+              page: router.errorPage), closing: true, route: route.metricIndex)
       }
       return .route(
         route, parameters: parameters, headOnly: headOnly || getForHead, bodyLimit: policy.maxBytes)

@@ -208,9 +208,11 @@ final class HTTP2Connection<Clock: EdgeClock> {
       answer(
         stream, response, cacheClass: cacheClass, request: request, headOnly: headOnly, started: now,
         route: route, context: &context)
-    case .refuse(let response, _):
+    case .refuse(let response, _, let route):
       session.discardBody(stream)
-      answer(stream, response, cacheClass: .private, request: request, started: now, context: &context)
+      answer(
+        stream, response, cacheClass: .private, request: request, started: now, route: route,
+        context: &context)
     case .route(let route, let parameters, let headOnly, let bodyLimit):
       session.limitBody(stream, to: min(bodyLimit ?? limits.maxBodyBytes, limits.maxBodyBytes))
       routed[stream] = Routed(
@@ -228,8 +230,10 @@ final class HTTP2Connection<Clock: EdgeClock> {
       answer(
         stream, response, cacheClass: cacheClass, request: request, headOnly: headOnly, started: now,
         route: route, context: &context)
-    case .refuse(let response, _):
-      answer(stream, response, cacheClass: .private, request: request, started: now, context: &context)
+    case .refuse(let response, _, let route):
+      answer(
+        stream, response, cacheClass: .private, request: request, started: now, route: route,
+        context: &context)
     case .route(let route, let parameters, let headOnly, _):
       var request = request
       request.parameters = parameters

@@ -30,6 +30,13 @@ public struct IPNetwork: Sendable, Equatable, CustomStringConvertible {
       guard let n = Int(parts[1]), n >= 0, n <= bits, parts[1].allSatisfy(\.isASCII) else { return nil }
       prefix = n
     }
+    // An IPv4-mapped network (::ffff:10.0.0.0/104) is the IPv4 one, as peers are compared.
+    if bytes.count == 16 && bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF
+      && prefix >= 96
+    {
+      bytes = Array(bytes[12...])
+      prefix -= 96
+    }
     for i in 0..<bytes.count { bytes[i] &= Self.mask(byte: i, prefix: prefix) }
     self.bytes = bytes
     self.prefix = prefix

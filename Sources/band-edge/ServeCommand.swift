@@ -254,7 +254,8 @@ enum ServeCommand {
       settings.server.adminAllow = networks
     }
     Metrics.process.enabled = metricsOn
-    settings.server.metrics = metricsOn ? Metrics.process : nil
+    // Off, the registry still serves its gauges (queue depths among them); no thread gets a shard.
+    settings.server.metrics = Metrics.process
     if testRoutes && deployment.environment != .development {
       fail("--test-routes is for development only, not \(deployment.environment.rawValue)")
       return 1

@@ -34,7 +34,7 @@ struct DispatcherTests {
     case .answer(let response, let cacheClass, let headOnly, _):
       "answer \(response.status.code) \(cacheClass)\(headOnly ? " head" : "")"
         + (response.header("Location").map { " -> \($0)" } ?? "")
-    case .refuse(let response, let closing):
+    case .refuse(let response, let closing, _):
       "refuse \(response.status.code)\(closing ? " closing" : "")"
         + (response.header("Allow").map { " allow \($0)" } ?? "")
         + ((response.header("Content-Type") ?? "").contains("json") ? " json" : "")

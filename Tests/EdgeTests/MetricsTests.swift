@@ -154,6 +154,13 @@ struct MetricsTests {
       Self.value(
         metrics, #"band_edge_http_requests_total{route="none",method="GET",protocol="http1",code="404"}"#)
         == "1")
+    // A refusal on a matched route (415 on its body policy) is counted under that route.
+    h1.send("POST /api/json HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nhi")
+    #expect(
+      Self.value(
+        metrics,
+        #"band_edge_http_requests_total{route="/api/json",method="POST",protocol="http1",code="415"}"#)
+        == "1")
     let h2 = try HTTP2ConnectionTests.Harness(metrics: metrics.shard())
     _ = h2.client.request("GET", "/hello")
     h2.send(h2.client.pendingBytes())
@@ -163,6 +170,32 @@ struct MetricsTests {
         == "1")
     #expect(Self.value(metrics, "band_edge_h2_streams_total") == "1")
     #expect(Self.value(metrics, #"band_edge_http_response_size_bytes_count{class="revalidate"}"#) == "2")
+  }
+}
+
+/// Why an HTTP/1 connection ends, for `band_edge_connections_closed_total{reason}`.
+@Suite("Close reasons")
+struct CloseReasonTests {
+  @Test(
+    "a broken request is a parse error, one past a size limit a limit, an unsupported coding a parse error",
+    arguments: [
+      ("GET / HTTP/1.1\nHost: x\r\n\r\n", CloseReason.parseError),
+      ("GET /" + String(repeating: "a", count: 9000) + " HTTP/1.1\r\nHost: x\r\n\r\n", .limit),
+      ("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", .parseError),
+      ("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n", nil),
+    ] as [(String, CloseReason?)])
+  func reasons(request: String, reason: CloseReason?) {
+    var h = Harness()
+    h.send(request)
+    #expect(h.machine.closeReason == reason)
+  }
+
+  @Test("a connection that times out says so")
+  func timeout() {
+    var h = Harness()
+    h.send("GET /hello HTTP/1.1\r\nHo")
+    _ = h.timeout(after: .seconds(11))
+    #expect(h.machine.closeReason == .timeout)
   }
 }
 
@@ -184,6 +217,8 @@ struct IPNetworkTests {
       ("2001:db8::/32", [0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9], true),
       ("2001:db8::/32", [0x20, 0x01, 0x0d, 0xb9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9], false),
       ("2001:db8::/32", [10, 0, 0, 1], false),
+      ("::ffff:10.0.0.0/104", [10, 9, 8, 7], true),
+      ("::ffff:10.0.0.0/104", [11, 9, 8, 7], false),
     ])
   func contains(network: String, address: [UInt8], expected: Bool) throws {
     #expect(try #require(IPNetwork(network)).contains(address) == expected)

@@ -167,6 +167,10 @@ class Server:
     is `self.store` (`self.database_args` names it for `band-edge admin`): the one `--data` or
     `--database` in `args` names, else a new one of the engine under test (`new_store`)."""
 
+    # Subclasses that launch their own process (fleet.Instance) have no admin listener of this one's.
+    scraped_at_stop = False
+    _admin_port: int | None = None
+
     def __init__(self, *args: str, test_routes: bool = True, shell: Path | None = None,
                  env: dict[str, str] | None = None, file_limit: int | None = None, admin: bool = True):
         """`file_limit` sets the process's descriptor limit, soft and hard alike (so it cannot raise it).
