@@ -1,9 +1,5 @@
 import Edge
 
-#if canImport(Glibc)
-  import Glibc
-#endif
-
 /// The store's engine with its metrics: every statement's duration and failures by engine, and
 /// the domain's counts (sign-ins, exchanges, sessions created and revoked) kept until the
 /// transaction they were noted in commits — a PostgreSQL transaction retried after a
@@ -12,6 +8,7 @@ import Edge
 final class MeteredDatabase: Database {
   let engine: any Database
   private let metrics: Metrics
+  private let clock = MonotonicClock()
   private let name: Int
   private var depth = 0
   private var pending: [(MetricID, Int, UInt64)] = []
@@ -34,8 +31,7 @@ final class MeteredDatabase: Database {
   }
 
   private func timed<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
-    var start = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &start)
+    let start = clock.now()
     do {
       let result = try body()
       observe(since: start)
@@ -47,11 +43,8 @@ final class MeteredDatabase: Database {
     }
   }
 
-  private func observe(since start: timespec) {
-    var end = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &end)
-    let nanoseconds = (end.tv_sec - start.tv_sec) * 1_000_000_000 + (end.tv_nsec - start.tv_nsec)
-    metrics.shard()?.observe(.databaseStatementDuration, name, UInt64(max(0, nanoseconds)))
+  private func observe(since start: Instant) {
+    metrics.shard()?.observe(.databaseStatementDuration, name, clock.now().nanoseconds &- start.nanoseconds)
   }
 
   /// A transaction's notes are kept from its last attempt's start to its commit.
