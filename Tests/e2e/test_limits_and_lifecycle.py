@@ -1,6 +1,7 @@
 """Deadlines (configured short), the worker pool's bound, draining, reload and the command line."""
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -334,5 +335,14 @@ def test_out_of_descriptors_the_server_backs_off_logs_a_little_and_recovers(make
         s.close()
     client = server.connect(timeout=10)
     client.send(request("GET", "/healthz"))
-    assert client.read_response().status == 200
+    try:
+        status = client.read_response().status
+    except OSError as error:  # what the server and the kernel held, for whoever reads the failure
+        sockets = subprocess.run(["ss", "-tanp", f"( sport = :{server.port} or dport = :{server.port} )"],
+                                 capture_output=True, text=True).stdout
+        descriptors = sorted(os.readlink(f"/proc/{server.process.pid}/fd/{fd}")
+                             for fd in os.listdir(f"/proc/{server.process.pid}/fd"))
+        pytest.fail(f"no answer after the clients left ({error}); server log:\n{server.stderr_path.read_text()}"
+                    f"\ndescriptors: {descriptors}\nsockets:\n{sockets}")
+    assert status == 200
     assert len(server.stderr_path.read_text().splitlines()) < 60
