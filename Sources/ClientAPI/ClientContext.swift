@@ -32,18 +32,23 @@ public final class ClientServices: Sendable {
   let trustedProxies: Set<String>
   /// How long a rate-limit refusal is held before it is sent (a tarpit; zero sends it at once).
   let refusalHold: Duration
+  /// How many invitations may go out per hour, per inviter, school and address (fleet-wide: counted
+  /// in the store).
+  let invitationLimits: InvitationLimits
 
   /// The services over the SQLite database at `databasePath`.
   public convenience init(
     databasePath: String, lifetimes: SessionLifetimes, hasher: PasswordHasher = PasswordHasher(),
     sessionCacheEntries: Int = 4096, signInLimit: RateLimit = RateLimit(burst: 20, perMinute: 30),
     exchangeLimit: RateLimit = RateLimit(burst: 20, perMinute: 60), trustedProxies: Set<String> = [],
-    refusalHold: Duration = .seconds(1), clock: @escaping @Sendable () -> Int
+    refusalHold: Duration = .seconds(1), invitationLimits: InvitationLimits = InvitationLimits(),
+    clock: @escaping @Sendable () -> Int
   ) {
     self.init(
       database: .sqlite(file: databasePath), lifetimes: lifetimes, hasher: hasher,
       sessionCacheEntries: sessionCacheEntries, signInLimit: signInLimit, exchangeLimit: exchangeLimit,
-      trustedProxies: trustedProxies, refusalHold: refusalHold, clock: clock)
+      trustedProxies: trustedProxies, refusalHold: refusalHold, invitationLimits: invitationLimits,
+      clock: clock)
   }
 
   /// The services over the store at `database`, reached with `settings`. The loop-side session
@@ -54,7 +59,8 @@ public final class ClientServices: Sendable {
     hasher: PasswordHasher = PasswordHasher(),
     sessionCacheEntries: Int = 4096, signInLimit: RateLimit = RateLimit(burst: 20, perMinute: 30),
     exchangeLimit: RateLimit = RateLimit(burst: 20, perMinute: 60), trustedProxies: Set<String> = [],
-    refusalHold: Duration = .seconds(1), smtp: SMTPSettings? = nil, clock: @escaping @Sendable () -> Int
+    refusalHold: Duration = .seconds(1), invitationLimits: InvitationLimits = InvitationLimits(),
+    smtp: SMTPSettings? = nil, clock: @escaping @Sendable () -> Int
   ) {
     let gate = ReconnectSchedule(settings)
     let listener: ChangeListener?
@@ -101,6 +107,7 @@ public final class ClientServices: Sendable {
     }
     self.trustedProxies = trustedProxies
     self.refusalHold = refusalHold
+    self.invitationLimits = invitationLimits
   }
 }
 
@@ -121,6 +128,7 @@ public struct ClientContext: Sendable {
   var exchangeLimiter: RateLimiter { services.exchangeLimiter }
   var trustedProxies: Set<String> { services.trustedProxies }
   var refusalHold: Duration { services.refusalHold }
+  var invitationLimits: InvitationLimits { services.invitationLimits }
 
   /// A snapshot's context over the process's `services`.
   public init(services: ClientServices, deployment: Deployment, stylesheet: String? = nil) {

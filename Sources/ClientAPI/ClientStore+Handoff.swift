@@ -36,22 +36,25 @@ public enum ExchangeOutcome: Equatable, Sendable {
 
 extension ClientStore {
   /// Stores a handoff for `accountID` and returns its code (256 random bits; only the digest is
-  /// kept). It is bound to the challenge, state, platform and app version, lives `lifetime`
-  /// seconds and can be exchanged once.
+  /// kept). It is bound to the challenge, state, platform and app version and to the account's
+  /// credential epoch (a credential change voids it, issue 23), lives `lifetime` seconds and can be
+  /// exchanged once.
   public func createHandoff(
     accountID: String, challenge: String, state: String, platform: String, appVersion: String, lifetime: Int
   ) throws(StoreError) -> String {
     let code = Secrets.token()
     let now = clock()
     try db.transaction { () throws(StoreError) in
+      let epoch = try credentialEpoch(accountID: accountID)
       try db.query(
         """
-        INSERT INTO handoffs (code_digest, account_id, challenge, state, platform, app_version, created_at, expires_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+        INSERT INTO handoffs (code_digest, account_id, challenge, state, platform, app_version, created_at, expires_at,
+          credential_epoch)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
         """,
         [
           .blob(Secrets.digest(code)), .text(accountID), .text(challenge), .text(state), .text(platform),
-          .text(appVersion), .integer(Int64(now)), .integer(Int64(now + lifetime)),
+          .text(appVersion), .integer(Int64(now)), .integer(Int64(now + lifetime)), .integer(Int64(epoch)),
         ])
       try audit(actor: accountID, action: "handoff.created", subject: accountID, detail: platform)
     }
@@ -61,7 +64,8 @@ extension ClientStore {
   /// Exchanges a code, in one transaction. The first exchange that names a code uses it up,
   /// successful or not. A later one with the same `Idempotency-Key` and the same body, within the
   /// lifetime, gets the same session back (its token unsealed with the presented verifier); any
-  /// other later use is a replay: the session issued from the code is revoked and audited.
+  /// other later use is a replay: the session issued from the code is revoked and audited. A code
+  /// made before the account's last credential change is refused (issue 23).
   public func exchange(_ request: ExchangeRequest, lifetimes: SessionLifetimes) throws(StoreError)
     -> ExchangeOutcome
   {
@@ -69,7 +73,7 @@ extension ClientStore {
       let rows = try db.query(
         """
         SELECT account_id, challenge, state, platform, app_version, expires_at, used_at, idempotency_digest,
-               request_digest, session_id, sealed_token
+               request_digest, session_id, sealed_token, credential_epoch
         FROM handoffs WHERE code_digest = ?
         """, [.blob(Secrets.digest(request.code))])
       guard let row = rows.first else {
@@ -113,7 +117,8 @@ extension ClientStore {
       guard now < expiresAt, PKCE.validVerifier(request.codeVerifier),
         PKCE.matches(verifier: request.codeVerifier, challenge: text(1)),
         Secrets.equal(Array(request.state.utf8), Array(text(2).utf8)), request.platform == text(3),
-        request.appVersion == text(4), let account, !account.disabled
+        request.appVersion == text(4), let account, !account.disabled,
+        row[11] == .integer(Int64(try credentialEpoch(accountID: account.id)))
       else {
         try audit(actor: nil, action: "handoff.refused", subject: accountID)
         return .invalidGrant

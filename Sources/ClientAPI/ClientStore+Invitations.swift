@@ -20,8 +20,14 @@ public struct Invitation: Sendable, Equatable {
 public enum InvitationOutcome: Sendable, Equatable {
   /// A new invitation; `token` is for the mail only, and only its digest is kept.
   case created(Invitation, token: String)
-  /// The same key and body as before: the invitation made then, and no new mail.
+  /// The same key and body as before, within a day: the invitation made then, still pending, and no
+  /// new mail.
   case replayed(Invitation)
+  /// The same key and body as before, but that invitation has since been accepted, withdrawn or
+  /// has expired.
+  case gone
+  /// Over one of the hourly limits (`InvitationLimits`): try again after this many seconds.
+  case limited(retryAfter: Int)
   /// The same key with another body.
   case keyReused
   /// The address is already a live member of the school.
@@ -49,9 +55,24 @@ public enum AcceptOutcome: Sendable, Equatable {
   case accountExists
 }
 
+/// How many invitations may go out per hour (issue 23): from one inviter, to one school, and to one
+/// address across all schools. Each is configurable (`docs/limits.md`).
+public struct InvitationLimits: Sendable, Equatable {
+  public var perInviter = 20
+  public var perSchool = 50
+  public var perAddress = 3
+  /// The window the limits count over, in seconds.
+  public static let window = 3600
+
+  /// The defaults.
+  public init() {}
+}
+
 extension ClientStore {
   /// How long an invitation link works: 7 days.
   public static let invitationLifetime = 7 * 86400
+  /// How long an `Idempotency-Key` names its invitation: a day, then it is a new request.
+  public static let idempotencyKeyLifetime = 86400
 
   // MARK: the caller's standing
 
@@ -97,6 +118,9 @@ extension ClientStore {
       try db.query(
         "UPDATE memberships SET role = ? WHERE account_id = ? AND school_id = ? AND revoked_at IS NULL",
         [.text(role.rawValue), .text(accountID), .text(schoolID)])
+      if current == .administrator {
+        try withdrawInvitations(sentBy: accountID, in: schoolID, because: "inviter_demoted")
+      }
       try audit(
         actor: actor, action: "membership.role_changed", subject: accountID,
         detail: "\(schoolID) \(role.rawValue)")
@@ -104,8 +128,8 @@ extension ClientStore {
     }
   }
 
-  /// Revokes `accountID`'s membership of `schoolID` (gone from their next answer, fleet-wide),
-  /// unless they are its last administrator.
+  /// Revokes `accountID`'s membership of `schoolID` (gone from their next answer, fleet-wide) and
+  /// withdraws the invitations they sent there, unless they are its last administrator.
   public func removeMember(schoolID: String, accountID: String, actor: String) throws(StoreError)
     -> MemberChange
   {
@@ -115,6 +139,7 @@ extension ClientStore {
       try db.query(
         "UPDATE memberships SET revoked_at = ? WHERE account_id = ? AND school_id = ? AND revoked_at IS NULL",
         [.integer(Int64(clock())), .text(accountID), .text(schoolID)])
+      try withdrawInvitations(sentBy: accountID, in: schoolID, because: "inviter_removed")
       try audit(actor: actor, action: "membership.revoked", subject: accountID, detail: schoolID)
       return .done
     }
@@ -146,12 +171,15 @@ extension ClientStore {
 
   /// Invites `email` to `schoolID` as `role` (inside one transaction, with its mail: `mail` is
   /// given the new invitation and its token and returns the message). With an `idempotencyKey`,
-  /// the same key and `requestDigest` from the same actor give the first answer again; the same
-  /// key with another digest is `keyReused`. An earlier pending invitation of that address to
-  /// that school is withdrawn, so each person has one live link.
+  /// the same key and `requestDigest` from the same actor within a day give the first answer again
+  /// while that invitation is pending (`gone` once it is not); the same key with another digest is
+  /// `keyReused`. Over one of `limits` it is `limited`. An earlier pending invitation of that
+  /// address to that school is withdrawn, so each person has one live link. The invitation keeps
+  /// its sender's credential epoch: it is accepted only while the sender is still a live
+  /// administrator of the school under the same credentials (issue 23).
   public func createInvitation(
     schoolID: String, email address: EmailAddress, role: Role, actor: String,
-    idempotencyKey: String? = nil, requestDigest: [UInt8] = [],
+    idempotencyKey: String? = nil, requestDigest: [UInt8] = [], limits: InvitationLimits = InvitationLimits(),
     mail: (Invitation, String) -> MailMessage, host: String
   ) throws(StoreError) -> InvitationOutcome {
     let email = address.normalised
@@ -160,11 +188,16 @@ extension ClientStore {
       if let idempotencyKey {
         let rows = try db.query(
           """
-          SELECT \(Self.invitationColumns), request_digest FROM invitations
-          WHERE school_id = ? AND invited_by = ? AND idempotency_key = ?
-          """, [.text(schoolID), .text(actor), .text(idempotencyKey)])
+          SELECT \(Self.invitationColumns), request_digest, accepted_at, revoked_at FROM invitations
+          WHERE school_id = ? AND invited_by = ? AND idempotency_key = ? AND created_at > ?
+          """,
+          [
+            .text(schoolID), .text(actor), .text(idempotencyKey),
+            .integer(Int64(now - Self.idempotencyKeyLifetime)),
+          ])
         if let row = rows.first, let earlier = Self.invitation(row) {
           guard case .blob(let digest) = row[6], digest == requestDigest else { return .keyReused }
+          guard row[7] == .null, row[8] == .null, earlier.expiresAt > now else { return .gone }
           return .replayed(earlier)
         }
       }
@@ -174,6 +207,12 @@ extension ClientStore {
         WHERE m.school_id = ? AND a.email = ? AND m.revoked_at IS NULL
         """, [.text(schoolID), .text(email)])
       guard existing.isEmpty else { return .alreadyMember }
+      if let wait = try invitationWait(
+        schoolID: schoolID, email: email, actor: actor, limits: limits, now: now)
+      {
+        try audit(actor: actor, action: "invitation.limited", subject: schoolID)
+        return .limited(retryAfter: wait)
+      }
       let earlier = try db.query(
         """
         SELECT id FROM invitations WHERE school_id = ? AND email = ? AND accepted_at IS NULL
@@ -191,13 +230,14 @@ extension ClientStore {
       try db.query(
         """
         INSERT INTO invitations (id, school_id, email, role, invited_by, token_digest, created_at, expires_at,
-          idempotency_key, request_digest)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+          idempotency_key, request_digest, inviter_epoch)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """,
         [
           .text(invitation.id), .text(schoolID), .text(email), .text(role.rawValue), .text(actor),
           .blob(Secrets.digest(token)), .integer(Int64(now)), .integer(Int64(invitation.expiresAt)),
           idempotencyKey.map { .text($0) } ?? .null, idempotencyKey == nil ? .null : .blob(requestDigest),
+          .integer(Int64(try credentialEpoch(accountID: actor))),
         ])
       try audit(
         actor: actor, action: "invitation.created", subject: invitation.id,
@@ -205,6 +245,31 @@ extension ClientStore {
       try enqueueMail(mail(invitation, token), host: host)
       return .created(invitation, token: token)
     }
+  }
+
+  /// Seconds until one more invitation fits under `limits` (from `actor`, to `schoolID`, to
+  /// `email`, each counted over the last hour), or nil when it fits now.
+  private func invitationWait(
+    schoolID: String, email: String, actor: String, limits: InvitationLimits, now: Int
+  ) throws(StoreError) -> Int? {
+    let since = Int64(now - InvitationLimits.window)
+    var wait: Int? = nil
+    for (column, value, limit) in [
+      ("invited_by", actor, limits.perInviter), ("school_id", schoolID, limits.perSchool),
+      ("email", email, limits.perAddress),
+    ] {
+      let rows = try db.query(
+        "SELECT created_at FROM invitations WHERE \(column) = ? AND created_at > ? ORDER BY created_at DESC",
+        [.text(value), .integer(since)])
+      guard rows.count >= limit else { continue }
+      // The one that must leave the window before another fits.
+      guard limit > 0, case .integer(let at) = rows[limit - 1][0] else {
+        wait = max(wait ?? 0, InvitationLimits.window)
+        continue
+      }
+      wait = max(wait ?? 0, max(1, Int(at) + InvitationLimits.window - now))
+    }
+    return wait
   }
 
   /// The school's pending invitations (not accepted, withdrawn or expired), newest first.
@@ -255,6 +320,7 @@ extension ClientStore {
       guard let account = try account(id: accountID), account.email == invitation.email else {
         return .otherEmail
       }
+      guard try senderStillAuthorises(invitation) else { return .invalid }
       try grant(invitation, to: accountID)
       return .accepted(invitation, accountID: accountID)
     }
@@ -272,7 +338,9 @@ extension ClientStore {
       guard try db.query("SELECT 1 FROM accounts WHERE email = ?", [.text(invitation.email)]).isEmpty else {
         return .accountExists
       }
-      guard let email = EmailAddress(invitation.email) else { return .invalid }
+      guard let email = EmailAddress(invitation.email), try senderStillAuthorises(invitation) else {
+        return .invalid
+      }
       let account = try createAccount(
         email: email, displayName: displayName, passwordHash: passwordHash,
         actor: "invitation:\(invitation.id)")
@@ -283,6 +351,27 @@ extension ClientStore {
       try audit(actor: account.id, action: "sign_in.succeeded", subject: session.id, detail: "invitation")
       return .accepted(invitation, accountID: account.id)
     }
+  }
+
+  /// Whether the invitation `id`'s sender is still a live administrator of its school under the
+  /// credentials they sent it with (issue 23); if not, the invitation is withdrawn (audited).
+  private func senderStillAuthorises(_ invitation: Invitation) throws(StoreError) -> Bool {
+    let rows = try db.query(
+      """
+      SELECT 1 FROM invitations i
+      JOIN memberships m ON m.account_id = i.invited_by AND m.school_id = i.school_id
+      JOIN accounts a ON a.id = i.invited_by
+      WHERE i.id = ? AND m.role = 'administrator' AND m.revoked_at IS NULL AND a.disabled = 0
+        AND a.deleted_at IS NULL AND a.credential_epoch = i.inviter_epoch
+      """, [.text(invitation.id)])
+    guard rows.isEmpty else { return true }
+    try db.query(
+      "UPDATE invitations SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+      [.integer(Int64(clock())), .text(invitation.id)])
+    try audit(
+      actor: "system", action: "invitation.revoked", subject: invitation.id,
+      detail: "\(invitation.schoolID) inviter_lost_authority")
+    return false
   }
 
   private func grant(_ invitation: Invitation, to accountID: String) throws(StoreError) {

@@ -97,16 +97,6 @@ extension ClientStore {
     }
   }
 
-  /// The trusted device `cookie` proves for `email`, if it does.
-  func trustedDevice(_ cookie: String?, email: EmailAddress) -> TrustedDevice? {
-    TrustedDevice(cookie, email: email, key: deviceKey, now: clock())
-  }
-
-  /// A new trusted-device cookie value for a browser that has just signed in as `email`.
-  func deviceCookie(email: EmailAddress) -> String {
-    TrustedDevice.issue(email: email, key: deviceKey, now: clock())
-  }
-
   /// A successful web sign-in, in one transaction: the session the browser held before (if any)
   /// is revoked so that the cookie's value changes, the password hash is upgraded when its
   /// parameters are old, a new web session starts, and the sign-in is audited.
@@ -139,20 +129,22 @@ extension ClientStore {
   }
 
   /// The person asked for deletion (and proved it with their password): in one transaction the
-  /// account is marked deleted and disabled, every session ends, and it is audited. Personal
-  /// fields stay until the retention window has passed (`eraseDeletedAccounts`).
-  public func requestDeletion(accountID: String) throws(StoreError) {
-    try db.transaction { () throws(StoreError) in
-      let now = clock()
+  /// account is marked deleted and disabled, everything its credentials issued ends
+  /// (`endCredentials`), and it is audited. Refused (the schools returned, nothing changed) while
+  /// the account is the only administrator of a school (issue 23). Personal fields stay until the
+  /// retention window has passed (`eraseDeletedAccounts`).
+  @discardableResult
+  public func requestDeletion(accountID: String) throws(StoreError) -> [School] {
+    try db.transaction { () throws(StoreError) -> [School] in
+      let schools = try schoolsOnlyAdministeredBy(accountID: accountID)
+      guard schools.isEmpty else { return schools }
       try db.query(
         "UPDATE accounts SET deleted_at = ?, disabled = 1 WHERE id = ? AND deleted_at IS NULL",
-        [.integer(Int64(now)), .text(accountID)])
-      guard db.changes == 1 else { return }
-      try db.query(
-        "UPDATE sessions SET revoked_at = ?, revoked_reason = 'account_deleted' WHERE account_id = ? AND revoked_at IS NULL",
-        [.integer(Int64(now)), .text(accountID)])
-      db.note(.sessionsRevoked, Self.revocationSeries("account_deleted"), by: UInt64(db.changes))
+        [.integer(Int64(clock())), .text(accountID)])
+      guard db.changes == 1 else { return [] }
+      try endCredentials(accountID: accountID, .deleted)
       try audit(actor: accountID, action: "account.deletion_requested", subject: accountID)
+      return []
     }
   }
 
@@ -173,6 +165,7 @@ extension ClientStore {
           [.text("erased-\(id)@invalid"), .integer(Int64(now)), .text(id)])
         try db.query("DELETE FROM memberships WHERE account_id = ?", [.text(id)])
         try db.query("DELETE FROM handoffs WHERE account_id = ?", [.text(id)])
+        try db.query("DELETE FROM trusted_devices WHERE account_id = ?", [.text(id)])
         try audit(actor: "retention", action: "account.erased", subject: id)
       }
       return rows.count
@@ -195,6 +188,11 @@ extension ClientStore {
       // Single-use links a day past their end, used or not; the bodies of mail never delivered
       // after a week (their links ran out long before).
       try db.query("DELETE FROM action_tokens WHERE expires_at < ?", [.integer(cutoff)])
+      removed += db.changes
+      // Trusted browsers whose cookies have run out.
+      try db.query(
+        "DELETE FROM trusted_devices WHERE last_used_at < ?",
+        [.integer(Int64(clock() - TrustedDevice.lifetime))])
       removed += db.changes
       removed += try eraseStaleMail(window: 7 * 86400)
       // Invitations a day after they ended: accepted, withdrawn or expired.

@@ -1,9 +1,11 @@
 /// What a single-use link proves (issue 14): recovering a forgotten password, setting a first
-/// password (an account an operator made), or confirming a new email address.
+/// password (an account an operator made), confirming a new email address, or (issue 23) the old
+/// address taking the account back after its email was changed.
 public enum TokenPurpose: String, Sendable, CaseIterable {
   case recovery
   case setPassword = "set_password"
   case emailChange = "email_change"
+  case emailRevert = "email_revert"
 
   /// How long a link of this purpose works, in seconds.
   public var lifetime: Int {
@@ -11,6 +13,7 @@ public enum TokenPurpose: String, Sendable, CaseIterable {
     case .recovery: 30 * 60
     case .setPassword: 7 * 86400
     case .emailChange: 24 * 3600
+    case .emailRevert: 7 * 86400
     }
   }
 }
@@ -22,6 +25,8 @@ public struct ActionToken: Sendable, Equatable {
   /// The address the link was sent to (for an email change: the new address).
   public let email: String
   public let expiresAt: Int
+  /// When it was issued.
+  public var createdAt: Int = 0
 }
 
 extension ClientStore {
@@ -48,13 +53,14 @@ extension ClientStore {
   public func peekToken(_ token: String, purpose: TokenPurpose) throws(StoreError) -> ActionToken? {
     let rows = try db.query(
       """
-      SELECT account_id, email, expires_at FROM action_tokens
+      SELECT account_id, email, expires_at, created_at FROM action_tokens
       WHERE digest = ? AND purpose = ? AND used_at IS NULL AND expires_at > ?
       """, [.blob(Secrets.digest(token)), .text(purpose.rawValue), .integer(Int64(clock()))])
     guard let row = rows.first, case .text(let account) = row[0], case .text(let email) = row[1],
-      case .integer(let expires) = row[2]
+      case .integer(let expires) = row[2], case .integer(let created) = row[3]
     else { return nil }
-    return ActionToken(purpose: purpose, accountID: account, email: email, expiresAt: Int(expires))
+    return ActionToken(
+      purpose: purpose, accountID: account, email: email, expiresAt: Int(expires), createdAt: Int(created))
   }
 
   /// Uses the token (inside the caller's transaction): its record if it was live, and never again.

@@ -109,11 +109,13 @@ public final class ClientStore {
     Secrets.hmac(key: identifierKey, Array(email.normalised.utf8))
   }
 
-  /// What a failure counter is kept under: the email's digest, or a trusted device's own (its
-  /// nonce under the same key, in its own domain so that the two never meet).
+  /// What a failure counter is kept under: the email's digest, or for a trusted device the
+  /// account's one budget for all its trusted devices together (the account ID under the same key,
+  /// in its own domain so that the two never meet): however many device cookies someone holds,
+  /// they share one lockout (issue 23).
   func failureKey(_ email: EmailAddress, device: TrustedDevice?) -> [UInt8] {
     guard let device else { return identifierDigest(email) }
-    return Secrets.hmac(key: identifierKey, Array("device:\(device.id)".utf8))
+    return Secrets.hmac(key: identifierKey, Array("devices:\(device.accountID)".utf8))
   }
 
   // MARK: accounts
@@ -156,20 +158,24 @@ public final class ClientStore {
         Self.account)
   }
 
-  /// Disables or enables an account; disabling revokes every session at once.
-  public func setDisabled(email: EmailAddress, _ disabled: Bool, actor: String) throws(StoreError) -> Account
+  /// Disables or enables an account; disabling ends everything its credentials issued at once
+  /// (`endCredentials`). Disabling the only administrator of a school is refused unless `force`.
+  public func setDisabled(email: EmailAddress, _ disabled: Bool, actor: String, force: Bool = false)
+    throws(StoreError) -> Account
   {
     guard let (account, _) = try self.account(email: email) else {
       throw StoreError("no account with that email")
     }
-    return try setDisabled(account, disabled, actor: actor)
+    return try setDisabled(account, disabled, actor: actor, force: force)
   }
 
   /// Disables or enables the account with `id` (for accounts whose stored email is not an address
   /// any more, see `accountsWithUnusableEmails`).
-  public func setDisabled(id: String, _ disabled: Bool, actor: String) throws(StoreError) -> Account {
+  public func setDisabled(id: String, _ disabled: Bool, actor: String, force: Bool = false) throws(StoreError)
+    -> Account
+  {
     guard let account = try self.account(id: id) else { throw StoreError("no account with that ID") }
-    return try setDisabled(account, disabled, actor: actor)
+    return try setDisabled(account, disabled, actor: actor, force: force)
   }
 
   /// IDs of live accounts whose stored email is not in the one normalised form: written before
@@ -182,7 +188,9 @@ public final class ClientStore {
     }
   }
 
-  private func setDisabled(_ account: Account, _ disabled: Bool, actor: String) throws(StoreError) -> Account
+  private func setDisabled(_ account: Account, _ disabled: Bool, actor: String, force: Bool)
+    throws(StoreError)
+    -> Account
   {
     return try db.transaction { () throws(StoreError) -> Account in
       let deleted = try db.query(
@@ -190,13 +198,18 @@ public final class ClientStore {
       guard disabled || deleted.isEmpty else {
         throw StoreError("that account was deleted by its owner and cannot be enabled again")
       }
+      if disabled, !force {
+        let schools = try schoolsOnlyAdministeredBy(accountID: account.id)
+        guard schools.isEmpty else {
+          throw StoreError(
+            "that account is the only administrator of \(schools.map(\.slug).joined(separator: ", ")); "
+              + "make someone else an administrator there first, or add --force to leave "
+              + (schools.count == 1 ? "it" : "them") + " without one")
+        }
+      }
       try db.query(
         "UPDATE accounts SET disabled = ? WHERE id = ?", [.integer(disabled ? 1 : 0), .text(account.id)])
-      if disabled {
-        try db.query(
-          "UPDATE sessions SET revoked_at = ?, revoked_reason = 'account_disabled' WHERE account_id = ? AND revoked_at IS NULL",
-          [.integer(Int64(clock())), .text(account.id)])
-      }
+      if disabled { try endCredentials(accountID: account.id, .disabled) }
       try audit(actor: actor, action: disabled ? "account.disabled" : "account.enabled", subject: account.id)
       return Account(
         id: account.id, email: account.email, displayName: account.displayName, disabled: disabled)
@@ -223,11 +236,15 @@ public final class ClientStore {
     }
   }
 
-  /// Gives the account a role in the school (replacing an earlier or revoked one).
+  /// Gives the account a role in the school (replacing an earlier or revoked one); a role below
+  /// administrator withdraws the invitations they sent there.
   public func addMember(email: EmailAddress, schoolSlug: String, role: Role, actor: String) throws(StoreError)
   {
     let (account, school) = try accountAndSchool(email, schoolSlug)
     try db.transaction { () throws(StoreError) in
+      if role != .administrator {
+        try withdrawInvitations(sentBy: account.id, in: school.id, because: "inviter_demoted")
+      }
       try db.query(
         """
         INSERT INTO memberships (account_id, school_id, role, created_at) VALUES (?, ?, ?, ?)
@@ -239,7 +256,8 @@ public final class ClientStore {
     }
   }
 
-  /// Revokes the account's membership of the school; it disappears from the next answer.
+  /// Revokes the account's membership of the school (it disappears from the next answer) and
+  /// withdraws the invitations they sent there.
   public func revokeMember(email: EmailAddress, schoolSlug: String, actor: String) throws(StoreError) {
     let (account, school) = try accountAndSchool(email, schoolSlug)
     try db.transaction { () throws(StoreError) in
@@ -247,6 +265,7 @@ public final class ClientStore {
         "UPDATE memberships SET revoked_at = ? WHERE account_id = ? AND school_id = ? AND revoked_at IS NULL",
         [.integer(Int64(clock())), .text(account.id), .text(school.id)])
       guard db.changes == 1 else { throw StoreError("no live membership of \(schoolSlug) for that account") }
+      try withdrawInvitations(sentBy: account.id, in: school.id, because: "inviter_removed")
       try audit(actor: actor, action: "membership.revoked", subject: account.id, detail: school.id)
     }
   }
@@ -326,7 +345,7 @@ public final class ClientStore {
     "membership.granted", "membership.revoked", "membership.role_changed", "invitation.accepted",
     // Issue 14: a password set by link or changed ends sessions; a new name or email is in the answer.
     "account.password_reset", "account.password_set", "account.password_changed", "account.name_changed",
-    "account.email_changed",
+    "account.email_changed", "account.email_restored",
   ]
 
   /// Appends an audit event (inside the caller's transaction); for an action that changes session

@@ -17,8 +17,6 @@ public struct InvitationPages: Sendable {
   static let cookie = "__Host-bl_invite"
   static let cookieLifetime = 3600
   static let path = "/invitations/accept"
-  /// Longest display name accepted.
-  static let maxNameBytes = 200
 
   /// The pages over `context`.
   public init(_ context: ClientContext) { self.context = context }
@@ -105,7 +103,7 @@ public struct InvitationPages: Sendable {
     page.text(invitation.email)
     page.html("\">\n<label for=\"name\">Your name</label>\n")
     page.html(
-      "<input id=\"name\" name=\"name\" type=\"text\" autocomplete=\"name\" required maxlength=\"200\">\n")
+      "<input id=\"name\" name=\"name\" type=\"text\" autocomplete=\"name\" required maxlength=\"100\">\n")
     page.html("<label for=\"password\">Password</label>\n")
     page.html(
       "<input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"new-password\" required minlength=\"12\">\n"
@@ -140,12 +138,10 @@ public struct InvitationPages: Sendable {
       }
     }
     let fields = WebSecurity.form(request) ?? [:]
-    let name = (fields["name"] ?? "").trimmingSpaces
     let password = fields["password"] ?? ""
-    guard !name.isEmpty, name.utf8.count <= Self.maxNameBytes,
-      !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
-    else {
-      return try form(request, status: .badRequest, message: "Enter your name.")
+    // The one rule for names, as on /account (at most 100 characters; issue 23).
+    guard let name = AccountRules.displayName(fields["name"] ?? "") else {
+      return try form(request, status: .badRequest, message: AccountRules.nameProblem)
     }
     guard let invited = try store.invitation(token: token) else { return invalid }
     if let problem = Self.passwordProblem(password, email: invited.0.email) {
@@ -180,12 +176,5 @@ public struct InvitationPages: Sendable {
   static func tokenByte(_ byte: UInt8) -> Bool {
     (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
       || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
-  }
-}
-
-extension String {
-  /// Without leading and trailing spaces (U+0020).
-  fileprivate var trimmingSpaces: String {
-    String(drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
   }
 }

@@ -8,7 +8,7 @@ public enum MailTemplates {
     kind: String, to: EmailAddress, name: String?, subject: String, paragraphs: [String],
     link: (label: String, url: String)? = nil, reason: String
   ) -> MailMessage {
-    let greeting = name.map { "Hello \($0)," } ?? "Hello,"
+    let greeting = name.flatMap(Self.safeName).map { "Hello \($0)," } ?? "Hello,"
     var text = greeting + "\n\n" + paragraphs.joined(separator: "\n\n") + "\n\n"
     if let link { text += "\(link.label):\n\(link.url)\n\n" }
     text += "\(reason)\n\n— Band Licence\n"
@@ -26,4 +26,25 @@ public enum MailTemplates {
     html += "<p style=\"color: #555\">\(HTMLPage.escape(reason))</p>\n<p>— Band Licence</p>\n</body></html>\n"
     return MailMessage(kind: kind, to: to, subject: subject, text: text, html: html)
   }
+
+  /// To the owner of an address another account asked to move to (issue 23: the asker is told the
+  /// same as when the address is free; this owner learns that someone tried). `link` is the
+  /// deployment's recovery page.
+  public static func addressInUse(to: EmailAddress, link: String) -> MailMessage {
+    message(
+      kind: "email_change_in_use", to: to, name: nil,
+      subject: "Someone tried to use your address on Band Licence",
+      paragraphs: [
+        "Someone signed in to another Band Licence account asked to change that account's email address to "
+          + "this one. This address already belongs to your account, so nothing changed.",
+        "If you know who it was, there is nothing to do. If you have forgotten your password, you can choose "
+          + "a new one.",
+      ],
+      link: ("Choose a new password", link),
+      reason: "You got this email because this address belongs to a Band Licence account.")
+  }
+
+  /// A name people typed, when it may appear in mail: it passes today's `AccountRules` (a name
+  /// stored before a rule existed may not), else nil, and the mail says something general instead.
+  public static func safeName(_ name: String) -> String? { AccountRules.displayName(name) }
 }

@@ -169,6 +169,40 @@ public enum Migrations {
       request_digest BLOB
     );
     """,
+    // 10: a credential change ends everything issued before it (issue 23). Each account has a
+    // credential epoch that every password change, reset, set-password, disabling, deletion and
+    // email restore advances: handoff codes and invitations record the epoch they were made under
+    // and are refused under another; trusted-device cookies are MACed over it and each is kept on
+    // the server (capped per account). Action tokens gain `email_revert`, the way back that the
+    // old address is sent when an email change takes effect (the table is made again: a CHECK
+    // cannot be altered in SQLite).
+    """
+    ALTER TABLE accounts ADD COLUMN credential_epoch INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE handoffs ADD COLUMN credential_epoch INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE invitations ADD COLUMN inviter_epoch INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE trusted_devices (
+      nonce_digest BLOB PRIMARY KEY,
+      account_id TEXT NOT NULL REFERENCES accounts(id),
+      created_at INTEGER NOT NULL,
+      last_used_at INTEGER NOT NULL
+    );
+    CREATE INDEX trusted_devices_account ON trusted_devices (account_id);
+    CREATE TABLE action_tokens_v10 (
+      digest BLOB PRIMARY KEY,
+      purpose TEXT NOT NULL CHECK (purpose IN ('recovery', 'set_password', 'email_change', 'email_revert')),
+      account_id TEXT NOT NULL REFERENCES accounts(id),
+      email TEXT NOT NULL,
+      created_at INTEGER NOT NULL,
+      expires_at INTEGER NOT NULL,
+      used_at INTEGER
+    );
+    INSERT INTO action_tokens_v10 (digest, purpose, account_id, email, created_at, expires_at, used_at)
+      SELECT digest, purpose, account_id, email, created_at, expires_at, used_at FROM action_tokens;
+    DROP TABLE action_tokens;
+    ALTER TABLE action_tokens_v10 RENAME TO action_tokens;
+    CREATE INDEX action_tokens_account ON action_tokens (account_id);
+    CREATE INDEX invitations_inviter ON invitations (invited_by);
+    """,
   ]
 
   /// What PostgreSQL adds to a step, after the shared SQL: statement triggers that announce every

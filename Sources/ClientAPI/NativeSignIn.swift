@@ -195,10 +195,10 @@ public struct NativeSignIn: Sendable {
           message: "Enter your email address and your password.", email: typed)
       }
       switch try pages.checkPassword(email: email, password: password, store: store, request: request) {
-      case .passed(let found, let upgradedHash, let cookie):
+      case .passed(let found, let upgradedHash):
         if let upgradedHash { try store.upgradeHash(accountID: found.id, to: upgradedHash) }
         account = found
-        device = cookie
+        device = try pages.trustBrowser(found, request, store)
       case .refused:
         Metrics.signIn(.native, .badCredentials)
         return form(
@@ -219,7 +219,7 @@ public struct NativeSignIn: Sendable {
     // Built from configuration only: the origin is the deployment's, never a request's.
     return WebPages.redirect(
       "\(origin)/native/callback?code=\(code)&state=\(parameters.state)",
-      cookie: device.map(WebPages.deviceCookieHeader))
+      cookie: device)
   }
 
   /// The native sign-in form; `email` is what the person typed last time (shown again, escaped).

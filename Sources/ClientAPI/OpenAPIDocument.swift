@@ -295,7 +295,7 @@ public enum OpenAPIDocument {
                 "name": "Idempotency-Key",
                 "in": "header",
                 "required": true,
-                "description": "Required. The same key and byte-identical body get the first answer again (no second invitation or mail); the same key with another body gets 422.",
+                "description": "Required. Within a day, the same key and byte-identical body get the first answer again while that invitation is pending (no second invitation or mail), or 410 invitation_gone once it has been accepted, withdrawn or has expired; the same key with another body gets 422. After a day the key names nothing.",
                 "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"}
               }
             ],
@@ -315,8 +315,10 @@ public enum OpenAPIDocument {
               "409": {"$ref": "#/components/responses/Error"},
               "413": {"$ref": "#/components/responses/Error"},
               "415": {"$ref": "#/components/responses/Error"},
+              "410": {"$ref": "#/components/responses/Error"},
               "422": {"$ref": "#/components/responses/Error"},
               "426": {"$ref": "#/components/responses/AppVersionUnsupported"},
+              "429": {"$ref": "#/components/responses/RateLimited"},
               "503": {"$ref": "#/components/responses/Busy"}
             }
           }

@@ -236,9 +236,15 @@ public struct PeoplePages: Sendable {
     }
     let store = try context.store()
     switch try context.invite(email, as: role, to: membership.school, by: signed.account, in: store) {
-    case .created, .replayed, .keyReused: return back(membership, "invited")
+    case .created, .replayed, .keyReused, .gone: return back(membership, "invited")
     case .alreadyMember:
       return try page(request, status: .conflict, message: "That person is already a member of this school.")
+    case .limited(let wait):
+      var response = try page(
+        request, status: .tooManyRequests,
+        message: "Too many invitations have been sent in the last hour. Try again in \(Self.minutes(wait)).")
+      response.add("Retry-After", String(wait))
+      return response
     }
   }
 
@@ -255,6 +261,12 @@ public struct PeoplePages: Sendable {
         message: "That invitation is no longer waiting; it may have been answered.")
     }
     return back(membership, "revoked")
+  }
+
+  /// `seconds` as a person reads it: "1 minute", "12 minutes".
+  static func minutes(_ seconds: Int) -> String {
+    let n = max(1, (seconds + 59) / 60)
+    return n == 1 ? "1 minute" : "\(n) minutes"
   }
 
   static let noMember = "That person is no longer a member of this school."

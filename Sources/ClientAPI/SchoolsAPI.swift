@@ -187,6 +187,17 @@ public struct SchoolsAPI: Sendable {
         "This Idempotency-Key was used with another request. Use a new key for a new invitation.")
     case .alreadyMember:
       return JSONBody.error(.conflict, "already_member", "That person is already a member of this school.")
+    case .gone:
+      return JSONBody.error(
+        Status(410, "Gone"), "invitation_gone",
+        "The invitation this Idempotency-Key made has since been accepted, withdrawn or has expired. "
+          + "Use a new key to invite again.")
+    case .limited(let wait):
+      var response = JSONBody.error(
+        .tooManyRequests, "too_many_invitations",
+        "Too many invitations have been sent in the last hour. Try again in \(wait) seconds.")
+      response.add("Retry-After", String(wait))
+      return response
     }
   }
 
@@ -256,13 +267,14 @@ extension ClientContext {
   ) throws(StoreError) -> InvitationOutcome {
     try store.createInvitation(
       schoolID: school.id, email: email, role: role, actor: inviter.id, idempotencyKey: idempotencyKey,
-      requestDigest: requestDigest,
+      requestDigest: requestDigest, limits: invitationLimits,
       mail: { invitation, token in
         MailTemplates.message(
           kind: "invitation", to: email, name: nil,
           subject: "You are invited to \(school.name) on Band Licence",
           paragraphs: [
-            "\(inviter.displayName) has invited you to join \(school.name) on Band Licence as \(role.label.lowercased()).",
+            "\(MailTemplates.safeName(inviter.displayName) ?? "An administrator of \(school.name)") has invited you "
+              + "to join \(school.name) on Band Licence as \(role.label.lowercased()).",
             "The link works once, for 7 days.",
           ],
           link: ("Accept the invitation", link("/invitations/accept?token=\(token)")),

@@ -2,9 +2,10 @@ import Edge
 
 /// What checking a typed email and password found.
 enum SignInCheck: Equatable {
-  /// The password is the account's: the account, a new hash when the stored one's parameters are
-  /// old, and the trusted-device cookie to leave in the browser (`TrustedDevice`).
-  case passed(Account, upgradedHash: String?, deviceCookie: String)
+  /// The password is the account's: the account and a new hash when the stored one's parameters
+  /// are old. A sign-in then trusts the browser (`trustDevice`); other checks of the password
+  /// (changing it, deleting the account) do not.
+  case passed(Account, upgradedHash: String?)
   /// Not an account that can sign in with this password (or not an email address at all).
   case refused
   /// The email (or, from a trusted device, that device) is locked after repeated failures; said
@@ -27,7 +28,7 @@ extension WebPages {
     var found: (Account, passwordHash: String)? = nil
     var device: TrustedDevice? = nil
     if let email {
-      device = store.trustedDevice(WebSecurity.cookie(TrustedDevice.cookie, in: request), email: email)
+      device = try store.trustedDevice(WebSecurity.cookie(TrustedDevice.cookie, in: request), email: email)
       locked = try store.isLocked(email: email, device: device)
       found = try store.account(email: email)
     }
@@ -39,12 +40,15 @@ extension WebPages {
     }
     try store.clearSignInFailures(email: email, device: device)
     return .passed(
-      account, upgradedHash: context.hasher.needsRehash(hash) ? context.hasher.hash(password) : nil,
-      deviceCookie: store.deviceCookie(email: email))
+      account, upgradedHash: context.hasher.needsRehash(hash) ? context.hasher.hash(password) : nil)
   }
 
-  /// The `Set-Cookie` value that leaves a trusted-device cookie behind.
-  static func deviceCookieHeader(_ value: String) -> String {
-    WebSecurity.setCookie(TrustedDevice.cookie, value, maxAge: TrustedDevice.lifetime)
+  /// The `Set-Cookie` field that trusts the browser that has just signed in to `account`
+  /// (`ClientStore.trustDevice`), replacing the device cookie it sent, if any.
+  func trustBrowser(_ account: Account, _ request: Request, _ store: ClientStore) throws(StoreError) -> String
+  {
+    let value = try store.trustDevice(
+      account: account, replacing: WebSecurity.cookie(TrustedDevice.cookie, in: request))
+    return WebSecurity.setCookie(TrustedDevice.cookie, value, maxAge: TrustedDevice.lifetime)
   }
 }

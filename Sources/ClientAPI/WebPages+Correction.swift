@@ -2,8 +2,9 @@ import Edge
 import LinkAssoc
 
 /// Corrections on `/account` (issue 14, "Correction"): the display name, the password (the current
-/// one required, every other session ends) and the email (a link to the new address confirms it;
-/// the old address is told; nothing changes until the link is followed).
+/// one required, every other session ends) and the email (a link to the new address confirms it
+/// from a signed-in session of the account; the old address is told when it is asked for and when
+/// it takes effect, with a way back; nothing changes until the link is followed).
 extension WebPages {
   var correctionRoutes: [Route] {
     let limited: @Sendable (Request) -> Response? = { request in
@@ -26,6 +27,15 @@ extension WebPages {
         guarded { try confirmEmail(request) }
       },
       Route(.get, "/account/email/confirmed", cacheClass: .private, fixed: emailConfirmedPage),
+      Route(.post, "/account/email/cancel", cacheClass: .private, execution: .pooled) { request in
+        guarded { try cancelEmailChange(request) }
+      },
+      Route(.get, LinkFlow.emailRestore.path, cacheClass: .private, execution: .pooled) { request in
+        guarded { try emailRestorePage(request) }
+      },
+      Route(.post, LinkFlow.emailRestore.path, cacheClass: .private, execution: .pooled, fastPath: limited) {
+        request in guarded { try restoreEmail(request) }
+      },
     ]
   }
 
@@ -34,6 +44,8 @@ extension WebPages {
     "name": "Your name has been changed.",
     "password": "Your password has been changed, and every other device has been signed out.",
     "email": "We have sent a link to your new address. Your email address changes when you follow it.",
+    "email-cancelled":
+      "The change of your email address has been cancelled; the link sent for it no longer works.",
   ]
 
   /// The signed-in person behind a correction form, or the answer to send instead (signed out:
@@ -125,41 +137,67 @@ extension WebPages {
     }
     if let refusal = try wrongCurrentPassword(request, signed, current, store) { return refusal }
     let account = signed.account
-    let changed = try store.requestEmailChange(
+    // The same answer whether or not another account has the address (issue 23): that account's
+    // owner is told instead.
+    try store.requestEmailChange(
       account: account, to: newEmail, host: WebSecurity.host(of: context.deployment.origin),
       confirm: { token in
         MailTemplates.message(
           kind: "email_change", to: newEmail, name: account.displayName,
           subject: "Confirm your new Band Licence email address",
           paragraphs: [
-            "You asked to use this address for your Band Licence account. Follow the link to confirm it. "
-              + "It works once, for the next 24 hours; until then your account keeps its old address."
+            "You asked to use this address for your Band Licence account. Follow the link to confirm it, "
+              + "signed in to your account. It works once, for the next 24 hours; until then your account keeps "
+              + "its old address."
           ],
           link: ("Confirm this address", context.link(LinkFlow.emailChange.path + "?token=" + token)),
           reason:
             "You got this email because someone signed in to Band Licence asked to use this address. "
             + "If it was not you, ignore it: nothing changes.")
       },
+      inUse: MailTemplates.addressInUse(to: newEmail, link: context.link("/account/recover")),
       notice: MailTemplates.message(
         kind: "email_change_notice", to: oldEmail, name: account.displayName,
         subject: "Your Band Licence email address is changing",
         paragraphs: [
           "Someone signed in to your Band Licence account asked to change its email address to "
-            + newEmail.normalised + ". It changes only when the link sent there is followed.",
-          "If that was you, there is nothing more to do. If it was not, sign in, change your password, "
-            + "and sign out the devices you do not know on your account page.",
+            + newEmail.normalised + ". It changes only when the link sent there is followed by someone "
+            + "signed in to your account.",
+          "If that was you, there is nothing more to do. If it was not, sign in, cancel the change on your "
+            + "account page, and change your password: that signs out every other device.",
         ],
         link: ("Go to your account", context.link("/account")),
         reason: "You got this email because it is the address of this Band Licence account."))
-    guard changed else {
-      return try accountPage(
-        request, status: .badRequest, message: "Another account already uses that address. Choose another.")
-    }
     return Self.redirect("/account?changed=email")
   }
 
-  /// `GET /account/email/confirm`: with `?token=`, lands the link (`land`); else asks to confirm the
-  /// address the cookie's link names.
+  /// `POST /account/email/cancel`: the signed-in person withdraws their pending email change.
+  func cancelEmailChange(_ request: Request) throws(StoreError) -> Response {
+    let store = try context.store()
+    let signed: Signed
+    switch try signedForm(request, store) {
+    case .success(let s): signed = s
+    case .failure(let refused): return refused.response
+    }
+    _ = try store.cancelEmailChange(accountID: signed.account.id)
+    return Self.redirect("/account?changed=email-cancelled")
+  }
+
+  /// The pending email change on `/account`, with its cancel button (empty when there is none).
+  func pendingEmailChange(_ account: Account, csrf: String, store: ClientStore) throws(StoreError) -> String {
+    guard let pending = try store.pendingEmailChange(accountID: account.id) else { return "" }
+    return
+      "<div class=\"notice\" role=\"status\" id=\"pending-email\">\n<p>A change of your email address to <strong>"
+      + HTMLPage.escape(pending.email) + "</strong> is waiting for its link to be followed (until "
+      + time(pending.expiresAt) + ").</p>\n"
+      + "<form method=\"post\" action=\"/account/email/cancel\">\n"
+      + "<input type=\"hidden\" name=\"csrf\" value=\"\(csrf)\">\n"
+      + "<button class=\"button\" type=\"submit\">Cancel this change</button>\n</form>\n</div>\n"
+  }
+
+  /// `GET /account/email/confirm`: with `?token=`, lands the link (`land`); else, to the account's
+  /// own signed-in session, asks to confirm the address the cookie's link names; to anyone else,
+  /// to sign in first (issue 23: the link alone changes nothing).
   func emailConfirmPage(_ request: Request) throws(StoreError) -> Response {
     let flow = LinkFlow.emailChange
     let store = try context.store()
@@ -168,6 +206,26 @@ extension WebPages {
       let record = try store.peekToken(token, purpose: flow.purpose),
       let account = try store.account(id: record.accountID), !account.disabled
     else { return linkExpired(flow) }
+    let signed = try context.signed(Credential(request), store)
+    guard let signed, signed.account.id == account.id else {
+      var page = HTMLPage(title: "Sign in to confirm your new email address")
+      page.html("<h1>Sign in to confirm your new email address</h1>\n")
+      if let signed {
+        page.html("<p>This link is for another account than the one you are signed in to (")
+        page.text(signed.account.email)
+        page.html("). Sign out, then sign in to the account whose address is changing.</p>\n")
+        page.html("<form method=\"post\" action=\"/sign-out\">\n")
+        page.html(
+          "<input type=\"hidden\" name=\"csrf\" value=\"\(WebSecurity.csrfToken(binding: signed.token))\">\n")
+        page.html("<button class=\"button\" type=\"submit\">Sign out</button>\n</form>\n")
+        return page.response(.forbidden, context: context)
+      }
+      page.html("<p>For your safety, a new address is confirmed only from your own account. Sign in with ")
+      page.html("your current email address and password, and you will come back here.</p>\n")
+      page.html(
+        "<p><a class=\"button\" href=\"/sign-in?return=%2Faccount%2Femail%2Fconfirm\">Sign in</a></p>\n")
+      return page.response(.ok, context: context)
+    }
     var page = HTMLPage(title: "Confirm your new email address")
     page.html("<h1>Confirm your new email address</h1>\n<p>Use <strong>")
     page.text(record.email)
@@ -184,9 +242,30 @@ extension WebPages {
     let token = flow.cookieToken(request)
     if let refusal = refusal(request, binding: token) { return refusal }
     guard let token else { return linkExpired(flow) }
-    switch try context.store().confirmEmailChange(token) {
+    let store = try context.store()
+    guard let signed = try context.signed(Credential(request), store) else {
+      return Self.redirect("/account/email/confirm")
+    }
+    let outcome = try store.confirmEmailChange(
+      token, accountID: signed.account.id, host: WebSecurity.host(of: context.deployment.origin)
+    ) { account, old, back in
+      MailTemplates.message(
+        kind: "email_changed", to: old, name: account.displayName,
+        subject: "Your Band Licence email address was changed",
+        paragraphs: [
+          "The email address of your Band Licence account is no longer this one: it was changed just now. "
+            + "Sign-in and mail now use the new address.",
+          "If that was you, there is nothing more to do. If it was not, follow the link: it gives this address "
+            + "its account back, signs out every device and lets you choose a new password. It works once, "
+            + "for the next 7 days.",
+        ],
+        link: ("Take my account back", context.link(LinkFlow.emailRestore.path + "?token=" + back)),
+        reason: "You got this email because this was the address of a Band Licence account until now.")
+    }
+    switch outcome {
     case .done: return Self.redirect("/account/email/confirmed", cookie: flow.setCookie(nil))
     case .expired: return linkExpired(flow)
+    case .otherAccount: return Self.redirect("/account/email/confirm")
     case .addressTaken:
       var page = HTMLPage.problem(
         Status(409, "Conflict"), "Address in use",
@@ -195,6 +274,61 @@ extension WebPages {
       page.add("Set-Cookie", flow.setCookie(nil))
       return page
     }
+  }
+
+  /// `GET /account/email/restore`: lands the old address's link, then asks before taking the
+  /// account back (a mail client's link preview must not do it).
+  func emailRestorePage(_ request: Request) throws(StoreError) -> Response {
+    let flow = LinkFlow.emailRestore
+    let store = try context.store()
+    if let landed = try land(request, flow, store) { return landed }
+    guard let token = flow.cookieToken(request),
+      let record = try store.peekToken(token, purpose: flow.purpose)
+    else { return linkExpired(flow) }
+    var page = HTMLPage(title: "Take your account back")
+    page.html("<h1>Take your account back</h1>\n<p>This makes <strong>")
+    page.text(record.email)
+    page.html(
+      "</strong> the address of your Band Licence account again, signs out every device signed in to it, ")
+    page.html("cancels every link sent for it, and asks you to choose a new password.</p>\n")
+    page.html("<form class=\"form\" method=\"post\" action=\"\(flow.path)\">\n")
+    page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(WebSecurity.csrfToken(binding: token))\">\n")
+    page.html("<button class=\"button\" type=\"submit\">Take my account back</button>\n</form>\n")
+    return page.response(.ok, context: context)
+  }
+
+  /// `POST /account/email/restore`: the address is the account's again and its password nobody's;
+  /// the person goes straight on to choose a new one (the reset form, its link in its cookie).
+  func restoreEmail(_ request: Request) throws(StoreError) -> Response {
+    let flow = LinkFlow.emailRestore
+    let token = flow.cookieToken(request)
+    if let refusal = refusal(request, binding: token) { return refusal }
+    guard let token else { return linkExpired(flow) }
+    let recovery: String
+    switch try context.store().restoreEmail(token, unknownHash: decoyHash) {
+    case .restored(_, let token): recovery = token
+    case .expired: return linkExpired(flow)
+    case .superseded:
+      var page = HTMLPage.problem(
+        Status(409, "Conflict"), "Use the earlier link",
+        "Your account's address was changed more than once. Use the link in the earliest message, sent to the "
+          + "address the account had first.",
+        context: context, next: ("/account/recover", "Recover your account"))
+      page.add("Set-Cookie", flow.setCookie(nil))
+      return page
+    case .addressTaken:
+      var page = HTMLPage.problem(
+        Status(409, "Conflict"), "Address in use",
+        "Another account uses this address now, so it cannot be given back. Ask your school\u{2019}s administrator.",
+        context: context, next: ("/sign-in", "Go to sign in"))
+      page.add("Set-Cookie", flow.setCookie(nil))
+      return page
+    }
+    // Signed out here too; the reset form holds the new recovery link in its own cookie.
+    var response = Self.redirect(LinkFlow.reset.path, cookie: LinkFlow.reset.setCookie(recovery))
+    response.add("Set-Cookie", flow.setCookie(nil))
+    response.add("Set-Cookie", WebSecurity.setCookie(WebSecurity.sessionCookie, "", maxAge: 0))
+    return response
   }
 
   var emailConfirmedPage: Response {

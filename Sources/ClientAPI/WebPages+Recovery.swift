@@ -26,6 +26,9 @@ struct LinkFlow: Sendable {
   /// `/account/email/confirm`: a link to a new address.
   static let emailChange = LinkFlow(
     purpose: .emailChange, path: "/account/email/confirm", cookie: "__Host-bl_email_change")
+  /// `/account/email/restore`: the old address's way back after an email change (issue 23).
+  static let emailRestore = LinkFlow(
+    purpose: .emailRevert, path: "/account/email/restore", cookie: "__Host-bl_email_restore")
 
   /// The longest the cookie lives, in seconds.
   static let cookieLifetime = 15 * 60
@@ -256,6 +259,12 @@ extension WebPages {
         (
           "This link has expired or has been used already. Change your email address again from your account page.",
           ("/account", "Go to your account")
+        )
+      case .emailRevert:
+        (
+          "This link has expired or has been used already. If you cannot sign in, use "
+            + "\u{201C}Forgot your password?\u{201D} on the sign-in page, or ask your school\u{2019}s administrator.",
+          ("/account/recover", "Recover your account")
         )
       }
     var page = HTMLPage.problemPage("Link expired", message, next: next).response(

@@ -110,9 +110,8 @@ public struct WebPages: Sendable {
     let store = try context.store()
     let account: Account
     let upgradedHash: String?
-    let device: String
     switch try checkPassword(email: email, password: password, store: store, request: request) {
-    case .passed(let found, let hash, let cookie): (account, upgradedHash, device) = (found, hash, cookie)
+    case .passed(let found, let hash): (account, upgradedHash) = (found, hash)
     case .refused:
       Metrics.signIn(.web, .badCredentials)
       return signInForm(
@@ -130,7 +129,7 @@ public struct WebPages: Sendable {
     var redirect = Self.redirect(
       back ?? "/",
       cookie: WebSecurity.setCookie(WebSecurity.sessionCookie, token, maxAge: context.lifetimes.webAbsolute))
-    redirect.add("Set-Cookie", Self.deviceCookieHeader(device))
+    redirect.add("Set-Cookie", try trustBrowser(account, request, store))
     return redirect
   }
 
@@ -266,6 +265,7 @@ public struct WebPages: Sendable {
     page.html("</tbody>\n</table>\n<p class=\"zone\">Times are in ")
     page.text(zone.name)
     page.html(" time.</p>\n")
+    page.html(try pendingEmailChange(account, csrf: csrf, store: store))
     page.html(Self.correctionForms(account, csrf: csrf))
     page.html("<form method=\"post\" action=\"/sign-out\">\n")
     page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(csrf)\">\n")
@@ -338,9 +338,29 @@ public struct WebPages: Sendable {
       return try deletionPage(request, status: .badRequest, message: "That password is not right. Try again.")
     case .locked: return try deletionPage(request, status: .badRequest, message: Self.lockedMessage)
     }
-    try store.requestDeletion(accountID: signed.account.id)
+    let sole = try store.requestDeletion(accountID: signed.account.id)
+    guard sole.isEmpty else { return try soleAdministratorPage(request, sole) }
     return Self.redirect(
       "/account/deleted", cookie: WebSecurity.setCookie(WebSecurity.sessionCookie, "", maxAge: 0))
+  }
+
+  /// 409: the account is the only administrator of `schools`, so it cannot be deleted yet; the page
+  /// says to hand the role over first, with a link to each school's People page.
+  func soleAdministratorPage(_ request: Request, _ schools: [School]) throws(StoreError) -> Response {
+    var page = HTMLPage(title: "Hand over your schools first")
+    page.html("<h1>Hand over your schools first</h1>\n")
+    page.html("<p class=\"alert\" role=\"alert\">You are the only administrator of ")
+    page.html(schools.map { "<strong>" + HTMLPage.escape($0.name) + "</strong>" }.joined(separator: ", "))
+    page.html(". A school needs at least one administrator, so your account has not been deleted.</p>\n")
+    page.html(
+      "<p>Make someone else an administrator on the People page, then delete your account.</p>\n<ul>\n")
+    for school in schools {
+      page.html("<li><a href=\"/schools/\(HTMLPage.escape(school.id))/people\">People at ")
+      page.text(school.name)
+      page.html("</a></li>\n")
+    }
+    page.html("</ul>\n<p><a href=\"/account\">Keep my account</a></p>\n")
+    return page.response(Status(409, "Conflict"), context: context)
   }
 
   var deletedPage: Response {

@@ -128,7 +128,8 @@ extension MetricFamily {
   /// Session revocation reasons, as the store writes them; any other is `other`.
   public static let revocationReasons = [
     "signed_out", "replaced_at_sign_in", "revoked_by_owner", "handoff_replayed", "operator", "password_reset",
-    "password_set", "password_changed", "account_deleted", "other",
+    "password_set", "password_changed", "account_deleted", "account_disabled", "email_restored",
+    "other",
   ]
   /// HTTP/2 error codes a GOAWAY is sent with (RFC 9113 §7); any other is `other`.
   static let goawayReasons = [

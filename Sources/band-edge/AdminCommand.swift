@@ -14,8 +14,10 @@ enum AdminCommand {
       account create --email E --name N --send-set-password [--config FILE]
                                             reads no password: mails a link (valid 7 days) to choose one,
                                             on the deployment's origin (BAND_LICENCE_APP_URL or the config)
-      account disable|enable (--email E | --id ACCOUNT-ID)
-                                            disabling ends every session of the account at once
+      account disable|enable (--email E | --id ACCOUNT-ID) [--force]
+                                            disabling ends every session, link, handoff code, trusted
+                                            device and pending invitation of the account at once; it is
+                                            refused for a school's only administrator unless --force
       school create --name N --slug S
       member add --email E --school SLUG --role administrator|teacher|read_only
       member revoke --email E --school SLUG
@@ -96,9 +98,10 @@ enum AdminCommand {
         let disable = options.verb == "disable"
         let account =
           if let id = options.value("--id") {
-            try store.setDisabled(id: id, disable, actor: "cli")
+            try store.setDisabled(id: id, disable, actor: "cli", force: options.flag("--force"))
           } else {
-            try store.setDisabled(email: try options.email("--email"), disable, actor: "cli")
+            try store.setDisabled(
+              email: try options.email("--email"), disable, actor: "cli", force: options.flag("--force"))
           }
         print("\(disable ? "disabled" : "enabled") account \(account.id) \(account.email)")
       case ("school", "create"):

@@ -8,6 +8,7 @@ struct ServeSettings {
   var signInLimit = RateLimit(burst: 20, perMinute: 30)
   var exchangeLimit = RateLimit(burst: 20, perMinute: 60)
   var refusalHold = Duration.seconds(1)
+  var invitationLimits = InvitationLimits()
   var retentionDays = 30
   var sessionCacheEntries = 4096
   var database = DatabaseSettings()
@@ -313,6 +314,24 @@ enum LimitTable {
       $0.refusalHold
     } set: {
       $0.refusalHold = $1
+    },
+    count("invitations-per-inviter", 1...1_000_000, "invitations one person may send per hour; then 429") {
+      $0.invitationLimits.perInviter
+    } set: {
+      $0.invitationLimits.perInviter = $1
+    },
+    count("invitations-per-school", 1...1_000_000, "invitations one school may send per hour; then 429") {
+      $0.invitationLimits.perSchool
+    } set: {
+      $0.invitationLimits.perSchool = $1
+    },
+    count(
+      "invitations-per-address", 1...1_000_000,
+      "invitations one email address may receive per hour, from every school together; then 429"
+    ) {
+      $0.invitationLimits.perAddress
+    } set: {
+      $0.invitationLimits.perAddress = $1
     },
     Limit(
       name: "retention-days", unit: .days, range: 0...36500, defaultNote: nil,

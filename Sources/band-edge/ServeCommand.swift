@@ -308,7 +308,8 @@ enum ServeCommand {
       sessionCacheEntries: settings.sessionCacheEntries,
       signInLimit: settings.signInLimit, exchangeLimit: settings.exchangeLimit,
       trustedProxies: trustedProxies,
-      refusalHold: settings.refusalHold, smtp: smtp, clock: { Int(time(nil)) })
+      refusalHold: settings.refusalHold, invitationLimits: settings.invitationLimits, smtp: smtp,
+      clock: { Int(time(nil)) })
     let router: Router
     do {
       router = try snapshot(

@@ -127,8 +127,8 @@ struct SessionAPITests {
     // A revoked membership disappears from the very next answer.
     try f.store.revokeMember(email: "ada@example.test", schoolSlug: "northfield", actor: "test")
     #expect((try body(f.call(.get, token: ada))["schools"] as? [Any])?.isEmpty == true)
-    // A disabled account gets 401 at once.
-    _ = try f.store.setDisabled(email: "bo@example.test", true, actor: "test")
+    // A disabled account gets 401 at once (bo is southgate's only administrator: forced).
+    _ = try f.store.setDisabled(email: "bo@example.test", true, actor: "test", force: true)
     #expect(f.call(.get, token: bo).status == .unauthorized)
   }
 

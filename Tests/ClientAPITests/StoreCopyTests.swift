@@ -26,6 +26,7 @@ struct StoreCopyTests {
       browser: "Firefox on Linux")
     _ = try store.createHandoff(
       accountID: ada.id, challenge: "c", state: "s", platform: "ios", appVersion: "1.0", lifetime: 600)
+    _ = try store.trustDevice(account: ada, replacing: nil)
     for _ in 1...5 { _ = try store.recordSignInFailure(accountID: nil, email: "tom@example.test") }
     _ = try store.runJob("retention", oncePer: 3000) { () throws(StoreError) in 0 }
     _ = try store.heartbeat(instance: "ins_test", window: 5)
@@ -51,7 +52,8 @@ struct StoreCopyTests {
     #expect(
       tables.map(\.name) == [
         "accounts", "schools", "memberships", "sessions", "audit_events", "handoffs", "sign_in_failures",
-        "server_keys", "change_counter", "job_runs", "instances", "outbox", "action_tokens", "invitations",
+        "server_keys", "change_counter", "job_runs", "instances", "outbox", "invitations", "trusted_devices",
+        "action_tokens",
       ])
     #expect(tables.first { $0.name == "memberships" }?.primaryKey == ["account_id", "school_id"])
     #expect(tables.first { $0.name == "sign_in_failures" }?.primaryKey == ["email_key"], "renamed in 6")

@@ -39,6 +39,7 @@ struct MigrationTests {
       try tables(db) == [
         "accounts", "action_tokens", "audit_events", "change_counter", "handoffs", "instances", "invitations",
         "job_runs", "memberships", "outbox", "schools", "server_keys", "sessions", "sign_in_failures",
+        "trusted_devices",
       ])
     #expect(try Migrations.apply(to: db) == [], "a second start applies nothing")
   }
