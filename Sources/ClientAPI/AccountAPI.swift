@@ -42,7 +42,9 @@ public struct AccountAPI: Sendable {
       return refusal
     }
     if request.body.count > Self.maxBodyBytes, let refusal = Self.jsonBody.tooLarge { return refusal }
-    guard case .object(let body)? = try? JSONValue.parse(request.body), body.count == 1,
+    let parsed = JSONBody.parse(request.body)
+    if let refusal = parsed.refusal { return refusal }
+    guard case .object(let body)? = parsed.value, body.count == 1,
       case .string(let typed)? = body["displayName"]
     else {
       return JSONBody.error(

@@ -305,7 +305,9 @@ public struct NativeSignIn: Sendable {
         .forbidden, "native_sign_in_disabled", "Signing in from the app is turned off for now.",
         headers: pragma)
     }
-    guard case .object(let body)? = try? JSONValue.parse(request.body),
+    let parsed = JSONBody.parse(request.body, headers: pragma)
+    if let refusal = parsed.refusal { return refusal }
+    guard case .object(let body)? = parsed.value,
       case .string(let code)? = body["code"], case .string(let verifier)? = body["codeVerifier"],
       case .string(let state)? = body["state"], case .string(let platform)? = body["platform"],
       case .string(let appVersion)? = body["appVersion"]

@@ -114,7 +114,9 @@ public struct SchoolsAPI: Sendable {
   /// The role a `PATCH .../members/{accountId}` asks for, or its refusal (415, 413, 400).
   static func roleChange(_ request: Request) -> Result<Role, Refusal> {
     if let refusal = jsonRefusal(request) { return .failure(Refusal(refusal)) }
-    guard case .object(let body)? = try? JSONValue.parse(request.body), body.count == 1,
+    let parsed = JSONBody.parse(request.body)
+    if let refusal = parsed.refusal { return .failure(Refusal(refusal)) }
+    guard case .object(let body)? = parsed.value, body.count == 1,
       case .string(let name)? = body["role"], let role = Role(rawValue: name)
     else {
       return .failure(
@@ -154,7 +156,9 @@ public struct SchoolsAPI: Sendable {
             .badRequest, "idempotency_key_required",
             "Send an Idempotency-Key header (1 to 255 visible ASCII characters) with every invitation.")))
     }
-    guard case .object(let body)? = try? JSONValue.parse(request.body), body.count == 2,
+    let parsed = JSONBody.parse(request.body)
+    if let refusal = parsed.refusal { return .failure(Refusal(refusal)) }
+    guard case .object(let body)? = parsed.value, body.count == 2,
       case .string(let typed)? = body["email"], case .string(let name)? = body["role"],
       let role = Role(rawValue: name)
     else {

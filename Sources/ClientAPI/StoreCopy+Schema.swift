@@ -78,10 +78,13 @@ extension StoreCopy {
       let named = upper[safe: 4] == "COLUMN" ? 5 : 4
       switch action {
       case "ADD":
-        tables[t].columns.append(try identifier(try word(named)))
+        let column = try identifier(try word(named))
+        tables[t].columns.append(column)
+        tables[t].types[column] = try columnType(try word(named + 1), in: statement)
       case "DROP":
         let column = try identifier(try word(named))
         tables[t].columns.removeAll { $0 == column }
+        tables[t].types[column] = nil
       case "RENAME" where upper[safe: 4] == "TO":
         tables[t].name = try identifier(try word(5))
       case "RENAME":
@@ -91,6 +94,7 @@ extension StoreCopy {
         }
         tables[t].columns = tables[t].columns.map { $0 == old ? new : $0 }
         tables[t].primaryKey = tables[t].primaryKey.map { $0 == old ? new : $0 }
+        tables[t].types[new] = tables[t].types.removeValue(forKey: old)
         if tables[t].identity == old { tables[t].identity = new }
       default:
         throw StoreError("'\(statement)' is an ALTER TABLE copy-store does not know")
@@ -128,12 +132,22 @@ extension StoreCopy {
       default:
         let column = try identifier(words[0])
         table.columns.append(column)
+        guard words.count > 1 else { throw StoreError("'\(item)' declares no type") }
+        table.types[column] = try columnType(words[1], in: item)
         if upper.contains("PRIMARY KEY") { table.primaryKey = [column] }
         if upper.contains("AUTOINCREMENT") { table.identity = column }
       }
     }
     guard !table.columns.isEmpty else { throw StoreError("'\(statement.prefix(60))' makes no columns") }
     return table
+  }
+
+  /// The declared type `word` names: INTEGER, TEXT or BLOB (all the migrations use), else an error.
+  private static func columnType(_ word: String, in text: String) throws(StoreError) -> ColumnType {
+    guard let type = ColumnType(rawValue: word.lowercased()) else {
+      throw StoreError("'\(text.prefix(60))' declares a type copy-store does not know")
+    }
+    return type
   }
 
   /// The comma-separated items of a column list, commas inside parentheses left alone.

@@ -7,9 +7,12 @@
 /// - Rows are copied in one transaction on the target (the source is read in one transaction too,
 ///   so the copy is one consistent moment of it), explicit ids kept; identity columns' sequences
 ///   are moved past the copied maximum.
-/// - Before that transaction commits, each table is read back from both sides and compared by row
-///   count and a SHA-256 over a canonical, typed encoding of its rows in primary-key order; any
-///   difference rolls the whole copy back.
+/// - Every value read must have its column's declared type (no REAL in an INTEGER column, no
+///   BLOB in a TEXT column, ...) and text must be valid UTF-8: anything else is refused, naming the
+///   table, the column and the row's key, never the value, with nothing written.
+/// - Before that transaction commits, each table is read back from the target and compared with
+///   what was read from the source, by row count and a SHA-256 over a canonical, typed encoding of
+///   the rows in primary-key order; any difference rolls the whole copy back.
 public enum StoreCopy {
   /// A table as the migrations leave it: its columns in order, its primary key, and the column
   /// the engine numbers (`INTEGER PRIMARY KEY AUTOINCREMENT`), if any.
@@ -22,6 +25,13 @@ public enum StoreCopy {
     public var primaryKey: [String]
     /// The column the engine numbers by itself (a sequence on PostgreSQL), if any.
     public var identity: String?
+    /// Each column's declared type (a column the migrations gave no known type is absent).
+    public var types: [String: ColumnType] = [:]
+  }
+
+  /// A column's declared type, as the migrations write it (the value a row may hold, or null).
+  public enum ColumnType: String, Sendable, Equatable {
+    case integer, text, blob
   }
 
   /// One table's row count and checksum, as read from one store.
@@ -81,14 +91,18 @@ public enum StoreCopy {
         try refuseRows(in: target, tables: tables, name: targetName)
         // A copy changes no session anyone has cached: PostgreSQL's change triggers stay quiet.
         if target.dialect == .postgres { try target.execute("SET LOCAL band_edge.copying = 'on'") }
+        // What was read from the source, summarised as it was read (never read a second time).
+        var originals: [Summary] = []
         for table in tables {
-          try insert(try rows(of: table, in: source), into: table, of: target)
+          let read = try rows(of: table, in: source)
+          try insert(read, into: table, of: target)
+          originals.append(summary(of: table, rows: read))
         }
         try advanceIdentities(tables, in: target)
         var summaries: [Summary] = []
         var differing: [String] = []
-        for table in tables {
-          let (copied, original) = (try summary(of: table, in: target), try summary(of: table, in: source))
+        for (table, original) in zip(tables, originals) {
+          let copied = try summary(of: table, in: target)
           if copied != original {
             differing.append(
               "\(table.name) (source \(original.rows) rows \(original.checksumPrefix), "
@@ -106,9 +120,13 @@ public enum StoreCopy {
     }
   }
 
-  /// The row count and checksum of `table` as `database` holds it.
+  /// The row count and checksum of `table` as `database` holds it (refused as `rows(of:in:)` refuses).
   public static func summary(of table: Table, in database: any Database) throws(StoreError) -> Summary {
-    let rows = try rows(of: table, in: database)
+    summary(of: table, rows: try rows(of: table, in: database))
+  }
+
+  /// The row count and checksum of `rows`, read from `table`.
+  static func summary(of table: Table, rows: [[DatabaseValue]]) -> Summary {
     let keys = table.primaryKey.compactMap { table.columns.firstIndex(of: $0) }
     let sorted = rows.sorted { a, b in precedes(a, b, keys: keys) }
     var bytes = Array("band-edge copy-store 1\n\(table.name)\n\(table.columns.joined(separator: ","))\n".utf8)
@@ -161,11 +179,6 @@ public enum StoreCopy {
     case (.blob(let x), .blob(let y)): return x == y ? nil : x.lexicographicallyPrecedes(y)
     default: return rank(a) == rank(b) ? nil : rank(a) < rank(b)
     }
-  }
-
-  private static func rows(of table: Table, in database: any Database) throws(StoreError) -> [[DatabaseValue]]
-  {
-    try database.query("SELECT \(table.columns.joined(separator: ", ")) FROM \(table.name)")
   }
 
   /// Refuses a store holding any row in any of `tables` (their names and counts only).

@@ -35,10 +35,18 @@ public enum DeploymentLoader {
     var problems: [String] = []
     var file: [String: JSONValue] = [:]
     if let configText {
-      switch try? JSONValue.parse(configText) {
-      case .object(let members)?: file = members
-      case .some: return .failure(DeploymentProblems(lines: ["config file \(name) must hold a JSON object"]))
-      case nil: return .failure(DeploymentProblems(lines: ["config file \(name) is not valid JSON"]))
+      do {
+        guard case .object(let members) = try JSONValue.parse(configText) else {
+          return .failure(DeploymentProblems(lines: ["config file \(name) must hold a JSON object"]))
+        }
+        file = members
+      } catch .repeatedKey(let key) {
+        return .failure(
+          DeploymentProblems(lines: [
+            "config file \(name) names the key '\(key)' twice in one object; keep one of them"
+          ]))
+      } catch {
+        return .failure(DeploymentProblems(lines: ["config file \(name) is not valid JSON"]))
       }
     }
     var reader = Reader(members: file, problems: [])

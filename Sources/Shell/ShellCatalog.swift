@@ -31,7 +31,8 @@ public struct ShellCatalog: Sendable {
   public let manifest: ShellManifest
 
   /// Headers on every HTML response (links-and-shell.md, "Security headers"): no inline script or
-  /// style, no framing, no referrer, no camera, microphone or geolocation, an isolated window.
+  /// style, no framing, no referrer beyond the site, no camera, microphone or geolocation, an
+  /// isolated window.
   public static let htmlSecurityHeaders: [(name: String, value: String)] = [
     (
       "Content-Security-Policy",

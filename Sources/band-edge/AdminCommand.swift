@@ -36,7 +36,9 @@ enum AdminCommand {
       copy-store --from LOCATION --to LOCATION
                                             copy every table of a store (sqlite:DIR or a postgresql:// URI)
                                             into an empty one of either engine, in one transaction, then
-                                            compare row counts and SHA-256 per table; stop servers first
+                                            read the copy back and compare it with what was read (row
+                                            counts and SHA-256 per table); a value not of its column's
+                                            type, or text not UTF-8, is refused; stop servers first
 
     The store is --database URL (sqlite:DIR or a postgresql:// URI), --data DIR (DIR/band-edge.sqlite),
     else BAND_LICENCE_DATABASE_URL, else data/band-edge.sqlite; migrations apply on open. Each command

@@ -14,7 +14,9 @@ enum ConfigCommand {
 
     Resolves the deployment from BAND_LICENCE_ENV (development, staging, production; default
     development) and BAND_LICENCE_APP_URL over the JSON file named by --config or
-    BAND_LICENCE_CONFIG, and validates it. `config check` prints the deployment and both link files,
+    BAND_LICENCE_CONFIG, and validates it. `config check` prints the deployment, the store serve
+    would open without --database or --data (BAND_LICENCE_DATABASE_URL, else the file's
+    "database", else sqlite:data; a password masked) and where it was named, and both link files,
     or every problem, one per line. `config limits` prints the table of every limit (flag and file
     key, unit, range, default) as docs/limits.md carries it. `links print` prints one file exactly
     as served.
@@ -53,19 +55,22 @@ enum ConfigCommand {
       throw UsageError("unknown config command '\(verb)'; see band-edge config --help")
     }
     let path = try configFlag(&arguments)
-    switch load(path) {
+    // The store as serve would choose it without --database or --data.
+    let loaded = load(path).flatMap { deployment in
+      StoreChoice.resolve(
+        flag: nil, environment: ProcessEnvironment.value("BAND_LICENCE_DATABASE_URL"),
+        file: deployment.database
+      ).map { (deployment, $0) }.mapError { DeploymentProblems(lines: [$0.message]) }
+    }
+    switch loaded {
     case .failure(let problems):
       for line in problems.lines { fail(line) }
       fail("the configuration has \(problems.lines.count) problem\(problems.lines.count == 1 ? "" : "s")")
       return 1
-    case .success(let deployment):
+    case .success(let (deployment, store)):
       let files = LinkFiles(deployment)
       print(deployment.summary)
-      if let text = deployment.database {
-        print(
-          "database:           \(DatabaseLocation(text).map(\.description) ?? "(not sqlite:DIR or postgresql://)")"
-        )
-      }
+      print("database:           \(store.line)")
       print("\n/.well-known/apple-app-site-association (\(files.apple.count) bytes):")
       print(String(decoding: files.apple, as: UTF8.self))
       print("\n/.well-known/assetlinks.json (\(files.android.count) bytes):")

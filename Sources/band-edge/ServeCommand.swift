@@ -273,24 +273,16 @@ enum ServeCommand {
     }
 
     // Migrations run at every start, before any worker opens its own connection, in a child process.
-    // The store: --database (or --data), else BAND_LICENCE_DATABASE_URL, else the file's
-    // "database", else sqlite:data.
-    var database = databaseFlag
-    if database == nil, let text = ProcessEnvironment.value("BAND_LICENCE_DATABASE_URL"), !text.isEmpty {
-      guard let location = DatabaseLocation(text) else {
-        fail("BAND_LICENCE_DATABASE_URL takes sqlite:DIR or a postgresql:// URI")
-        return 1
-      }
-      database = location
+    let store: DatabaseLocation
+    switch StoreChoice.resolve(
+      flag: databaseFlag, environment: ProcessEnvironment.value("BAND_LICENCE_DATABASE_URL"),
+      file: deployment.database)
+    {
+    case .success(let choice): store = choice.location
+    case .failure(let problem):
+      fail(problem.message)
+      return 1
     }
-    if database == nil, let text = deployment.database {
-      guard let location = DatabaseLocation(text) else {
-        fail("database in the configuration takes sqlite:DIR or a postgresql:// URI")
-        return 1
-      }
-      database = location
-    }
-    let store = database ?? .sqlite(directory: "data")
     settings.database.listenURI = listenURI
     guard migrateInChild(store) else { return 1 }
     // The retention job: at start, then hourly, each run a short-lived child.

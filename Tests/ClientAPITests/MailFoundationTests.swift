@@ -78,7 +78,9 @@ struct MailFoundationTests {
     #expect(!text.contains("\n\n") && !text.contains("Hello Ada"), "CRLF only; bodies encoded")
   }
 
-  @Test("the HTML part loads nothing: no images, styles, scripts or links but the one given")
+  @Test(
+    "the HTML part loads nothing (no images, stylesheets, scripts or links but the one given); its only style is inline"
+  )
   func noTracking() {
     let message = MailTemplates.message(
       kind: "recovery", to: "ada@example.test", name: "Ada <b>", subject: "A \"quoted\" subject",
@@ -86,9 +88,12 @@ struct MailFoundationTests {
       link: ("Open", "https://x.example.test/r?token=a&b=c"),
       reason: "Why you got this.")
     let html = message.html.lowercased()
-    for needle in ["<img", "<script", "<link", "<iframe", "src=", "url(", "@import", "http://"] {
+    for needle in ["<img", "<script", "<link", "<style", "<iframe", "src=", "url(", "@import", "http://"] {
       #expect(!html.contains(needle), "\(needle)")
     }
+    // What docs/threat-model.md says the mail's styling is, exactly.
+    let styles = html.split(separator: "style=\"").dropFirst().map { $0.prefix { $0 != "\"" } }
+    #expect(styles == ["font-family: sans-serif; line-height: 1.5", "color: #555"])
     let hrefs = html.split(separator: "href=\"").dropFirst().map { $0.prefix { $0 != "\"" } }
     #expect(hrefs == ["https://x.example.test/r?token=a&amp;b=c"])
     #expect(

@@ -58,6 +58,10 @@ struct StoreCopyTests {
     #expect(tables.first { $0.name == "memberships" }?.primaryKey == ["account_id", "school_id"])
     #expect(tables.first { $0.name == "sign_in_failures" }?.primaryKey == ["email_key"], "renamed in 6")
     #expect(tables.compactMap(\.identity) == ["seq", "id"])
+    let accounts = tables.first { $0.name == "accounts" }
+    #expect(accounts.map { table in table.columns.allSatisfy { table.types[$0] != nil } } == true)
+    #expect(accounts?.types["deleted_at"] == .integer && accounts?.types["email"] == .text)
+    #expect(tables.first { $0.name == "sessions" }?.types["token_digest"] == .blob)
     #expect(
       try StoreCopy.tables(upTo: 2).map(\.name) == [
         "accounts", "schools", "memberships", "sessions", "audit_events",
@@ -278,6 +282,68 @@ struct StoreCopyTests {
       )
     }
     #expect(try target.schemaVersion() == 0, "nothing written")
+  }
+
+  @Test(
+    "a value not of its column's declared type, or text not UTF-8, is refused by table, column and key",
+    arguments: [
+      (
+        "UPDATE accounts SET deleted_at = 1.5 WHERE id = ?", "accounts.deleted_at",
+        "a real value where the schema declares integer"
+      ),
+      (
+        "UPDATE accounts SET created_at = 'soon' WHERE id = ?", "accounts.created_at",
+        "a text value where the schema declares integer"
+      ),
+      (
+        "UPDATE accounts SET display_name = CAST(x'80' AS TEXT) WHERE id = ?", "accounts.display_name",
+        "text that is not valid UTF-8"
+      ),
+      (
+        "UPDATE accounts SET display_name = x'41' WHERE id = ?", "accounts.display_name",
+        "a blob value where the schema declares text"
+      ),
+      (
+        "UPDATE sessions SET token_digest = 'abc' WHERE account_id = ?", "sessions.token_digest",
+        "a text value where the schema declares blob"
+      ),
+    ])
+  func refusedValue(_ sql: String, column: String, problem: String) throws {
+    let (source, finishSource) = try Engine.sqlite.database()
+    defer { finishSource() }
+    _ = try Self.seed(source)
+    let ada = try text(
+      try #require(try source.query("SELECT id FROM accounts WHERE email = 'ada@example.test'").first)[0])
+    let session = try text(try #require(try source.query("SELECT id FROM sessions").first)[0])
+    try source.query(sql, [.text(ada)])
+    let (target, finishTarget) = try Engine.sqlite.database()
+    defer { finishTarget() }
+    let key = column.hasPrefix("sessions.") ? "id '\(session)'" : "id '\(ada)'"
+    #expect {
+      try StoreCopy.copy(from: source, to: target, sourceName: "source", targetName: "target")
+    } throws: { error in
+      "\(error)" == "copy-store refuses \(column) in the row with \(key): it holds \(problem); "
+        + "correct the source and copy again (nothing was written)"
+    }
+    for table in try StoreCopy.tables() {
+      #expect(try StoreCopy.summary(of: table, in: target).rows == 0, "\(table.name) left empty")
+    }
+  }
+
+  @Test("a key that is itself at fault is named by the row's place in the read, not its value")
+  func refusedKey() throws {
+    let (db, finish) = try Engine.sqlite.database()
+    defer { finish() }
+    try db.execute("CREATE TABLE t (k TEXT PRIMARY KEY, v INTEGER)")
+    try db.query("INSERT INTO t (k, v) VALUES ('fine', 1), (CAST(x'ff' AS TEXT), 2)")
+    var tables: [StoreCopy.Table] = []
+    try StoreCopy.apply("CREATE TABLE t (k TEXT PRIMARY KEY, v INTEGER)", to: &tables)
+    let table = try #require(tables.first)
+    #expect {
+      try StoreCopy.summary(of: table, in: db)
+    } throws: { error in
+      "\(error)".hasPrefix("copy-store refuses t.k in row 2 as read: it holds text that is not valid UTF-8")
+    }
   }
 
   @Test("a copy the target changes as it is written is caught, and rolled back", arguments: Engine.available)

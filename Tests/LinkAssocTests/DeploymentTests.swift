@@ -37,6 +37,10 @@ let invalidCases: [InvalidCase] = [
   .init(name: "not JSON", text: "{", problem: "config file test.json is not valid JSON"),
   .init(name: "not an object", text: "[]", problem: "config file test.json must hold a JSON object"),
   .init(
+    name: "a key named twice",
+    text: production(["apple": "{\"appIDs\": [], \"appIDs\": [\"K7QW2X9P4M.test.bandlicence.app\"]}"]),
+    problem: "config file test.json names the key 'appIDs' twice in one object; keep one of them"),
+  .init(
     name: "unknown environment", text: production(["environment": "\"prod\""]),
     problem: "environment 'prod' must be development, staging or production"),
   .init(

@@ -37,8 +37,9 @@ def logs(server):
 
 
 def patch(browser, body, origin=True):
-    """PATCH /api/client/v1/account with the browser's cookies (and its Origin unless told not)."""
-    data = json.dumps(body).encode()
+    """PATCH /api/client/v1/account with the browser's cookies (and its Origin unless told not);
+    `body` is sent as JSON, or as it is when it is bytes."""
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
     client = browser.server.connect()
     lines = ["PATCH /api/client/v1/account HTTP/1.1", f"Host: 127.0.0.1:{browser.server.port}",
              "Connection: close", "Content-Type: application/json", f"Content-Length: {len(data)}",
@@ -72,6 +73,20 @@ def test_the_name_on_the_page_and_through_the_api(signed_twice):
     bad = patch(two, {"displayName": "Ada\u0007"})
     assert bad.status == 400 and json.loads(bad.body)["error"] == "invalid_display_name"
     assert actions(server).count("account.name_changed") == 2
+
+
+def test_a_body_naming_a_key_twice_is_refused_like_malformed_json(signed_twice):
+    """Which displayName would win is the parser's guess: a key named twice is refused (RFC 7493
+    §2.3), with the contract's error shape, as a body that is not JSON is."""
+    _, _, one, _ = signed_twice
+    malformed = patch(one, b'{"displayName": "A",')
+    assert malformed.status == 400 and json.loads(malformed.body)["error"] == "invalid_request"
+    for body in [b'{"displayName":"A","displayName":"B"}', b'{"displayName": "A", "\\u0064isplayName": "B"}']:
+        repeated = patch(one, body)
+        assert repeated.status == 400 and repeated.header("content-type") == malformed.header("content-type")
+        assert json.loads(repeated.body) == {
+            "error": "invalid_request", "message": "The body names a key more than once; send each key once."}
+    assert json.loads(one.send("GET", "/api/client/v1/session").body)["account"]["displayName"] == "Ada Example"
 
 
 def test_the_password_with_the_current_one(signed_twice):

@@ -188,3 +188,23 @@ def test_usage_errors(args):
 
 def test_the_admin_help_lists_copy_store():
     assert "copy-store --from LOCATION --to LOCATION" in run("--help").stdout
+
+
+@pytest.mark.parametrize("change, refused", [
+    ("UPDATE accounts SET deleted_at = 0.5 WHERE email = 'tom@example.test'",
+     "accounts.deleted_at in the row with id '{tom}': it holds a real value where the schema declares integer"),
+    ("UPDATE accounts SET display_name = CAST(x'546f6d80' AS TEXT) WHERE email = 'tom@example.test'",
+     "accounts.display_name in the row with id '{tom}': it holds text that is not valid UTF-8"),
+])
+def test_a_value_the_schema_does_not_declare_is_refused_not_copied_lossily(make_server, tmp_path, change, refused):
+    """A REAL in an INTEGER column, or text that is not UTF-8, would have been read as something else
+    (null, or U+FFFD) and still verified: now it is refused by table, column and key, never shown."""
+    data, _ = signed_in_deployment(make_server)
+    with sqlite3.connect(data / "band-edge.sqlite") as db:
+        db.execute(change)
+        tom = db.execute("SELECT id FROM accounts WHERE email = 'tom@example.test'").fetchone()[0]
+    copied = run("copy-store", "--from", f"sqlite:{data}", "--to", f"sqlite:{tmp_path / 'copy'}")
+    assert copied.returncode == 1 and copied.stdout == "" and len(copied.stderr.splitlines()) == 1, copied
+    assert refused.format(tom=tom) in copied.stderr and "nothing was written" in copied.stderr, copied.stderr
+    assert "0.5" not in copied.stderr and "Tom" not in copied.stderr
+    assert all(n == 0 for n in sqlite_counts(tmp_path / "copy").values())

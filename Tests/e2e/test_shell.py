@@ -255,6 +255,19 @@ def test_everyone_else_keeps_plain_or_json_errors(server, path, accept, content_
     assert b"<html" not in response.body
 
 
+@pytest.mark.parametrize("path, policy", [
+    ("/", "same-origin"), ("/offline.html", "same-origin"), ("/sign-in", "same-origin"),
+    ("/account/recover", "same-origin"), ("/nope", "same-origin"),
+    ("/qr/ABC123", "no-referrer"), ("/native/callback?code=c&state=s", "no-referrer"),
+])
+def test_the_referrer_policy_of_each_kind_of_page_is_what_the_readme_says(server, path, policy):
+    """README: the shell, the server-rendered pages and the error page send `same-origin`; pages
+    whose address may carry a code or token (callback, app-link fallbacks) send `no-referrer`."""
+    response = fetch(server, path, HTML)
+    assert response.header("content-type") == "text/html; charset=utf-8", path
+    assert response.header("referrer-policy") == policy, path
+
+
 @pytest.mark.parametrize("path", ["/qr/ABC123", "/qr/%3Cscript%3Ealert(1)%3C%2Fscript%3E", "/qr/a/b/c"])
 def test_an_app_link_without_the_app_gets_a_page_that_echoes_nothing(server, path):
     response = fetch(server, path, HTML)
