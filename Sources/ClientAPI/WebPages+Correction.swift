@@ -267,12 +267,10 @@ extension WebPages {
     case .expired: return linkExpired(flow)
     case .otherAccount: return Self.redirect("/account/email/confirm")
     case .addressTaken:
-      var page = HTMLPage.problem(
-        Status(409, "Conflict"), "Address in use",
+      return linkConflict(
+        flow, "Address in use",
         "Another account started using that address meanwhile, so your email address has not changed.",
-        context: context, next: ("/account", "Go to your account"))
-      page.add("Set-Cookie", flow.setCookie(nil))
-      return page
+        next: ("/account", "Go to your account"))
     }
   }
 
@@ -309,26 +307,29 @@ extension WebPages {
     case .restored(_, let token): recovery = token
     case .expired: return linkExpired(flow)
     case .superseded:
-      var page = HTMLPage.problem(
-        Status(409, "Conflict"), "Use the earlier link",
+      return linkConflict(
+        flow, "Use the earlier link",
         "Your account's address was changed more than once. Use the link in the earliest message, sent to the "
           + "address the account had first.",
-        context: context, next: ("/account/recover", "Recover your account"))
-      page.add("Set-Cookie", flow.setCookie(nil))
-      return page
+        next: ("/account/recover", "Recover your account"))
     case .addressTaken:
-      var page = HTMLPage.problem(
-        Status(409, "Conflict"), "Address in use",
+      return linkConflict(
+        flow, "Address in use",
         "Another account uses this address now, so it cannot be given back. Ask your school\u{2019}s administrator.",
-        context: context, next: ("/sign-in", "Go to sign in"))
-      page.add("Set-Cookie", flow.setCookie(nil))
-      return page
+        next: ("/sign-in", "Go to sign in"))
     }
     // Signed out here too; the reset form holds the new recovery link in its own cookie.
     var response = Self.redirect(LinkFlow.reset.path, cookie: LinkFlow.reset.setCookie(recovery))
     response.add("Set-Cookie", flow.setCookie(nil))
     response.add("Set-Cookie", WebSecurity.setCookie(WebSecurity.sessionCookie, "", maxAge: 0))
     return response
+  }
+
+  /// 409 for a link that cannot do what it says (its cookie cleared), with the way on.
+  func linkConflict(_ flow: LinkFlow, _ title: String, _ message: String, next: (String, String)) -> Response {
+    var page = HTMLPage.problem(Status(409, "Conflict"), title, message, context: context, next: next)
+    page.add("Set-Cookie", flow.setCookie(nil))
+    return page
   }
 
   var emailConfirmedPage: Response {
