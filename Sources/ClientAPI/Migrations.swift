@@ -169,6 +169,12 @@ public enum Migrations {
       request_digest BLOB
     );
     """,
+    // 10 (branch `flows`, issue 23 point 11; renumber on merge): the keyed digest of the network a session was started
+    // from (an IPv4 /24 or IPv6 /48 under the server's identifier key; never an address), so that
+    // the account page can say "this network" or "another network".
+    """
+    ALTER TABLE sessions ADD COLUMN network TEXT;
+    """,
   ]
 
   /// What PostgreSQL adds to a step, after the shared SQL: statement triggers that announce every
