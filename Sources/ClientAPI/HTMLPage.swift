@@ -7,6 +7,9 @@ import LinkAssoc
 struct HTMLPage {
   let title: String
   var body = ""
+  /// The form's refusals shown on this page (`summary`): when there is one, the title starts
+  /// with "Error: ".
+  var errors = FieldErrors()
 
   /// Headers on every page (client-api-v1.md, "Web sign-in and account pages"): nothing may run,
   /// frame or post elsewhere; no referrer leaves the site. `same-origin` rather than `no-referrer`:
@@ -49,6 +52,25 @@ struct HTMLPage {
     html("</p>\n")
   }
 
+  /// Appends the error summary of `errors` (GOV.UK's pattern) and keeps them for the title: a box
+  /// headed "There is a problem" that links each message to its field, focused when the page
+  /// loads (`autofocus`: the pages run no script) so that it is read out first. Nothing when
+  /// `errors` is empty.
+  mutating func summary(_ errors: FieldErrors) {
+    self.errors = errors
+    guard !errors.isEmpty else { return }
+    html("<div class=\"error-summary\" id=\"error-summary\" role=\"alert\" tabindex=\"-1\" autofocus ")
+    html(
+      "aria-labelledby=\"error-summary-title\">\n<h2 id=\"error-summary-title\">There is a problem</h2>\n<ul>\n"
+    )
+    for error in errors.list {
+      html("<li><a href=\"#\(Self.escape(error.field))\">")
+      text(error.message)
+      html("</a></li>\n")
+    }
+    html("</ul>\n</div>\n")
+  }
+
   /// Appends `value` escaped for element content and attribute values.
   mutating func text(_ value: String) { body += Self.escape(value) }
 
@@ -83,7 +105,8 @@ struct HTMLPage {
     page +=
       "<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
     page +=
-      "<title>\(production ? "" : "[" + Self.escape(deployment.label) + "] ")\(Self.escape(title)) · Band Licence</title>\n"
+      "<title>\(errors.isEmpty ? "" : "Error: ")\(production ? "" : "[" + Self.escape(deployment.label) + "] ")"
+      + "\(Self.escape(title)) · Band Licence</title>\n"
     page += "<meta name=\"theme-color\" content=\"\(Self.themeColour(deployment.environment))\">\n"
     page += "<link rel=\"manifest\" href=\"/manifest.webmanifest\">\n"
     page += "<link rel=\"icon\" href=\"/favicon.ico\" sizes=\"any\">\n"
