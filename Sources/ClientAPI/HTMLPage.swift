@@ -10,6 +10,8 @@ struct HTMLPage {
   /// The form's refusals shown on this page (`summary`): when there is one, the title starts
   /// with "Error: ".
   var errors = FieldErrors()
+  /// Whether the page says that something was refused (`alert`): the title then starts "Error: " too.
+  var refused = false
 
   /// Headers on every page (client-api-v1.md, "Web sign-in and account pages"): nothing may run,
   /// frame or post elsewhere; no referrer leaves the site. `same-origin` rather than `no-referrer`:
@@ -44,10 +46,15 @@ struct HTMLPage {
   /// Appends markup written here (never text from a request: use `text`).
   mutating func html(_ markup: String) { body += markup }
 
-  /// Appends `message`, if any, as an alert paragraph (read out by screen readers at once).
+  /// Appends `message`, if any, as an alert paragraph (read out by screen readers at once) that
+  /// takes focus on load unless an error summary already does; the title then starts "Error: ".
   mutating func alert(_ message: String?) {
     guard let message else { return }
-    html("<p class=\"error\" role=\"alert\">")
+    refused = true
+    html(
+      errors.isEmpty
+        ? "<p class=\"error\" id=\"alert\" role=\"alert\" tabindex=\"-1\" autofocus>"
+        : "<p class=\"error\" role=\"alert\">")
     text(message)
     html("</p>\n")
   }
@@ -105,7 +112,7 @@ struct HTMLPage {
     page +=
       "<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
     page +=
-      "<title>\(errors.isEmpty ? "" : "Error: ")\(production ? "" : "[" + Self.escape(deployment.label) + "] ")"
+      "<title>\(errors.isEmpty && !refused ? "" : "Error: ")\(production ? "" : "[" + Self.escape(deployment.label) + "] ")"
       + "\(Self.escape(title)) · Band Licence</title>\n"
     page += "<meta name=\"theme-color\" content=\"\(Self.themeColour(deployment.environment))\">\n"
     page += "<link rel=\"manifest\" href=\"/manifest.webmanifest\">\n"

@@ -12,12 +12,21 @@ extension WebPages {
     return [
       // The forms on /account post to /account itself (`form` names which), so that a refusal is
       // shown at the page's own address: reloading it never re-sends a form from a stale URL.
-      Route(.post, "/account", cacheClass: .private, execution: .background, fastPath: limited) { request in
+      // Only the forms that check a password spend the sign-in allowance.
+      Route(
+        .post, "/account", cacheClass: .private, execution: .background,
+        fastPath: { request in
+          let form = WebSecurity.form(request)?["form"]
+          return form == "password" || form == "email" ? limited(request) : nil
+        }
+      ) { request in
         guarded {
           switch WebSecurity.form(request)?["form"] {
           case "name": try rename(request)
           case "password": try changePassword(request)
           case "email": try changeEmail(request)
+          case "sign-out-device": try revoke(request)
+          case "sign-out-others": try revokeOthers(request)
           default: try accountPage(request, status: .badRequest)
           }
         }

@@ -291,8 +291,9 @@ public struct WebPages: Sendable {
       page.html("<td data-label=\"Last used\">\(time(session.lastSeenAt))</td><td data-label=\"Where\">")
       page.html(Self.whereLabel(session, current: current, here: here))
       page.html("</td><td>")
-      page.html("<form method=\"post\" action=\"/account/sessions/revoke\">")
+      page.html("<form method=\"post\" action=\"/account\">")
       page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(csrf)\">")
+      page.html("<input type=\"hidden\" name=\"form\" value=\"sign-out-device\">")
       page.html("<input type=\"hidden\" name=\"session\" value=\"\(HTMLPage.escape(session.id))\">")
       // One word for one action: a device is signed out, wherever it is listed.
       page.html("<button class=\"button danger small\" type=\"submit\" aria-label=\"Sign out: ")
@@ -304,8 +305,9 @@ public struct WebPages: Sendable {
     page.text(zone.name)
     page.html(" time.</p>\n")
     if sessions.count > 1 {
-      page.html("<form method=\"post\" action=\"/account/sessions/revoke-others\">\n")
+      page.html("<form method=\"post\" action=\"/account\">\n")
       page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(csrf)\">\n")
+      page.html("<input type=\"hidden\" name=\"form\" value=\"sign-out-others\">\n")
       page.html(
         "<button class=\"button danger\" type=\"submit\">Sign out of all other devices</button>\n</form>\n")
     }
@@ -327,9 +329,8 @@ public struct WebPages: Sendable {
     if let refusal = refusal(request, binding: signed.token) { return refusal }
     let id = WebSecurity.form(request)?["session"] ?? ""
     guard try store.revokeOwnSession(id: id, accountID: signed.account.id, reason: "revoked_by_owner") else {
-      return HTMLPage.problem(
-        .notFound, "No such session", "You have no active session with that ID; it may have ended already.",
-        context: context)
+      return try accountPage(
+        request, status: .notFound, message: "That device is no longer signed in; it may have ended already.")
     }
     if id == signed.session.id {
       return Self.redirect(
