@@ -289,7 +289,7 @@ public struct WebPages: Sendable {
       page.text(name)
       page.html("</td><td data-label=\"Signed in\">\(time(session.createdAt))</td>")
       page.html("<td data-label=\"Last used\">\(time(session.lastSeenAt))</td><td data-label=\"Where\">")
-      page.html(Self.whereLabel(session, current: current, here: here))
+      page.html(Self.whereLabel(session, here: here))
       page.html("</td><td>")
       page.html("<form method=\"post\" action=\"/account\">")
       page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(csrf)\">")
@@ -454,12 +454,11 @@ public struct WebPages: Sendable {
     store.networkHint(address: ClientAddress.of(request, trustedProxies: context.trustedProxies))
   }
 
-  /// Where a session was started, as roughly as the account page says it: this browser, this
-  /// network or another one (never an address).
-  static func whereLabel(_ session: SessionRecord, current: Bool, here: String?) -> String {
+  /// Where a session was started, as roughly as the account page says it: from the network this
+  /// request comes from, or another one (never an address).
+  static func whereLabel(_ session: SessionRecord, here: String?) -> String {
     guard let network = session.network else { return "Not recorded" }
-    if current || (here != nil && network == here) { return "Signed in from this network" }
-    return "Signed in from another network"
+    return network == here ? "Signed in from this network" : "Signed in from another network"
   }
 
   /// How the account page names a session: the app and its version, or the browser and system

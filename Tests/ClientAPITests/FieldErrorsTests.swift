@@ -36,6 +36,27 @@ struct FieldErrorsTests {
     #expect(NetworkPrefix.of(address) == expected)
   }
 
+  @Test("a session's network is a keyed digest: the same for one /24, another for the next, no address in it")
+  func hint() throws {
+    let store = try SessionFixture(.sqlite).store
+    let here = try #require(store.networkHint(address: "192.0.2.7"))
+    #expect(store.networkHint(address: "192.0.2.200") == here)
+    #expect(store.networkHint(address: "::ffff:192.0.2.9") == here)
+    #expect(store.networkHint(address: "192.0.3.7") != here)
+    #expect(here.count == 16 && !here.contains("192"))
+    #expect(store.networkHint(address: "not an address") == nil)
+    #expect(WebPages.whereLabel(session(network: here), here: here) == "Signed in from this network")
+    #expect(WebPages.whereLabel(session(network: here), here: nil) == "Signed in from another network")
+    #expect(WebPages.whereLabel(session(network: nil), here: here) == "Not recorded")
+  }
+
+  func session(network: String?) -> SessionRecord {
+    SessionRecord(
+      id: "ses_1", accountID: "acc_1", kind: "web", platform: nil, appVersion: nil, createdAt: 0,
+      lastSeenAt: 0,
+      expiresAt: 1, revokedAt: nil, revokedReason: nil, browser: nil, network: network)
+  }
+
   @Test("a refused field is marked, described by its message and its hint, and keeps its value")
   func refused() {
     let errors = FieldErrors("email", "Enter the email address.")
