@@ -116,7 +116,7 @@ extension WebPages {
       return recoverForm(
         request, status: .badRequest,
         errors: FieldErrors("email", "Enter the email address you sign in with."),
-        email: Self.redisplayed(typed))
+        email: Self.retyped(request, ["email"])["email"] ?? "")
     }
     let store = try context.store()
     _ = try store.requestRecovery(email: email, host: WebSecurity.host(of: context.deployment.origin)) {
