@@ -55,14 +55,23 @@ function showSession(session) {
     option.value = school.id;
     option.textContent = school.name;
     option.dataset.role = roleNames[school.role] || school.role;
+    option.dataset.administrator = school.role === "administrator" ? "yes" : "";
     select.append(option);
   }
   const none = session.schools.length === 0;
   document.getElementById("school-field").hidden = none;
   document.getElementById("no-schools").hidden = !none;
+  // Administrators reach the chosen school's People page from here (the server page's link).
+  const people = document.getElementById("people");
   const showRole = () => {
     const chosen = select.selectedOptions[0];
     role.textContent = chosen ? `Your role here: ${chosen.dataset.role}` : "";
+    const manages = Boolean(chosen && chosen.dataset.administrator);
+    document.getElementById("people-item").hidden = !manages;
+    if (manages) {
+      people.href = `/schools/${encodeURIComponent(chosen.value)}/people`;
+      people.textContent = `People at ${chosen.textContent}`;
+    }
   };
   select.onchange = () => {
     showRole();
@@ -116,6 +125,9 @@ async function loadDevices() {
     item.append(text, " ", button);
     list.append(item);
   }
+  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  document.getElementById("devices-zone").textContent =
+    `Times are in this device's time zone${zone ? ` (${zone})` : ""}.`;
 }
 
 async function revoke(session) {
@@ -165,6 +177,13 @@ async function showDeployment() {
     return;
   }
   const { environment, label } = config.deployment;
+  // The offline page shows the same label when the server cannot be reached (offline.js): only
+  // the deployment's public name is kept, nothing of the account.
+  try {
+    localStorage.setItem("band-licence-deployment", JSON.stringify({ environment, label }));
+  } catch {
+    // Storage may be off; the offline page then shows no label.
+  }
   document.documentElement.dataset.environment = environment;
   if (environment === "production") return;
   const badge = document.getElementById("deployment");

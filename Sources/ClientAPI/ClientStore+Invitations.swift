@@ -331,7 +331,7 @@ extension ClientStore {
   /// for `sessionToken`.
   public func acceptInvitation(
     token: String, displayName: String, passwordHash: String, sessionToken: String,
-    lifetimes: SessionLifetimes, browser: String? = nil
+    lifetimes: SessionLifetimes, browser: String? = nil, network: String? = nil
   ) throws(StoreError) -> AcceptOutcome {
     try db.transaction { () throws(StoreError) -> AcceptOutcome in
       guard let (invitation, _) = try invitation(token: token) else { return .invalid }
@@ -347,7 +347,7 @@ extension ClientStore {
       try grant(invitation, to: account.id)
       let session = try createSession(
         accountID: account.id, kind: "web", platform: nil, appVersion: nil, token: sessionToken,
-        lifetimes: lifetimes, browser: browser)
+        lifetimes: lifetimes, browser: browser, network: network)
       try audit(actor: account.id, action: "sign_in.succeeded", subject: session.id, detail: "invitation")
       return .accepted(invitation, accountID: account.id)
     }

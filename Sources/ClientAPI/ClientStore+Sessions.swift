@@ -31,7 +31,7 @@ extension ClientStore {
   /// Starts a session for `accountID`; the token's digest is stored, never the token.
   public func createSession(
     accountID: String, kind: String, platform: String?, appVersion: String?, token: String,
-    lifetimes: SessionLifetimes, browser: String? = nil
+    lifetimes: SessionLifetimes, browser: String? = nil, network: String? = nil
   ) throws(StoreError) -> SessionRecord {
     let now = clock()
     let absolute = kind == "native" ? lifetimes.nativeAbsolute : lifetimes.webAbsolute
@@ -39,18 +39,19 @@ extension ClientStore {
       id: Secrets.identifier("ses"), accountID: accountID, kind: kind, platform: platform,
       appVersion: appVersion,
       createdAt: now, lastSeenAt: now, expiresAt: now + absolute, revokedAt: nil, revokedReason: nil,
-      browser: browser)
+      browser: browser, network: network)
     try db.transaction { () throws(StoreError) in
       try db.query(
         """
         INSERT INTO sessions (id, token_digest, account_id, kind, platform, app_version, created_at, last_seen_at, expires_at,
-          browser)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+          browser, network)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """,
         [
           .text(record.id), .blob(Secrets.digest(token)), .text(accountID), .text(kind),
           platform.map { .text($0) } ?? .null, appVersion.map { .text($0) } ?? .null, .integer(Int64(now)),
           .integer(Int64(now)), .integer(Int64(record.expiresAt)), browser.map { .text($0) } ?? .null,
+          network.map { .text($0) } ?? .null,
         ])
       try audit(actor: accountID, action: "session.created", subject: record.id, detail: kind)
     }
@@ -154,13 +155,34 @@ extension ClientStore {
     }
   }
 
+  /// Revokes every live session of `accountID` but `keeping` (the owner's "sign out of all other
+  /// devices"), in one transaction; returns how many ended.
+  @discardableResult
+  public func revokeOtherSessions(accountID: String, keeping: String, reason: String) throws(StoreError)
+    -> Int
+  {
+    try db.transaction { () throws(StoreError) -> Int in
+      let ids = try db.query(
+        "SELECT id FROM sessions WHERE account_id = ? AND id <> ? AND revoked_at IS NULL",
+        [.text(accountID), .text(keeping)]
+      ).compactMap { row -> String? in if case .text(let id) = row[0] { id } else { nil } }
+      for id in ids {
+        try db.query(
+          "UPDATE sessions SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL",
+          [.integer(Int64(clock())), .text(reason), .text(id)])
+        try audit(actor: accountID, action: "session.revoked", subject: id, detail: reason)
+      }
+      return ids.count
+    }
+  }
+
   /// Live sessions matching `filter`, newest first.
   public func sessions(_ filter: SessionFilter) throws(StoreError) -> [SessionRecord] {
     let (clause, parameters) = try Self.where(filter)
     return try db.query(
       """
       SELECT s.id, s.account_id, s.kind, s.platform, s.app_version, s.created_at, s.last_seen_at, s.expires_at,
-             s.browser
+             s.browser, s.network
       FROM sessions s JOIN accounts a ON a.id = s.account_id WHERE s.revoked_at IS NULL AND \(clause)
       ORDER BY s.created_at DESC, s.id
       """, parameters
@@ -215,6 +237,7 @@ extension ClientStore {
     return SessionRecord(
       id: text(row[0]) ?? "", accountID: text(row[1]) ?? "", kind: text(row[2]) ?? "", platform: text(row[3]),
       appVersion: text(row[4]), createdAt: int(row[5]), lastSeenAt: int(row[6]), expiresAt: int(row[7]),
-      revokedAt: revokedAt, revokedReason: reason, browser: row.count > 8 ? text(row[8]) : nil)
+      revokedAt: revokedAt, revokedReason: reason, browser: row.count > 8 ? text(row[8]) : nil,
+      network: row.count > 9 ? text(row[9]) : nil)
   }
 }

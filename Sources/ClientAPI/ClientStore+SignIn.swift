@@ -102,7 +102,7 @@ extension ClientStore {
   /// parameters are old, a new web session starts, and the sign-in is audited.
   public func signIn(
     accountID: String, token: String, replacing oldToken: String?, upgradedHash: String?,
-    lifetimes: SessionLifetimes, browser: String? = nil
+    lifetimes: SessionLifetimes, browser: String? = nil, network: String? = nil
   ) throws(StoreError) -> SessionRecord {
     try db.transaction { () throws(StoreError) -> SessionRecord in
       if let oldToken {
@@ -122,7 +122,7 @@ extension ClientStore {
       }
       let session = try createSession(
         accountID: accountID, kind: "web", platform: nil, appVersion: nil, token: token, lifetimes: lifetimes,
-        browser: browser)
+        browser: browser, network: network)
       try audit(actor: accountID, action: "sign_in.succeeded", subject: session.id, detail: "web")
       return session
     }

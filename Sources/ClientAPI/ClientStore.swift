@@ -43,6 +43,9 @@ public struct SessionRecord: Equatable, Sendable {
   /// For a web session: the browser and system it was started from, as `BrowserLabel` names them
   /// from a fixed list of words ("Firefox on Linux"); never the User-Agent itself.
   public var browser: String? = nil
+  /// The keyed digest of the network the session was started from (`networkHint`), never an
+  /// address.
+  public var network: String? = nil
 }
 
 /// One audit event: who did what to whom, never a secret.
@@ -61,7 +64,7 @@ public final class ClientStore {
   let clock: @Sendable () -> Int
   /// The server's key for identifiers people type (emails), made at first start and kept in the
   /// database so that every process (and later every instance) keys alike. Never logged.
-  private let identifierKey: [UInt8]
+  let identifierKey: [UInt8]
   /// The server's key for trusted-device cookies (`TrustedDevice`). Never logged.
   let deviceKey: [UInt8]
 

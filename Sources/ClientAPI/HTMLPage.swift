@@ -7,6 +7,11 @@ import LinkAssoc
 struct HTMLPage {
   let title: String
   var body = ""
+  /// The form's refusals shown on this page (`summary`): when there is one, the title starts
+  /// with "Error: ".
+  var errors = FieldErrors()
+  /// Whether the page says that something was refused (`alert`): the title then starts "Error: " too.
+  var refused = false
 
   /// Headers on every page (client-api-v1.md, "Web sign-in and account pages"): nothing may run,
   /// frame or post elsewhere; no referrer leaves the site. `same-origin` rather than `no-referrer`:
@@ -41,12 +46,36 @@ struct HTMLPage {
   /// Appends markup written here (never text from a request: use `text`).
   mutating func html(_ markup: String) { body += markup }
 
-  /// Appends `message`, if any, as an alert paragraph (read out by screen readers at once).
+  /// Appends `message`, if any, as an alert paragraph (read out by screen readers at once) that
+  /// takes focus on load unless an error summary already does; the title then starts "Error: ".
   mutating func alert(_ message: String?) {
     guard let message else { return }
-    html("<p class=\"error\" role=\"alert\">")
+    refused = true
+    html(
+      errors.isEmpty
+        ? "<p class=\"error\" id=\"alert\" role=\"alert\" tabindex=\"-1\" autofocus>"
+        : "<p class=\"error\" role=\"alert\">")
     text(message)
     html("</p>\n")
+  }
+
+  /// Appends the error summary of `errors` (GOV.UK's pattern) and keeps them for the title: a box
+  /// headed "There is a problem" that links each message to its field, focused when the page
+  /// loads (`autofocus`: the pages run no script) so that it is read out first. Nothing when
+  /// `errors` is empty.
+  mutating func summary(_ errors: FieldErrors) {
+    self.errors = errors
+    guard !errors.isEmpty else { return }
+    html("<div class=\"error-summary\" id=\"error-summary\" role=\"alert\" tabindex=\"-1\" autofocus ")
+    html(
+      "aria-labelledby=\"error-summary-title\">\n<h2 id=\"error-summary-title\">There is a problem</h2>\n<ul>\n"
+    )
+    for error in errors.list {
+      html("<li><a href=\"#\(Self.escape(error.field))\">")
+      text(error.message)
+      html("</a></li>\n")
+    }
+    html("</ul>\n</div>\n")
   }
 
   /// Appends `value` escaped for element content and attribute values.
@@ -83,7 +112,8 @@ struct HTMLPage {
     page +=
       "<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
     page +=
-      "<title>\(production ? "" : "[" + Self.escape(deployment.label) + "] ")\(Self.escape(title)) · Band Licence</title>\n"
+      "<title>\(errors.isEmpty && !refused ? "" : "Error: ")\(production ? "" : "[" + Self.escape(deployment.label) + "] ")"
+      + "\(Self.escape(title)) · Band Licence</title>\n"
     page += "<meta name=\"theme-color\" content=\"\(Self.themeColour(deployment.environment))\">\n"
     page += "<link rel=\"manifest\" href=\"/manifest.webmanifest\">\n"
     page += "<link rel=\"icon\" href=\"/favicon.ico\" sizes=\"any\">\n"

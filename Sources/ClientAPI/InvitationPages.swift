@@ -58,7 +58,9 @@ public struct InvitationPages: Sendable {
   }
 
   /// The page for the invitation in the request's cookie, as the person's state calls for.
-  func form(_ request: Request, status: Status, message: String?) throws(StoreError) -> Response {
+  func form(
+    _ request: Request, status: Status, message: String?, errors: FieldErrors = FieldErrors()
+  ) throws(StoreError) -> Response {
     let store = try context.store()
     guard let token = WebSecurity.cookie(Self.cookie, in: request),
       let (invitation, school) = try store.invitation(token: token)
@@ -68,6 +70,7 @@ public struct InvitationPages: Sendable {
     page.html("<h1>Join ")
     page.text(school.name)
     page.html("</h1>\n")
+    page.summary(errors)
     page.alert(message)
     page.html("<p>You are invited to join ")
     page.text(school.name)
@@ -79,10 +82,12 @@ public struct InvitationPages: Sendable {
       guard signed.account.email == invitation.email else {
         page.html("<p>You are signed in as ")
         page.text(signed.account.email)
-        page.html(". To accept, sign out and sign in with the invited address.</p>\n")
+        page.html(". To accept, sign out and continue with the invited address.</p>\n")
         page.html("<form method=\"post\" action=\"/sign-out\">\n")
         page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(csrf)\">\n")
-        page.html("<button class=\"button\" type=\"submit\">Sign out</button>\n</form>\n")
+        // Signing out keeps the invitation's cookie, and comes back here (`WebPages.signOut`).
+        page.html("<input type=\"hidden\" name=\"return\" value=\"\(Self.path)\">\n")
+        page.html("<button class=\"button\" type=\"submit\">Sign out and continue</button>\n</form>\n")
         return page.response(status == .ok ? .forbidden : status, context: context)
       }
       page.html("<form class=\"form\" method=\"post\" action=\"\(Self.path)\">\n")
@@ -101,13 +106,14 @@ public struct InvitationPages: Sendable {
     page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(WebSecurity.csrfToken(binding: binding))\">\n")
     page.html("<input type=\"hidden\" name=\"username\" autocomplete=\"username\" value=\"")
     page.text(invitation.email)
-    page.html("\">\n<label for=\"name\">Your name</label>\n")
+    page.html("\">\n")
+    // After a refusal the name stays as typed; a password is never shown back.
     page.html(
-      "<input id=\"name\" name=\"name\" type=\"text\" autocomplete=\"name\" required maxlength=\"100\">\n")
-    page.html("<label for=\"password\">Password</label>\n")
-    page.html(
-      "<input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"new-password\" required minlength=\"12\">\n"
-    )
+      HTMLPage.field(
+        "name", label: "Your name",
+        attributes: "type=\"text\" autocomplete=\"name\" required maxlength=\"100\"",
+        value: errors.isEmpty ? nil : WebPages.retyped(request, ["name"])["name"], errors: errors))
+    page.html(WebPages.newPasswordField(label: "Password", errors: errors))
     page.html("<button class=\"button\" type=\"submit\">Create my account and join</button>\n</form>\n")
     return page.response(status, context: context, headers: headers)
   }
@@ -141,17 +147,19 @@ public struct InvitationPages: Sendable {
     let password = fields["password"] ?? ""
     // The one rule for names, as on /account (at most 100 characters; issue 23).
     guard let name = AccountRules.displayName(fields["name"] ?? "") else {
-      return try form(request, status: .badRequest, message: AccountRules.nameProblem)
+      return try form(
+        request, status: .badRequest, message: nil, errors: FieldErrors("name", AccountRules.nameProblem))
     }
     guard let invited = try store.invitation(token: token) else { return invalid }
     if let problem = Self.passwordProblem(password, email: invited.0.email) {
-      return try form(request, status: .badRequest, message: problem)
+      return try form(request, status: .badRequest, message: nil, errors: FieldErrors("password", problem))
     }
     let sessionToken = Secrets.token()
     let outcome = try store.acceptInvitation(
       token: token, displayName: name, passwordHash: context.hasher.hash(password),
       sessionToken: sessionToken,
-      lifetimes: context.lifetimes, browser: BrowserLabel.summary(userAgent: request.headers["user-agent"]))
+      lifetimes: context.lifetimes, browser: BrowserLabel.summary(userAgent: request.headers["user-agent"]),
+      network: WebPages.network(request, context, store))
     switch outcome {
     case .accepted:
       var response = WebPages.redirect(

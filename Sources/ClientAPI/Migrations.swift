@@ -203,6 +203,12 @@ public enum Migrations {
     CREATE INDEX action_tokens_account ON action_tokens (account_id);
     CREATE INDEX invitations_inviter ON invitations (invited_by);
     """,
+    // 11: the keyed digest of the network a session was started from (an IPv4 /24 or IPv6 /48
+    // under the server's identifier key; never an address), so that the account page can say
+    // "this network" or "another network".
+    """
+    ALTER TABLE sessions ADD COLUMN network TEXT;
+    """,
   ]
 
   /// What PostgreSQL adds to a step, after the shared SQL: statement triggers that announce every

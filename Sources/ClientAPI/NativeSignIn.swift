@@ -191,8 +191,8 @@ public struct NativeSignIn: Sendable {
       else {
         Metrics.signIn(.native, .refused)
         return form(
-          request, parameters, signedIn: nil, status: .badRequest,
-          message: "Enter your email address and your password.", email: typed)
+          request, parameters, signedIn: nil, status: .badRequest, message: nil, email: typed,
+          errors: WebPages.missingCredentials(email: email, password: password))
       }
       switch try pages.checkPassword(email: email, password: password, store: store, request: request) {
       case .passed(let found, let upgradedHash):
@@ -202,13 +202,13 @@ public struct NativeSignIn: Sendable {
       case .refused:
         Metrics.signIn(.native, .badCredentials)
         return form(
-          request, parameters, signedIn: nil, status: .badRequest, message: WebPages.failureMessage,
-          email: typed)
+          request, parameters, signedIn: nil, status: .badRequest, message: nil, email: typed,
+          errors: FieldErrors("email", WebPages.failureMessage))
       case .locked:
         Metrics.signIn(.native, .locked)
         return form(
-          request, parameters, signedIn: nil, status: .badRequest, message: WebPages.lockedMessage,
-          email: typed)
+          request, parameters, signedIn: nil, status: .badRequest, message: nil, email: typed,
+          errors: FieldErrors("email", WebPages.lockedMessage))
       }
     }
     let code = try store.createHandoff(
@@ -225,13 +225,15 @@ public struct NativeSignIn: Sendable {
   /// The native sign-in form; `email` is what the person typed last time (shown again, escaped).
   func form(
     _ request: Request, _ parameters: HandoffParameters, signedIn: Account?, status: Status, message: String?,
-    email: String = ""
+    email: String = "", errors: FieldErrors = FieldErrors()
   ) -> Response {
     let (binding, headers) = WebPages.csrfBinding(request)
     let csrf = "<input type=\"hidden\" name=\"csrf\" value=\"\(WebSecurity.csrfToken(binding: binding))\">\n"
     let app = parameters.platform == "ios" ? "iPhone or iPad app" : "Android app"
     var page = HTMLPage(title: "Sign in to the app")
-    page.html("<h1>Sign in to the Band Licence app</h1>\n<p>You are signing in to the \(app).</p>\n")
+    page.html("<h1>Sign in to the Band Licence app</h1>\n")
+    page.summary(errors)
+    page.html("<p>You are signing in to the \(app).</p>\n")
     page.alert(message)
     if let signedIn {
       page.html("<form method=\"post\" action=\"/native/sign-in\">\n" + csrf + parameters.hiddenFields)
@@ -242,8 +244,10 @@ public struct NativeSignIn: Sendable {
     }
     page.html(
       "<form class=\"form\" method=\"post\" action=\"/native/sign-in\">\n" + csrf + parameters.hiddenFields)
-    page.html(WebPages.credentialFields(email: email))
+    page.html(WebPages.credentialFields(email: email, errors: errors))
     page.html("<button class=\"button\" type=\"submit\">Sign in</button>\n</form>\n")
+    // As on the web's sign-in page; once a new password is chosen, the app's sign-in starts again.
+    page.html("<p><a href=\"/account/recover\">Forgot your password?</a></p>\n")
     page.html("<form method=\"post\" action=\"/native/sign-in\">\n" + csrf + parameters.hiddenFields)
     page.html("<input type=\"hidden\" name=\"action\" value=\"cancel\">\n")
     page.html("<button class=\"link\" type=\"submit\">Cancel and return to the app</button>\n</form>\n")

@@ -8,14 +8,38 @@ import LinkAssoc
 /// POST needs a same-origin `Origin` (or `Referer`) and the CSRF token, and answers `303`.
 public struct PeoplePages: Sendable {
   let context: ClientContext
+  /// The deployment's display time zone (`timezone`), for the invitations' times.
+  let zone: ZoneRules
 
   /// The pages over `context`.
-  public init(_ context: ClientContext) { self.context = context }
+  public init(_ context: ClientContext) {
+    self.context = context
+    zone = ZoneRules.load(context.deployment.timezone)
+  }
 
   public var routes: [Route] {
     [
       Route(.get, "/schools/:schoolId/people", cacheClass: .private, execution: .pooled) { request in
         context.guardedPage { try page(request) }
+      },
+      // Every form of the page posts to the page's own address (`action` names which), so that a
+      // refusal is shown there and a reload never re-sends a form from another URL.
+      Route(.post, "/schools/:schoolId/people", cacheClass: .private, execution: .pooled) { request in
+        context.guardedPage {
+          switch WebSecurity.form(request)?["action"] {
+          case "role": try change(request, setRole)
+          case "remove": try change(request, remove)
+          case "invite": try change(request, invite)
+          case "withdraw": try change(request, revoke)
+          default:
+            try change(request) { request, _, _, _ throws(StoreError) in
+              try page(request, status: .badRequest)
+            }
+          }
+        }
+      },
+      Route(.get, "/schools/:schoolId/people/remove", cacheClass: .private, execution: .pooled) { request in
+        context.guardedPage { try confirmRemoval(request) }
       },
       Route(.post, "/schools/:schoolId/people/role", cacheClass: .private, execution: .pooled) { request in
         context.guardedPage { try change(request, setRole) }
@@ -48,27 +72,49 @@ public struct PeoplePages: Sendable {
 
   /// The sentences a change's redirect may ask the page to show (`?done=`): a fixed list, so that
   /// nothing from the URL is ever written on the page.
-  static let notices = [
-    "invited": "Invitation sent.", "role": "Role changed.", "removed": "Removed from the school.",
-    "revoked": "Invitation withdrawn.",
-  ]
+  static let notices: [String: String] = {
+    var notices = [
+      "invited": "Invitation sent.", "role": "Role changed.", "removed": "Removed from the school.",
+      "revoked": "Invitation withdrawn.",
+    ]
+    for role in Role.allCases {
+      notices["replaced-" + role.rawValue] =
+        "Invitation sent. It replaces the earlier invitation to that address (as "
+        + role.label.lowercased() + "), whose link no longer works."
+    }
+    return notices
+  }()
 
-  func page(_ request: Request, status: Status = .ok, message: String? = nil, notice: String? = nil)
-    throws(StoreError) -> Response
-  {
-    let store = try context.store()
+  /// The signed-in administrator of the request's school, or the answer to send instead.
+  func administrator(_ request: Request, _ store: ClientStore) throws(StoreError) -> Result<
+    (Signed, Membership), Refused
+  > {
     let schoolID = request.parameters["schoolId"] ?? ""
     guard let signed = try context.signed(Credential(request), store) else {
-      return WebPages.redirect(
-        "/sign-in?return=" + Self.escapeQuery("/schools/\(schoolID)/people"))
+      return .failure(
+        Refused(WebPages.redirect("/sign-in?return=" + Self.escapeQuery("/schools/\(schoolID)/people"))))
     }
-    let membership: Membership
     switch try SchoolAccess.check(
       store, accountID: signed.account.id, schoolID: schoolID, need: .administrator)
     {
-    case .notFound: return notFound
-    case .forbidden: return forbidden
-    case .granted(let found): membership = found
+    case .notFound: return .failure(Refused(notFound))
+    case .forbidden: return .failure(Refused(forbidden))
+    case .granted(let found): return .success((signed, found))
+    }
+  }
+
+  /// The page; `message` as an alert, `errors` by the invite form's fields (what was typed in
+  /// them shown again), `notice` as a status line.
+  func page(
+    _ request: Request, status: Status = .ok, message: String? = nil, notice: String? = nil,
+    errors: FieldErrors = FieldErrors()
+  ) throws(StoreError) -> Response {
+    let store = try context.store()
+    let signed: Signed
+    let membership: Membership
+    switch try administrator(request, store) {
+    case .success(let found): (signed, membership) = found
+    case .failure(let refused): return refused.response
     }
     let school = membership.school
     let base = "/schools/\(HTMLPage.escape(school.id))"
@@ -76,26 +122,32 @@ public struct PeoplePages: Sendable {
     let done = request.query.flatMap { WebSecurity.fields(Array($0.utf8)) }?["done"].flatMap {
       Self.notices[$0]
     }
+    func form(_ action: String) -> String {
+      "<form method=\"post\" action=\"\(base)/people\"><input type=\"hidden\" name=\"csrf\" value=\"\(csrf)\">"
+        + "<input type=\"hidden\" name=\"action\" value=\"\(action)\">"
+    }
     var page = HTMLPage(title: "People at \(school.name)")
     page.html("<h1>People at ")
     page.text(school.name)
     page.html("</h1>\n")
+    page.summary(errors)
     page.alert(message)
     if let note = notice ?? done {
       page.html("<p role=\"status\">")
       page.text(note)
       page.html("</p>\n")
     }
-    page.html("<h2>Members</h2>\n<table>\n<thead><tr><th scope=\"col\">Name</th><th scope=\"col\">Email</th>")
-    page.html("<th scope=\"col\">Role</th><th scope=\"col\">Action</th></tr></thead>\n<tbody>\n")
+    page.html("<h2>Members</h2>\n<table class=\"rows\">\n<thead><tr><th scope=\"col\">Name</th>")
+    page.html(
+      "<th scope=\"col\">Email</th><th scope=\"col\">Role</th><th scope=\"col\">Action</th></tr></thead>\n")
+    page.html("<tbody>\n")
     for (i, member) in try store.members(schoolID: school.id).enumerated() {
       let id = HTMLPage.escape(member.accountID)
       page.html("<tr><td>")
       page.text(member.displayName)
       page.html("</td><td>")
       page.text(member.email)
-      page.html("</td><td><form method=\"post\" action=\"\(base)/people/role\">")
-      page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(csrf)\">")
+      page.html("</td><td>" + form("role"))
       page.html("<input type=\"hidden\" name=\"account\" value=\"\(id)\">")
       page.html("<select id=\"role-\(i)\" name=\"role\" aria-label=\"Role of ")
       page.text(member.displayName)
@@ -103,49 +155,106 @@ public struct PeoplePages: Sendable {
       page.html("<button class=\"button small\" type=\"submit\" aria-label=\"Change the role of ")
       page.text(member.displayName)
       page.html("\">Change</button></form></td><td>")
-      page.html("<form method=\"post\" action=\"\(base)/people/remove\">")
-      page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(csrf)\">")
+      // Removing asks first (`confirmRemoval`): this form only opens that page.
+      page.html("<form method=\"get\" action=\"\(base)/people/remove\">")
       page.html("<input type=\"hidden\" name=\"account\" value=\"\(id)\">")
       page.html("<button class=\"button danger small\" type=\"submit\" aria-label=\"Remove ")
       page.text(member.displayName)
       page.html(" from the school\">Remove</button></form></td></tr>\n")
     }
-    page.html("</tbody>\n</table>\n<h2>Invitations waiting for an answer</h2>\n")
-    let pending = try store.pendingInvitations(schoolID: school.id)
-    if pending.isEmpty {
+    page.html("</tbody>\n</table>\n<h2>Invitations</h2>\n")
+    let listed = try store.listedInvitations(schoolID: school.id)
+    if listed.isEmpty {
       page.html("<p>No invitations are waiting.</p>\n")
     } else {
-      page.html("<table>\n<thead><tr><th scope=\"col\">Email</th><th scope=\"col\">Role</th>")
-      page.html(
-        "<th scope=\"col\">Link works until</th><th scope=\"col\">Action</th></tr></thead>\n<tbody>\n")
-      for invitation in pending {
+      let now = context.clock()
+      page.html("<table class=\"rows\">\n<thead><tr><th scope=\"col\">Email</th><th scope=\"col\">Role</th>")
+      page.html("<th scope=\"col\">Status</th><th scope=\"col\">Action</th></tr></thead>\n<tbody>\n")
+      for invitation in listed {
+        let expired = invitation.expiresAt <= now
         page.html("<tr><td>")
         page.text(invitation.email)
         page.html("</td><td>\(invitation.role.label)</td><td>")
+        page.html(expired ? "<strong>Expired</strong> on " : "Waiting; the link works until ")
         page.html("<time datetime=\"\(Timestamp.iso8601(invitation.expiresAt))\">")
-        page.text(Timestamp.readable(invitation.expiresAt))
-        page.html("</time></td><td><form method=\"post\" action=\"\(base)/invitations/revoke\">")
-        page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(csrf)\">")
+        page.text(zone.readable(invitation.expiresAt))
+        page.html("</time></td><td>" + form("withdraw"))
         page.html("<input type=\"hidden\" name=\"invitation\" value=\"\(HTMLPage.escape(invitation.id))\">")
         page.html(
           "<button class=\"button danger small\" type=\"submit\" aria-label=\"Withdraw the invitation to ")
         page.text(invitation.email)
         page.html("\">Withdraw</button></form></td></tr>\n")
       }
-      page.html("</tbody>\n</table>\n")
+      page.html("</tbody>\n</table>\n<p class=\"zone\">Times are in ")
+      page.text(zone.name)
+      page.html(" time.</p>\n")
     }
+    let typed = errors.isEmpty ? [:] : WebPages.retyped(request, ["email"])
     page.html("<h2>Invite someone</h2>\n")
-    page.html("<form class=\"form\" method=\"post\" action=\"\(base)/invitations\">\n")
+    page.html("<form class=\"form\" method=\"post\" action=\"\(base)/people\">\n")
     page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(csrf)\">\n")
-    page.html("<label for=\"invite-email\">Email</label>\n")
+    page.html("<input type=\"hidden\" name=\"action\" value=\"invite\">\n")
     page.html(
-      "<input id=\"invite-email\" name=\"email\" type=\"text\" inputmode=\"email\" autocomplete=\"off\" "
-        + "autocapitalize=\"none\" spellcheck=\"false\" required maxlength=\"254\">\n")
-    page.html("<label for=\"invite-role\">Role</label>\n")
-    page.html("<select id=\"invite-role\" name=\"role\">\(Self.roleOptions(selected: .teacher))</select>\n")
+      HTMLPage.field(
+        "invite-email", name: "email", label: "Email",
+        attributes: "type=\"text\" inputmode=\"email\" autocomplete=\"off\" autocapitalize=\"none\" "
+          + "spellcheck=\"false\" required maxlength=\"254\"",
+        value: typed["email"],
+        hint:
+          "Inviting an address that already has a waiting invitation replaces that invitation and its role.",
+        errors: errors))
+    let role = errors.isEmpty ? nil : WebSecurity.form(request)?["role"].flatMap(Role.init(rawValue:))
+    page.html(
+      HTMLPage.field(
+        "invite-role", name: "role", label: "Role", attributes: "", errors: errors,
+        options: Self.roleOptions(selected: role ?? .teacher)))
     page.html("<button class=\"button\" type=\"submit\">Send invitation</button>\n</form>\n")
     page.html("<p><a href=\"/account\">Back to your account</a></p>\n")
     return page.response(status, context: context)
+  }
+
+  /// `GET .../people/remove?account=`: names the person and asks before removing them.
+  func confirmRemoval(_ request: Request) throws(StoreError) -> Response {
+    let store = try context.store()
+    let signed: Signed
+    let membership: Membership
+    switch try administrator(request, store) {
+    case .success(let found): (signed, membership) = found
+    case .failure(let refused): return refused.response
+    }
+    let accountID = request.query.flatMap { WebSecurity.fields(Array($0.utf8)) }?["account"] ?? ""
+    let school = membership.school
+    guard let member = try store.members(schoolID: school.id).first(where: { $0.accountID == accountID })
+    else {
+      return HTMLPage.problem(
+        .notFound, "Not a member", Self.noMember, context: context,
+        next: ("/schools/\(school.id)/people", "Back to the people"))
+    }
+    let base = "/schools/\(HTMLPage.escape(school.id))"
+    var page = HTMLPage(title: "Remove \(member.displayName)?")
+    page.html("<h1>Remove ")
+    page.text(member.displayName)
+    page.html(" from ")
+    page.text(school.name)
+    page.html("?</h1>\n<p>")
+    page.text(member.displayName)
+    page.html(" (")
+    page.text(member.email)
+    page.html(") loses access to ")
+    page.text(school.name)
+    page.html(
+      " at once, on every device. We will email them to say so. You can invite them again later.</p>\n")
+    page.html("<form method=\"post\" action=\"\(base)/people\">\n")
+    page.html(
+      "<input type=\"hidden\" name=\"csrf\" value=\"\(WebSecurity.csrfToken(binding: signed.token))\">\n")
+    page.html("<input type=\"hidden\" name=\"action\" value=\"remove\">\n")
+    page.html("<input type=\"hidden\" name=\"account\" value=\"\(HTMLPage.escape(member.accountID))\">\n")
+    page.html("<p class=\"actions\"><button class=\"button danger\" type=\"submit\">Remove ")
+    page.text(member.displayName)
+    page.html("</button> <a href=\"\(base)/people\">Keep ")
+    page.text(member.displayName)
+    page.html(" and go back</a></p>\n</form>\n")
+    return page.response(.ok, context: context)
   }
 
   static func roleOptions(selected: Role) -> String {
@@ -214,8 +323,26 @@ public struct PeoplePages: Sendable {
     throws(StoreError) -> Response
   {
     let store = try context.store()
+    let school = membership.school
+    let remover = signed.account.displayName
     switch try store.removeMember(
-      schoolID: membership.school.id, accountID: form["account"] ?? "", actor: signed.account.id)
+      schoolID: school.id, accountID: form["account"] ?? "", actor: signed.account.id,
+      host: WebSecurity.host(of: context.deployment.origin),
+      mail: { account in
+        EmailAddress(account.email).map { email in
+          MailTemplates.message(
+            kind: "membership_removed", to: email, name: account.displayName,
+            subject: "You have been removed from \(school.name) on Band Licence",
+            paragraphs: [
+              "\(remover), an administrator of \(school.name), has removed you from the school on Band Licence. "
+                + "You no longer see its lessons or people, on any device.",
+              "Your Band Licence account itself stays as it is. If you think this is a mistake, ask the "
+                + "school's administrator to invite you again.",
+            ],
+            link: ("Go to your account", context.link("/account")),
+            reason: "You got this email because you were a member of \(school.name) on Band Licence.")
+        }
+      })
     {
     case .done: return back(membership, "removed")
     case .notFound: return try page(request, status: .notFound, message: Self.noMember)
@@ -229,16 +356,25 @@ public struct PeoplePages: Sendable {
     let typed = form["email"] ?? ""
     guard typed.utf8.count <= WebPages.maxEmailBytes, let email = EmailAddress(typed) else {
       return try page(
-        request, status: .badRequest, message: "Enter the email address of the person to invite.")
+        request, status: .badRequest,
+        errors: FieldErrors("invite-email", "Enter the email address of the person to invite."))
     }
     guard let role = form["role"].flatMap(Role.init(rawValue:)) else {
-      return try page(request, status: .badRequest, message: "Choose a role.")
+      return try page(request, status: .badRequest, errors: FieldErrors("invite-role", "Choose a role."))
     }
     let store = try context.store()
+    // A waiting invitation to the address is replaced (`createInvitation`): the notice says so.
+    let now = context.clock()
+    let earlier = try store.pendingInvitations(schoolID: membership.school.id).first {
+      $0.email == email.normalised && $0.expiresAt > now
+    }
     switch try context.invite(email, as: role, to: membership.school, by: signed.account, in: store) {
-    case .created, .replayed, .keyReused, .gone: return back(membership, "invited")
+    case .created, .replayed, .keyReused, .gone:
+      return back(membership, earlier.map { "replaced-" + $0.role.rawValue } ?? "invited")
     case .alreadyMember:
-      return try page(request, status: .conflict, message: "That person is already a member of this school.")
+      return try page(
+        request, status: .conflict,
+        errors: FieldErrors("invite-email", "That person is already a member of this school."))
     case .limited(let wait):
       var response = try page(
         request, status: .tooManyRequests,
@@ -253,7 +389,7 @@ public struct PeoplePages: Sendable {
   {
     let store = try context.store()
     guard
-      try store.revokeInvitation(
+      try store.withdrawInvitation(
         id: form["invitation"] ?? "", schoolID: membership.school.id, actor: signed.account.id)
     else {
       return try page(

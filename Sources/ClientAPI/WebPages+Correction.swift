@@ -11,6 +11,27 @@ extension WebPages {
       context.limited(request, by: context.signInLimiter, refusal: tooMany)
     }
     return [
+      // The forms on /account post to /account itself (`form` names which), so that a refusal is
+      // shown at the page's own address: reloading it never re-sends a form from a stale URL.
+      // Only the forms that check a password spend the sign-in allowance.
+      Route(
+        .post, "/account", cacheClass: .private, execution: .background,
+        fastPath: { request in
+          let form = WebSecurity.form(request)?["form"]
+          return form == "password" || form == "email" ? limited(request) : nil
+        }
+      ) { request in
+        guarded {
+          switch WebSecurity.form(request)?["form"] {
+          case "name": try rename(request)
+          case "password": try changePassword(request)
+          case "email": try changeEmail(request)
+          case "sign-out-device": try revoke(request)
+          case "sign-out-others": try revokeOthers(request)
+          default: try accountPage(request, status: .badRequest)
+          }
+        }
+      },
       Route(.post, "/account/name", cacheClass: .private, execution: .pooled) { request in
         guarded { try rename(request) }
       },
@@ -46,6 +67,8 @@ extension WebPages {
     "email": "We have sent a link to your new address. Your email address changes when you follow it.",
     "email-cancelled":
       "The change of your email address has been cancelled; the link sent for it no longer works.",
+    "session": "That device has been signed out.",
+    "others": "Every other device has been signed out.",
   ]
 
   /// The signed-in person behind a correction form, or the answer to send instead (signed out:
@@ -66,7 +89,7 @@ extension WebPages {
     case .failure(let refused): return refused.response
     }
     guard let name = AccountRules.displayName(WebSecurity.form(request)?["name"] ?? "") else {
-      return try accountPage(request, status: .badRequest, message: AccountRules.nameProblem)
+      return try refuse(request, "name", AccountRules.nameProblem)
     }
     try store.rename(accountID: signed.account.id, to: name)
     return Self.redirect("/account?changed=name")
@@ -87,11 +110,11 @@ extension WebPages {
         request, status: .badRequest, message: "Your account cannot change its password.")
     }
     guard !current.isEmpty, current.utf8.count <= Self.maxPasswordBytes else {
-      return try accountPage(request, status: .badRequest, message: "Enter your current password.")
+      return try refuse(request, "current-password", "Enter your current password.")
     }
     // The policy first: a refused new password costs no Argon2id and counts no failure.
     if let problem = PasswordPolicy.problem(new, email: email) {
-      return try accountPage(request, status: .badRequest, message: problem)
+      return try refuse(request, "new-password", problem)
     }
     if let refusal = try wrongCurrentPassword(request, signed, current, store) { return refusal }
     try store.changePassword(
@@ -103,16 +126,20 @@ extension WebPages {
 
   /// The account page again when `current` is not the signed-in person's password (checked with
   /// the lockout, as at sign-in), else nil.
-  func wrongCurrentPassword(_ request: Request, _ signed: Signed, _ current: String, _ store: ClientStore)
-    throws(StoreError) -> Response?
-  {
+  func wrongCurrentPassword(
+    _ request: Request, _ signed: Signed, _ current: String, _ store: ClientStore,
+    field: String = "current-password"
+  ) throws(StoreError) -> Response? {
     switch try checkPassword(email: signed.account.email, password: current, store: store, request: request) {
     case .passed: return nil
-    case .refused:
-      return try accountPage(
-        request, status: .badRequest, message: "Your current password is not right. Try again.")
-    case .locked: return try accountPage(request, status: .badRequest, message: Self.lockedMessage)
+    case .refused: return try refuse(request, field, "Your current password is not right. Try again.")
+    case .locked: return try refuse(request, field, Self.lockedMessage)
     }
+  }
+
+  /// `/account` again (400) with `message` next to the input `field` of the form that was sent.
+  func refuse(_ request: Request, _ field: String, _ message: String) throws(StoreError) -> Response {
+    try accountPage(request, status: .badRequest, errors: FieldErrors(field, message))
   }
 
   func changeEmail(_ request: Request) throws(StoreError) -> Response {
@@ -126,16 +153,18 @@ extension WebPages {
     let typed = form["new-email"] ?? ""
     let current = form["email-password"] ?? ""
     guard typed.utf8.count <= Self.maxEmailBytes, let newEmail = EmailAddress(typed) else {
-      return try accountPage(request, status: .badRequest, message: "Enter the new email address.")
+      return try refuse(request, "new-email", "Enter the new email address.")
     }
     guard newEmail.normalised != signed.account.email, let oldEmail = EmailAddress(signed.account.email)
     else {
-      return try accountPage(request, status: .badRequest, message: "That is already your email address.")
+      return try refuse(request, "new-email", "That is already your email address.")
     }
     guard !current.isEmpty, current.utf8.count <= Self.maxPasswordBytes else {
-      return try accountPage(request, status: .badRequest, message: "Enter your current password.")
+      return try refuse(request, "email-password", "Enter your current password.")
     }
-    if let refusal = try wrongCurrentPassword(request, signed, current, store) { return refusal }
+    if let refusal = try wrongCurrentPassword(request, signed, current, store, field: "email-password") {
+      return refusal
+    }
     let account = signed.account
     // The same answer whether or not another account has the address (issue 23): that account's
     // owner is told instead.
@@ -326,7 +355,8 @@ extension WebPages {
   }
 
   /// 409 for a link that cannot do what it says (its cookie cleared), with the way on.
-  func linkConflict(_ flow: LinkFlow, _ title: String, _ message: String, next: (String, String)) -> Response {
+  func linkConflict(_ flow: LinkFlow, _ title: String, _ message: String, next: (String, String)) -> Response
+  {
     var page = HTMLPage.problem(Status(409, "Conflict"), title, message, context: context, next: next)
     page.add("Set-Cookie", flow.setCookie(nil))
     return page
@@ -340,31 +370,34 @@ extension WebPages {
     return page.response(.ok, context: context)
   }
 
-  /// The correction forms on `/account`, each with `csrf`.
-  static func correctionForms(_ account: Account, csrf: String) -> String {
+  /// The correction forms on `/account`, each with `csrf`, posting to `/account` (`form` names
+  /// which); `errors` and `typed` (the non-secret fields of a refused form) fill them again.
+  static func correctionForms(
+    _ account: Account, csrf: String, errors: FieldErrors = FieldErrors(), typed: [String: String] = [:]
+  ) -> String {
     let hidden = "<input type=\"hidden\" name=\"csrf\" value=\"\(csrf)\">\n"
-    return "<h2>Change your name</h2>\n<form class=\"form\" method=\"post\" action=\"/account/name\">\n"
-      + hidden
-      + "<label for=\"name\">Name</label>\n"
-      + "<input id=\"name\" name=\"name\" type=\"text\" autocomplete=\"name\" required maxlength=\"100\" value=\""
-      + HTMLPage.escape(account.displayName) + "\">\n"
+    func form(_ name: String) -> String {
+      "<form class=\"form\" method=\"post\" action=\"/account\">\n" + hidden
+        + "<input type=\"hidden\" name=\"form\" value=\"\(name)\">\n"
+    }
+    let current = "type=\"password\" autocomplete=\"current-password\" required"
+    return "<h2>Change your name</h2>\n" + form("name")
+      + HTMLPage.field(
+        "name", label: "Name", attributes: "type=\"text\" autocomplete=\"name\" required maxlength=\"100\"",
+        value: typed["name"] ?? account.displayName, errors: errors)
       + "<button class=\"button\" type=\"submit\">Save name</button>\n</form>\n"
-      + "<h2>Change your password</h2>\n<form class=\"form\" method=\"post\" action=\"/account/password\">\n"
-      + hidden
-      + "<label for=\"current-password\">Current password</label>\n"
-      + "<input id=\"current-password\" name=\"current-password\" type=\"password\" "
-      + "autocomplete=\"current-password\" required>\n"
-      + newPasswordField(label: "New password", id: "new-password")
+      + "<h2>Change your password</h2>\n" + form("password")
+      + HTMLPage.field("current-password", label: "Current password", attributes: current, errors: errors)
+      + newPasswordField(label: "New password", id: "new-password", errors: errors)
       + "<button class=\"button\" type=\"submit\">Change password</button>\n</form>\n"
       + "<h2>Change your email address</h2>\n"
       + "<p>We send a link to the new address; your address changes when you follow it.</p>\n"
-      + "<form class=\"form\" method=\"post\" action=\"/account/email\">\n" + hidden
-      + "<label for=\"new-email\">New email address</label>\n"
-      + "<input id=\"new-email\" name=\"new-email\" type=\"text\" inputmode=\"email\" autocomplete=\"email\" "
-      + "autocapitalize=\"none\" spellcheck=\"false\" required maxlength=\"254\">\n"
-      + "<label for=\"email-password\">Current password</label>\n"
-      + "<input id=\"email-password\" name=\"email-password\" type=\"password\" "
-      + "autocomplete=\"current-password\" required>\n"
+      + form("email")
+      + HTMLPage.field(
+        "new-email", label: "New email address",
+        attributes: "type=\"text\" inputmode=\"email\" autocomplete=\"email\" autocapitalize=\"none\" "
+          + "spellcheck=\"false\" required maxlength=\"254\"", value: typed["new-email"], errors: errors)
+      + HTMLPage.field("email-password", label: "Current password", attributes: current, errors: errors)
       + "<button class=\"button\" type=\"submit\">Send a confirmation link</button>\n</form>\n"
   }
 }

@@ -60,7 +60,7 @@ extension WebPages {
     }
     return [
       Route(.get, "/account/recover", cacheClass: .private, execution: .pooled) { request in
-        recoverForm(request, status: .ok, message: nil)
+        recoverForm(request, status: .ok)
       },
       Route(.post, "/account/recover", cacheClass: .private, execution: .pooled, fastPath: limited) {
         request in guarded { try recover(request) }
@@ -87,20 +87,22 @@ extension WebPages {
 
   // MARK: asking for a link
 
-  func recoverForm(_ request: Request, status: Status, message: String?, email: String = "") -> Response {
+  func recoverForm(
+    _ request: Request, status: Status, errors: FieldErrors = FieldErrors(), email: String = ""
+  ) -> Response {
     let (binding, headers) = Self.csrfBinding(request)
     var page = HTMLPage(title: "Forgot your password?")
     page.html("<h1>Forgot your password?</h1>\n")
-    page.alert(message)
+    page.summary(errors)
     page.html("<p>Enter the email address you sign in with. If it belongs to an account, we will send ")
     page.html("it a link to choose a new password. The link works once, for 30 minutes.</p>\n")
     page.html("<form class=\"form\" method=\"post\" action=\"/account/recover\">\n")
     page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(WebSecurity.csrfToken(binding: binding))\">\n")
     page.html(
-      "<label for=\"email\">Email</label>\n"
-        + "<input id=\"email\" name=\"email\" type=\"text\" inputmode=\"email\" autocomplete=\"username\" "
-        + "autocapitalize=\"none\" spellcheck=\"false\" required maxlength=\"254\""
-        + (email.isEmpty ? "" : " value=\"\(HTMLPage.escape(email))\"") + ">\n")
+      HTMLPage.field(
+        "email", label: "Email",
+        attributes: "type=\"text\" inputmode=\"email\" autocomplete=\"username\" autocapitalize=\"none\" "
+          + "spellcheck=\"false\" required maxlength=\"254\"", value: email, errors: errors))
     page.html("<button class=\"button\" type=\"submit\">Send me a link</button>\n</form>\n")
     page.html("<p><a href=\"/sign-in\">Back to sign in</a></p>\n")
     return page.response(status, context: context, headers: headers)
@@ -115,8 +117,9 @@ extension WebPages {
     let typed = WebSecurity.form(request)?["email"] ?? ""
     guard typed.utf8.count <= Self.maxEmailBytes, let email = EmailAddress(typed) else {
       return recoverForm(
-        request, status: .badRequest, message: "Enter the email address you sign in with.",
-        email: Self.redisplayed(typed))
+        request, status: .badRequest,
+        errors: FieldErrors("email", "Enter the email address you sign in with."),
+        email: Self.retyped(request, ["email"])["email"] ?? "")
     }
     let store = try context.store()
     _ = try store.requestRecovery(email: email, host: WebSecurity.host(of: context.deployment.origin)) {
@@ -155,7 +158,7 @@ extension WebPages {
     guard let token = flow.cookieToken(request),
       let account = try store.accountForLink(token, purpose: flow.purpose)
     else { return linkExpired(flow) }
-    return passwordForm(flow, token: token, email: account.email, status: .ok, message: nil)
+    return passwordForm(flow, token: token, email: account.email, status: .ok)
   }
 
   /// The answer to `GET path?token=..`: a `303` to the bare path with the token in the flow's
@@ -172,33 +175,36 @@ extension WebPages {
         + HTMLPage.headers(referrerPolicy: "no-referrer"))
   }
 
-  func passwordForm(_ flow: LinkFlow, token: String, email: String, status: Status, message: String?)
-    -> Response
-  {
+  func passwordForm(
+    _ flow: LinkFlow, token: String, email: String, status: Status, errors: FieldErrors = FieldErrors()
+  ) -> Response {
     let first = flow.purpose == .setPassword
     var page = HTMLPage(title: first ? "Choose your password" : "Choose a new password")
     page.html(first ? "<h1>Choose your password</h1>\n" : "<h1>Choose a new password</h1>\n")
-    page.alert(message)
+    page.summary(errors)
     page.html("<form class=\"form\" method=\"post\" action=\"\(flow.path)\">\n")
     page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(WebSecurity.csrfToken(binding: token))\">\n")
     page.html("<label for=\"email\">Email</label>\n")
     page.html("<input id=\"email\" name=\"email\" type=\"text\" autocomplete=\"username\" readonly value=\"")
     page.text(email)
     page.html("\">\n")
-    page.html(Self.newPasswordField(label: first ? "Password" : "New password"))
+    page.html(Self.newPasswordField(label: first ? "Password" : "New password", errors: errors))
     page.html("<button class=\"button\" type=\"submit\">")
     page.html(first ? "Set my password" : "Change my password")
     page.html("</button>\n</form>\n")
     return page.response(status, context: context)
   }
 
-  /// A new-password input with the policy's hint.
-  static func newPasswordField(label: String, id: String = "password") -> String {
-    "<label for=\"\(id)\">\(label)</label>\n"
-      + "<p class=\"hint\" id=\"\(id)-hint\">At least \(PasswordPolicy.minimumCharacters) characters. "
-      + "A short phrase of a few words is easy to remember and hard to guess.</p>\n"
-      + "<input id=\"\(id)\" name=\"\(id)\" type=\"password\" autocomplete=\"new-password\" required "
-      + "minlength=\"\(PasswordPolicy.minimumCharacters)\" aria-describedby=\"\(id)-hint\">\n"
+  /// A new-password input with the policy's hint (and its refusal, if `errors` has one).
+  static func newPasswordField(label: String, id: String = "password", errors: FieldErrors = FieldErrors())
+    -> String
+  {
+    HTMLPage.field(
+      id, label: label,
+      attributes: "type=\"password\" autocomplete=\"new-password\" required "
+        + "minlength=\"\(PasswordPolicy.minimumCharacters)\"",
+      hint: "At least \(PasswordPolicy.minimumCharacters) characters. "
+        + "A short phrase of a few words is easy to remember and hard to guess.", errors: errors)
   }
 
   /// `POST` of a link's path: the new password, checked against the policy, set in one
@@ -212,7 +218,9 @@ extension WebPages {
     else { return linkExpired(flow) }
     let password = WebSecurity.form(request)?["password"] ?? ""
     if let problem = PasswordPolicy.problem(password, email: email) {
-      return passwordForm(flow, token: token, email: account.email, status: .badRequest, message: problem)
+      return passwordForm(
+        flow, token: token, email: account.email, status: .badRequest,
+        errors: FieldErrors("password", problem))
     }
     let hash = context.hasher.hash(password)
     let outcome = try store.setPassword(

@@ -54,6 +54,9 @@ public struct WebPages: Sendable {
       Route(.post, "/account/sessions/revoke", cacheClass: .private, execution: .pooled) { request in
         guarded { try revoke(request) }
       },
+      Route(.post, "/account/sessions/revoke-others", cacheClass: .private, execution: .pooled) { request in
+        guarded { try revokeOthers(request) }
+      },
     ] + recoveryRoutes + correctionRoutes
   }
 
@@ -70,18 +73,26 @@ public struct WebPages: Sendable {
   /// `email` is what the person typed last time (shown again, escaped), `returnTo` the same-origin
   /// path to go on to once signed in, `message` the alert (`failureMessage`, `lockedMessage`, ...).
   func signInForm(
-    _ request: Request, status: Status, message: String?, email: String = "", returnTo: String? = nil
+    _ request: Request, status: Status, message: String?, email: String = "", returnTo: String? = nil,
+    errors: FieldErrors = FieldErrors()
   ) -> Response {
     let (binding, headers) = Self.csrfBinding(request)
     var page = HTMLPage(title: "Sign in")
     page.html("<h1>Sign in</h1>\n")
+    page.summary(errors)
     page.alert(message)
+    if errors.isEmpty, message == nil,
+      request.query.flatMap({ WebSecurity.fields(Array($0.utf8)) })?["signed-out"] == "1"
+    {
+      page.html(
+        "<p class=\"notice\" role=\"status\">You have signed out of Band Licence in this browser.</p>\n")
+    }
     page.html("<form class=\"form\" method=\"post\" action=\"/sign-in\">\n")
     page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(WebSecurity.csrfToken(binding: binding))\">\n")
     if let returnTo {
       page.html("<input type=\"hidden\" name=\"return\" value=\"\(HTMLPage.escape(returnTo))\">\n")
     }
-    page.html(Self.credentialFields(email: email))
+    page.html(Self.credentialFields(email: email, errors: errors))
     page.html("<button class=\"button\" type=\"submit\">Sign in</button>\n</form>\n")
     page.html("<p><a href=\"/account/recover\">Forgot your password?</a></p>\n")
     return page.response(status, context: context, headers: headers)
@@ -104,8 +115,8 @@ public struct WebPages: Sendable {
     else {
       Metrics.signIn(.web, .refused)
       return signInForm(
-        request, status: .badRequest, message: "Enter your email address and your password.", email: typed,
-        returnTo: back)
+        request, status: .badRequest, message: nil, email: typed, returnTo: back,
+        errors: Self.missingCredentials(email: email, password: password))
     }
     let store = try context.store()
     let account: Account
@@ -115,16 +126,19 @@ public struct WebPages: Sendable {
     case .refused:
       Metrics.signIn(.web, .badCredentials)
       return signInForm(
-        request, status: .badRequest, message: Self.failureMessage, email: typed, returnTo: back)
+        request, status: .badRequest, message: nil, email: typed, returnTo: back,
+        errors: FieldErrors("email", Self.failureMessage))
     case .locked:
       Metrics.signIn(.web, .locked)
       return signInForm(
-        request, status: .badRequest, message: Self.lockedMessage, email: typed, returnTo: back)
+        request, status: .badRequest, message: nil, email: typed, returnTo: back,
+        errors: FieldErrors("email", Self.lockedMessage))
     }
     let token = Secrets.token()
     _ = try store.signIn(
       accountID: account.id, token: token, replacing: Credential(request).token, upgradedHash: upgradedHash,
-      lifetimes: context.lifetimes, browser: BrowserLabel.summary(userAgent: request.headers["user-agent"]))
+      lifetimes: context.lifetimes, browser: BrowserLabel.summary(userAgent: request.headers["user-agent"]),
+      network: Self.network(request, context, store))
     Metrics.signIn(.web, .ok)
     var redirect = Self.redirect(
       back ?? "/",
@@ -146,13 +160,25 @@ public struct WebPages: Sendable {
   /// `type=email` would let each browser judge (and rewrite: trimmed, IDN domains punycoded)
   /// addresses before the server's one normalisation sees them, and block some real ones; the
   /// server refuses what is not an address with the same answer as a wrong password.
-  static func credentialFields(email: String) -> String {
-    "<label for=\"email\">Email</label>\n"
-      + "<input id=\"email\" name=\"email\" type=\"text\" inputmode=\"email\" autocomplete=\"username\" "
-      + "autocapitalize=\"none\" spellcheck=\"false\" required maxlength=\"254\""
-      + (email.isEmpty ? "" : " value=\"\(HTMLPage.escape(email))\"") + ">\n"
-      + "<label for=\"password\">Password</label>\n"
-      + "<input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"current-password\" required>\n"
+  static func credentialFields(email: String, errors: FieldErrors = FieldErrors()) -> String {
+    HTMLPage.field(
+      "email", label: "Email",
+      attributes: "type=\"text\" inputmode=\"email\" autocomplete=\"username\" autocapitalize=\"none\" "
+        + "spellcheck=\"false\" required maxlength=\"254\"", value: email, errors: errors)
+      + HTMLPage.field(
+        "password", label: "Password",
+        attributes: "type=\"password\" autocomplete=\"current-password\" required",
+        errors: errors)
+  }
+
+  /// The refusal of a sign-in form with an empty (or oversized) field: each field says what it needs.
+  static func missingCredentials(email: String, password: String) -> FieldErrors {
+    var errors = FieldErrors()
+    if email.isEmpty || email.utf8.count > maxEmailBytes { errors.add("email", "Enter your email address.") }
+    if password.isEmpty || password.utf8.count > maxPasswordBytes {
+      errors.add("password", "Enter your password.")
+    }
+    return errors
   }
 
   /// The one sentence for every failed sign-in: it never says whether the email exists.
@@ -203,13 +229,17 @@ public struct WebPages: Sendable {
     }
     if let refusal = refusal(request, binding: signed.token) { return refusal }
     try store.revokeSession(id: signed.session.id, reason: "signed_out", actor: signed.account.id)
-    return Self.redirect("/sign-in", cookie: WebSecurity.setCookie(WebSecurity.sessionCookie, "", maxAge: 0))
+    // A form may ask to go on somewhere (the invitation page's "Sign out and continue"); else the
+    // sign-in page says that this browser is signed out.
+    let next = Self.returnPath(WebSecurity.form(request)?["return"]) ?? "/sign-in?signed-out=1"
+    return Self.redirect(next, cookie: WebSecurity.setCookie(WebSecurity.sessionCookie, "", maxAge: 0))
   }
 
-  /// `/account`, with `message` as an alert (a correction refused) or, after a correction, its notice.
-  func accountPage(_ request: Request, status: Status = .ok, message: String? = nil) throws(StoreError)
-    -> Response
-  {
+  /// `/account`, with `message` as an alert, `errors` by the fields of a refused correction (what
+  /// was typed in its non-secret fields shown again) or, after a correction, its notice.
+  func accountPage(
+    _ request: Request, status: Status = .ok, message: String? = nil, errors: FieldErrors = FieldErrors()
+  ) throws(StoreError) -> Response {
     let store = try context.store()
     guard let signed = try context.signed(Credential(request), store) else {
       return Self.redirect("/sign-in?return=%2Faccount")
@@ -218,9 +248,10 @@ public struct WebPages: Sendable {
     let csrf = WebSecurity.csrfToken(binding: signed.token)
     var page = HTMLPage(title: "Your account")
     page.html("<h1>Your account</h1>\n")
+    page.summary(errors)
     page.alert(message)
     let changed = request.query.flatMap { WebSecurity.fields(Array($0.utf8)) }?["changed"]
-    if message == nil, let notice = changed.flatMap({ Self.changeNotices[$0] }) {
+    if message == nil, errors.isEmpty, let notice = changed.flatMap({ Self.changeNotices[$0] }) {
       page.html("<p class=\"notice\" role=\"status\">\(notice)</p>\n")
     }
     page.html("<dl class=\"details\">\n<dt>Name</dt><dd>")
@@ -243,18 +274,25 @@ public struct WebPages: Sendable {
       page.html("</tbody>\n</table>\n")
       page.html(PeoplePages.peopleLinks(memberships))
     }
-    page.html("<h2>Where you are signed in</h2>\n<table>\n<thead><tr><th scope=\"col\">Device</th>")
     page.html(
-      "<th scope=\"col\">Signed in</th><th scope=\"col\">Last seen</th><th scope=\"col\">Action</th></tr></thead>\n<tbody>\n"
-    )
-    for session in try store.sessions(.accountID(account.id)) {
+      "<h2>Where you are signed in</h2>\n<table class=\"rows\">\n<thead><tr><th scope=\"col\">Device</th>")
+    page.html(
+      "<th scope=\"col\">Signed in</th><th scope=\"col\">Last used</th><th scope=\"col\">Where</th>"
+        + "<th scope=\"col\">Action</th></tr></thead>\n<tbody>\n")
+    let sessions = try store.sessions(.accountID(account.id))
+    let here = Self.network(request, context, store)
+    for session in sessions {
       let current = session.id == signed.session.id
       let name = Self.deviceName(session) + (current ? " (this browser)" : "")
       page.html("<tr><td>")
       page.text(name)
-      page.html("</td><td>\(time(session.createdAt))</td><td>\(time(session.lastSeenAt))</td><td>")
-      page.html("<form method=\"post\" action=\"/account/sessions/revoke\">")
+      page.html("</td><td data-label=\"Signed in\">\(time(session.createdAt))</td>")
+      page.html("<td data-label=\"Last used\">\(time(session.lastSeenAt))</td><td data-label=\"Where\">")
+      page.html(Self.whereLabel(session, here: here))
+      page.html("</td><td>")
+      page.html("<form method=\"post\" action=\"/account\">")
       page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(csrf)\">")
+      page.html("<input type=\"hidden\" name=\"form\" value=\"sign-out-device\">")
       page.html("<input type=\"hidden\" name=\"session\" value=\"\(HTMLPage.escape(session.id))\">")
       // One word for one action: a device is signed out, wherever it is listed.
       page.html("<button class=\"button danger small\" type=\"submit\" aria-label=\"Sign out: ")
@@ -265,8 +303,16 @@ public struct WebPages: Sendable {
     page.html("</tbody>\n</table>\n<p class=\"zone\">Times are in ")
     page.text(zone.name)
     page.html(" time.</p>\n")
+    if sessions.count > 1 {
+      page.html("<form method=\"post\" action=\"/account\">\n")
+      page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(csrf)\">\n")
+      page.html("<input type=\"hidden\" name=\"form\" value=\"sign-out-others\">\n")
+      page.html(
+        "<button class=\"button danger\" type=\"submit\">Sign out of all other devices</button>\n</form>\n")
+    }
     page.html(try pendingEmailChange(account, csrf: csrf, store: store))
-    page.html(Self.correctionForms(account, csrf: csrf))
+    let typed = errors.isEmpty ? [:] : Self.retyped(request, ["name", "new-email"])
+    page.html(Self.correctionForms(account, csrf: csrf, errors: errors, typed: typed))
     page.html("<form method=\"post\" action=\"/sign-out\">\n")
     page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(csrf)\">\n")
     page.html("<button class=\"button\" type=\"submit\">Sign out</button>\n</form>\n")
@@ -283,15 +329,26 @@ public struct WebPages: Sendable {
     if let refusal = refusal(request, binding: signed.token) { return refusal }
     let id = WebSecurity.form(request)?["session"] ?? ""
     guard try store.revokeOwnSession(id: id, accountID: signed.account.id, reason: "revoked_by_owner") else {
-      return HTMLPage.problem(
-        .notFound, "No such session", "You have no active session with that ID; it may have ended already.",
-        context: context)
+      return try accountPage(
+        request, status: .notFound, message: "That device is no longer signed in; it may have ended already.")
     }
     if id == signed.session.id {
       return Self.redirect(
-        "/sign-in", cookie: WebSecurity.setCookie(WebSecurity.sessionCookie, "", maxAge: 0))
+        "/sign-in?signed-out=1", cookie: WebSecurity.setCookie(WebSecurity.sessionCookie, "", maxAge: 0))
     }
-    return Self.redirect("/account")
+    return Self.redirect("/account?changed=session")
+  }
+
+  /// `POST /account/sessions/revoke-others`: every session of the account but this browser's ends.
+  func revokeOthers(_ request: Request) throws(StoreError) -> Response {
+    let store = try context.store()
+    guard let signed = try context.signed(Credential(request), store) else {
+      return refusal(request, binding: nil, signedOut: true) ?? Self.redirect("/sign-in")
+    }
+    if let refusal = refusal(request, binding: signed.token) { return refusal }
+    try store.revokeOtherSessions(
+      accountID: signed.account.id, keeping: signed.session.id, reason: "revoked_by_owner")
+    return Self.redirect("/account?changed=others")
   }
 
   // MARK: deletion
@@ -305,17 +362,18 @@ public struct WebPages: Sendable {
     }
     var page = HTMLPage(title: "Delete your account")
     page.html("<h1>Delete your account</h1>\n")
-    page.alert(message)
+    page.summary(message.map { FieldErrors("password", $0) } ?? FieldErrors())
     page.html("<p>Deleting your account signs you out everywhere at once and removes you from every school. ")
     page.html("Your name and email address are erased after the retention period; records of what happened ")
     page.html("keep only an anonymous ID. This cannot be undone.</p>\n")
     page.html("<form class=\"form\" method=\"post\" action=\"/account/delete\">\n")
     page.html(
       "<input type=\"hidden\" name=\"csrf\" value=\"\(WebSecurity.csrfToken(binding: signed.token))\">\n")
-    page.html("<label for=\"password\">Your password, to confirm</label>\n")
     page.html(
-      "<input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"current-password\" required>\n"
-    )
+      HTMLPage.field(
+        "password", label: "Your password, to confirm",
+        attributes: "type=\"password\" autocomplete=\"current-password\" required",
+        errors: message.map { FieldErrors("password", $0) } ?? FieldErrors()))
     page.html("<button class=\"button danger\" type=\"submit\">Delete my account</button>\n</form>\n")
     page.html("<p><a href=\"/account\">Keep my account</a></p>\n")
     return page.response(status, context: context)
@@ -372,6 +430,19 @@ public struct WebPages: Sendable {
 
   // MARK: helpers
 
+  /// The non-secret `fields` of a refused form, to fill it again: bounded, no control characters.
+  static func retyped(_ request: Request, _ fields: [String]) -> [String: String] {
+    guard let form = WebSecurity.form(request) else { return [:] }
+    var out: [String: String] = [:]
+    for field in fields {
+      guard let value = form[field], value.utf8.count <= 512,
+        !value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+      else { continue }
+      out[field] = value
+    }
+    return out
+  }
+
   /// The 403/415 for a POST that is not provably from our own page (`ClientContext.formRefusal`).
   func refusal(_ request: Request, binding: String?, signedOut: Bool = false) -> Response? {
     context.formRefusal(request, binding: binding, signedOut: signedOut)
@@ -396,6 +467,18 @@ public struct WebPages: Sendable {
     var response = Response(status: .seeOther, headers: [("Location", location)] + HTMLPage.securityHeaders)
     if let cookie { response.add("Set-Cookie", cookie) }
     return response
+  }
+
+  /// The network hint of the request's client address (`ClientStore.networkHint`).
+  static func network(_ request: Request, _ context: ClientContext, _ store: ClientStore) -> String? {
+    store.networkHint(address: ClientAddress.of(request, trustedProxies: context.trustedProxies))
+  }
+
+  /// Where a session was started, as roughly as the account page says it: from the network this
+  /// request comes from, or another one (never an address).
+  static func whereLabel(_ session: SessionRecord, here: String?) -> String {
+    guard let network = session.network else { return "Not recorded" }
+    return network == here ? "Signed in from this network" : "Signed in from another network"
   }
 
   /// How the account page names a session: the app and its version, or the browser and system

@@ -166,6 +166,7 @@ struct RecoveryTests {
     let bad = browser.send(
       .post, "/account/recover", form: [("csrf", AccountBrowser.csrf(form)), ("email", "not an address")])
     #expect(bad.status == .badRequest && text(bad).contains("Enter the email address you sign in with."))
+    #expect(text(bad).contains("value=\"not an address\""), "a malformed address stays to be corrected")
     #expect(try f.store.outbox().isEmpty)
   }
 

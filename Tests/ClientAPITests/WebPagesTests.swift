@@ -301,7 +301,8 @@ struct WebPagesTests {
     let page = text(f.pages.signInForm(request, status: .badRequest, message: WebPages.lockedMessage))
     #expect(
       page.contains(
-        "<p class=\"error\" role=\"alert\">Too many attempts: wait a few minutes and try again.</p>"))
+        "<p class=\"error\" id=\"alert\" role=\"alert\" tabindex=\"-1\" autofocus>"
+          + "Too many attempts: wait a few minutes and try again.</p>"))
   }
 
   @Test(

@@ -201,7 +201,7 @@ def test_navigation_with_the_server_stopped_shows_the_offline_page(browser):
     server.stop()
     browser.get(url)
     heading = WebDriverWait(browser, 10).until(lambda d: d.find_element(By.TAG_NAME, "h1"))
-    assert heading.text == "You are offline"
+    assert heading.text == "Band Licence cannot be reached"
     assert browser.find_element(By.ID, "retry").is_displayed()
 
 
