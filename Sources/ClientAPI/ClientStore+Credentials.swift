@@ -39,8 +39,7 @@ extension ClientStore {
       UPDATE action_tokens SET used_at = ?
       WHERE account_id = ? AND used_at IS NULL AND purpose <> 'email_revert'
       """, [.integer(now), .text(accountID)])
-    try db.query("DELETE FROM handoffs WHERE account_id = ? AND used_at IS NULL", [.text(accountID)])
-    try db.query("DELETE FROM trusted_devices WHERE account_id = ?", [.text(accountID)])
+    try forgetDevices(accountID: accountID, except: nil)
     try withdrawInvitations(sentBy: accountID, in: nil, because: reason.rawValue)
   }
 
@@ -76,6 +75,16 @@ extension ClientStore {
       try audit(actor: "system", action: "invitation.revoked", subject: id, detail: "\(school) \(because)")
     }
     return rows.count
+  }
+
+  /// Inside the caller's transaction: deletes the account's unexchanged handoff codes and its
+  /// trusted browsers but the one whose cookie value is `keeping`.
+  func forgetDevices(accountID: String, except keeping: String?) throws(StoreError) {
+    try db.query("DELETE FROM handoffs WHERE account_id = ? AND used_at IS NULL", [.text(accountID)])
+    let kept = TrustedDevice.Presented(keeping, now: clock()).map { Secrets.digest($0.nonce) } ?? []
+    try db.query(
+      "DELETE FROM trusted_devices WHERE account_id = ? AND nonce_digest <> ?",
+      [.text(accountID), .blob(kept)])
   }
 
   // MARK: trusted devices

@@ -156,12 +156,15 @@ extension ClientStore {
   }
 
   /// Revokes every live session of `accountID` but `keeping` (the owner's "sign out of all other
-  /// devices"), in one transaction; returns how many ended.
+  /// devices"), in one transaction, with what those devices could still turn into a session or a
+  /// lockout budget (issue 23): unexchanged handoff codes, and every trusted browser but the one
+  /// whose cookie is `keepingDevice`. Returns how many sessions ended.
   @discardableResult
-  public func revokeOtherSessions(accountID: String, keeping: String, reason: String) throws(StoreError)
-    -> Int
-  {
+  public func revokeOtherSessions(
+    accountID: String, keeping: String, keepingDevice: String? = nil, reason: String
+  ) throws(StoreError) -> Int {
     try db.transaction { () throws(StoreError) -> Int in
+      try forgetDevices(accountID: accountID, except: keepingDevice)
       let ids = try db.query(
         "SELECT id FROM sessions WHERE account_id = ? AND id <> ? AND revoked_at IS NULL",
         [.text(accountID), .text(keeping)]
@@ -195,6 +198,12 @@ extension ClientStore {
   {
     let targets = try sessions(filter)
     try db.transaction { () throws(StoreError) in
+      // An account's sessions all ending: so do its handoff codes and trusted browsers.
+      switch filter {
+      case .account, .accountID:
+        for account in Set(targets.map(\.accountID)) { try forgetDevices(accountID: account, except: nil) }
+      case .all, .platform: break
+      }
       for session in targets {
         try db.query(
           "UPDATE sessions SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL",

@@ -347,7 +347,8 @@ public struct WebPages: Sendable {
     }
     if let refusal = refusal(request, binding: signed.token) { return refusal }
     try store.revokeOtherSessions(
-      accountID: signed.account.id, keeping: signed.session.id, reason: "revoked_by_owner")
+      accountID: signed.account.id, keeping: signed.session.id,
+      keepingDevice: WebSecurity.cookie(TrustedDevice.cookie, in: request), reason: "revoked_by_owner")
     return Self.redirect("/account?changed=others")
   }
 

@@ -433,3 +433,39 @@ def test_an_operator_cannot_disable_the_last_administrator_unless_forced(owned):
     assert "--force" in refused.stderr
     assert owned.store.query("SELECT disabled FROM accounts WHERE email = 'ada@example.test'") == [(0,)]
     assert "disabled account" in admin(owned, "account", "disable", "--email", "ada@example.test", "--force")
+
+
+def continue_as(server, browser, app):
+    page = browser.send("GET", "/native/sign-in?" + urlencode(app.params()))
+    fields = {k.decode(): v.decode() for k, v in re.findall(rb'<input type="hidden" name="([^"]+)" value="([^"]*)"',
+                                                               page.body)}
+    fields["action"] = "continue"
+    return parse_qs(urlsplit(browser.send("POST", "/native/sign-in", form=fields).header("location")).query)["code"][0]
+
+
+def test_signing_out_every_other_device_ends_their_codes_and_trust(owned):
+    """"Sign out of all other devices" ends what those devices hold besides their sessions: a
+    native sign-in code one of them minted, and their trusted-browser places; this browser's stays."""
+    thief = Browser(owned)
+    assert thief.sign_in("ada@example.test").status == 303
+    app = App(owned)
+    code = continue_as(owned, thief, app)
+    owner = Browser(owned)
+    assert owner.sign_in("ada@example.test").status == 303
+    assert owned.store.query("SELECT count(*) FROM trusted_devices") == [(2,)]
+    page = owner.send("GET", "/account")
+    done = owner.send("POST", "/account/sessions/revoke-others", form={"csrf": owner.csrf(page)})
+    assert done.status == 303
+    assert thief.send("GET", "/api/client/v1/session").status == 401
+    assert owner.send("GET", "/api/client/v1/session").status == 200
+    answer = app.exchange(code)
+    assert answer.status == 400 and json.loads(answer.body)["error"] == "invalid_grant"
+    assert owned.store.query("SELECT count(*) FROM trusted_devices") == [(1,)]
+    # The owner's browser is still trusted through a stranger's lock; the thief's is not.
+    thief.cookies.pop("__Host-bl_session", None)
+    owner.cookies.pop("__Host-bl_session", None)
+    stranger = Browser(owned)
+    for _ in range(5):
+        stranger.sign_in("ada@example.test", "a stranger's guess")
+    assert b"Too many attempts" in thief.sign_in("ada@example.test").body
+    assert owner.sign_in("ada@example.test").status == 303

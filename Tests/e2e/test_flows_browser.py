@@ -362,3 +362,60 @@ def test_15_the_offline_page_says_the_service_cannot_be_reached(browser):
     ring = browser.find_element(By.CSS_SELECTOR, ".logo").value_of_css_property("box-shadow")
     assert "rgb(255, 255, 255)" in ring, ring
     checked(browser)
+
+
+def test_credential_pages_an_email_change_its_way_back_and_the_last_administrator(browser, mail_sink):
+    """Issue 23's own pages, each axe-clean and reflowing at both sizes: the pending email change
+    on /account with its cancel button, the "sign in to confirm" page a signed-out holder of the
+    link sees, the confirmation, the old address's way back and the reset form it leads to, and the
+    page that tells a school's only administrator to hand the role over before deleting."""
+    server = Server("--smtp", mail_sink.url)
+    try:
+        add_account(server, "ada@example.test", "Ada Example", [("northfield", "administrator")])
+        sign_in(browser, server, "ada@example.test")
+        browser.find_element(By.ID, "new-email").send_keys("ada.new@example.test")
+        browser.find_element(By.ID, "email-password").send_keys(PASSWORD)
+        submit(browser, "form:has(#new-email)")
+        WebDriverWait(browser, 10).until(lambda d: d.find_elements(By.ID, "pending-email"))
+        assert "ada.new@example.test" in browser.find_element(By.ID, "pending-email").text
+        checked(browser)
+        link = mail_sink.wait_for(lambda m: m.to == "ada.new@example.test").links[0]
+
+        # Signed out, the link asks to sign in first, and comes back after.
+        browser.delete_all_cookies()
+        follow(browser, server, link)
+        WebDriverWait(browser, 10).until(lambda d: "Sign in to confirm" in d.title)
+        checked(browser)
+        browser.find_element(By.LINK_TEXT, "Sign in").click()
+        browser.find_element(By.ID, "email").send_keys("ada@example.test")
+        browser.find_element(By.ID, "password").send_keys(PASSWORD)
+        submit(browser, "form")
+        WebDriverWait(browser, 10).until(lambda d: "ada.new@example.test" in main_text(d))
+        checked(browser)
+        submit(browser, "form")
+        WebDriverWait(browser, 10).until(lambda d: "has been changed" in main_text(d))
+
+        back = mail_sink.wait_for(lambda m: m.to == "ada@example.test" and "was changed" in m.subject).links[0]
+        browser.delete_all_cookies()
+        follow(browser, server, back)
+        WebDriverWait(browser, 10).until(lambda d: "Take your account back" in d.title)
+        checked(browser)
+        submit(browser, "form")
+        WebDriverWait(browser, 10).until(lambda d: d.find_elements(By.ID, "password"))
+        checked(browser)
+        browser.find_element(By.ID, "password").send_keys("a brand new phrase for ada")
+        submit(browser, "form")
+        WebDriverWait(browser, 10).until(lambda d: "/account/reset/done" in d.current_url)
+
+        browser.get(server.url("/sign-in"))
+        browser.find_element(By.ID, "email").send_keys("ada@example.test")
+        browser.find_element(By.ID, "password").send_keys("a brand new phrase for ada")
+        submit(browser, "form")
+        browser.get(server.url("/account/delete"))
+        browser.find_element(By.ID, "password").send_keys("a brand new phrase for ada")
+        submit(browser, "form")
+        WebDriverWait(browser, 10).until(lambda d: "Hand over your schools first" in d.title)
+        assert "Northfield School" in main_text(browser)
+        checked(browser)
+    finally:
+        server.stop()
