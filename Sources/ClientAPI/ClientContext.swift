@@ -218,13 +218,22 @@ extension ClientContext {
     try store.enqueueMail(message, host: WebSecurity.host(of: deployment.origin))
   }
 
+  /// The network hint of `request`'s client address (`ClientStore.networkHint`).
+  func network(_ request: Request, _ store: ClientStore) -> String? {
+    store.networkHint(address: ClientAddress.of(request, trustedProxies: trustedProxies))
+  }
+
   /// An absolute link on the deployment's origin to `path` (with its query).
   func link(_ path: String) -> String { deployment.origin + path }
 
-  /// The live session `credential` names, if any.
-  func signed(_ credential: Credential, _ store: ClientStore) throws(StoreError) -> Signed? {
+  /// The live session `credential` names, if any; `request` is where it was presented from (its
+  /// network is kept as the session's "last used from", `ClientStore.networkHint`).
+  func signed(_ credential: Credential, _ store: ClientStore, from request: Request? = nil) throws(StoreError)
+    -> Signed?
+  {
     guard let token = credential.token,
-      let (session, account) = try store.session(token: token, lifetimes: lifetimes)
+      let (session, account) = try store.session(
+        token: token, lifetimes: lifetimes, network: request.flatMap { network($0, store) })
     else { return nil }
     return Signed(session: session, account: account, token: token)
   }

@@ -59,10 +59,13 @@ extension ClientStore {
   }
 
   /// The live session a token names and its account: not revoked, the account enabled, within both
-  /// lifetimes. Marks it seen (at most once a minute, so reads rarely write).
-  public func session(token: String, lifetimes: SessionLifetimes) throws(StoreError) -> (
-    SessionRecord, Account
-  )? {
+  /// lifetimes. Marks it seen (at most once a minute, so reads rarely write), from `network` (the
+  /// request's `networkHint`) when known.
+  public func session(token: String, lifetimes: SessionLifetimes, network: String? = nil) throws(StoreError)
+    -> (
+      SessionRecord, Account
+    )?
+  {
     let rows = try db.query(
       """
       SELECT s.id, s.account_id, s.kind, s.platform, s.app_version, s.created_at, s.last_seen_at, s.expires_at, s.browser,
@@ -73,7 +76,7 @@ extension ClientStore {
     guard let row = rows.first else { return nil }
     let record = Self.session(Array(row[0..<9]), revokedAt: nil, reason: nil)
     let account = Self.account(Array(row[9..<13]))
-    return try liveSeenAt(record, account, lifetimes) == nil ? nil : (record, account)
+    return try liveSeenAt(record, account, lifetimes, network: network) == nil ? nil : (record, account)
   }
 
   /// The live session a token names, its account and the account's live memberships, in one
@@ -84,7 +87,9 @@ extension ClientStore {
 
   /// `sessionView` for several tokens in one statement (the pool's batch of `GET /session`
   /// reads): one answer per token, in order, nil where the token names no live session.
-  public func sessionViews(tokens: [String], lifetimes: SessionLifetimes) throws(StoreError) -> [SessionView?]
+  /// `networks[i]`, when given, is where `tokens[i]` was presented from (`networkHint`).
+  public func sessionViews(tokens: [String], lifetimes: SessionLifetimes, networks: [String?] = [])
+    throws(StoreError) -> [SessionView?]
   {
     guard !tokens.isEmpty else { return [] }
     let digests = tokens.map { Secrets.digest($0) }
@@ -111,7 +116,10 @@ extension ClientStore {
       guard let first = mine.first else { continue }
       let stored = Self.session(Array(first[1..<10]), revokedAt: nil, reason: nil)
       let account = Self.account(Array(first[10..<14]))
-      guard let seenAt = try liveSeenAt(stored, account, lifetimes) else { continue }
+      let network = digests.indices.first { digests[$0] == digest && $0 < networks.count }.flatMap {
+        networks[$0]
+      }
+      guard let seenAt = try liveSeenAt(stored, account, lifetimes, network: network) else { continue }
       let record = SessionRecord(
         id: stored.id, accountID: stored.accountID, kind: stored.kind, platform: stored.platform,
         appVersion: stored.appVersion, createdAt: stored.createdAt, lastSeenAt: seenAt,
@@ -129,16 +137,18 @@ extension ClientStore {
   }
 
   /// Within both lifetimes and the account enabled: then marks the session seen (at most once a
-  /// minute, so that reads rarely write) and returns its last-seen time as now stored; else nil.
-  private func liveSeenAt(_ record: SessionRecord, _ account: Account, _ lifetimes: SessionLifetimes)
-    throws(StoreError) -> Int?
-  {
+  /// minute, so that reads rarely write; with the `network` it was used from, when known) and
+  /// returns its last-seen time as now stored; else nil.
+  private func liveSeenAt(
+    _ record: SessionRecord, _ account: Account, _ lifetimes: SessionLifetimes, network: String?
+  ) throws(StoreError) -> Int? {
     let now = clock()
     let idle = record.kind == "native" ? lifetimes.nativeIdle : lifetimes.webIdle
     guard !account.disabled, now < record.expiresAt, now - record.lastSeenAt < idle else { return nil }
     guard now - record.lastSeenAt >= ClientStore.seenResolution else { return record.lastSeenAt }
     try db.query(
-      "UPDATE sessions SET last_seen_at = ? WHERE id = ?", [.integer(Int64(now)), .text(record.id)])
+      "UPDATE sessions SET last_seen_at = ?, network = coalesce(?, network) WHERE id = ?",
+      [.integer(Int64(now)), network.map { .text($0) } ?? .null, .text(record.id)])
     return now
   }
 

@@ -147,7 +147,7 @@ public struct NativeSignIn: Sendable {
     switch HandoffParameters.parse(WebSecurity.fields(query), deployment: context.deployment) {
     case .failure(let refusal): return refused(refusal)
     case .success(let parameters):
-      let signed = try context.signed(Credential(request), try context.store())
+      let signed = try context.signed(Credential(request), try context.store(), from: request)
       return form(request, parameters, signedIn: signed?.account, status: .ok, message: nil)
     }
   }
@@ -176,7 +176,7 @@ public struct NativeSignIn: Sendable {
     // A sign-in with the password leaves a trusted-device cookie in the system browser.
     var device: String? = nil
     if fields_["action"] == "continue" {
-      guard let signed = try context.signed(Credential(request), store) else {
+      guard let signed = try context.signed(Credential(request), store, from: request) else {
         return form(
           request, parameters, signedIn: nil, status: .badRequest,
           message: "Your browser session has ended. Please sign in.")

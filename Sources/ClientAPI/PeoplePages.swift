@@ -90,7 +90,7 @@ public struct PeoplePages: Sendable {
     (Signed, Membership), Refused
   > {
     let schoolID = request.parameters["schoolId"] ?? ""
-    guard let signed = try context.signed(Credential(request), store) else {
+    guard let signed = try context.signed(Credential(request), store, from: request) else {
       return .failure(
         Refused(WebPages.redirect("/sign-in?return=" + Self.escapeQuery("/schools/\(schoolID)/people"))))
     }
@@ -284,7 +284,7 @@ public struct PeoplePages: Sendable {
     _ body: (Request, Signed, Membership, [String: String]) throws(StoreError) -> Response
   ) throws(StoreError) -> Response {
     let store = try context.store()
-    guard let signed = try context.signed(Credential(request), store) else {
+    guard let signed = try context.signed(Credential(request), store, from: request) else {
       return context.formRefusal(request, binding: nil, signedOut: true) ?? WebPages.redirect("/sign-in")
     }
     if let refusal = context.formRefusal(request, binding: signed.token) { return refusal }

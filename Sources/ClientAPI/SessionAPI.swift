@@ -76,7 +76,7 @@ public struct SessionAPI: Sendable {
     if let refusal = precheck(request, credential, mutating: mutating) { return refusal }
     do {
       let store = try context.store()
-      guard let signed = try context.signed(credential, store) else {
+      guard let signed = try context.signed(credential, store, from: request) else {
         return Self.unauthorized(error: "invalid_token")
       }
       return try body(signed, store, credential)
@@ -142,7 +142,10 @@ public struct SessionAPI: Sendable {
     guard !reads.isEmpty else { return answers.map { $0 ?? Self.unauthorized(error: "invalid_token") } }
     do {
       let stamp = context.sessionCache.stampBeforeRead()
-      let views = try context.store().sessionViews(tokens: reads.map(\.token), lifetimes: context.lifetimes)
+      let store = try context.store()
+      let views = try store.sessionViews(
+        tokens: reads.map(\.token), lifetimes: context.lifetimes,
+        networks: reads.map { context.network(requests[$0.index], store) })
       for ((index, token), view) in zip(reads, views) {
         guard let view else {
           answers[index] = Self.unauthorized(error: "invalid_token")

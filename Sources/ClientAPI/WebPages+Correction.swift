@@ -74,7 +74,7 @@ extension WebPages {
   /// The signed-in person behind a correction form, or the answer to send instead (signed out:
   /// to sign in; a foreign or expired form: the refusal).
   func signedForm(_ request: Request, _ store: ClientStore) throws(StoreError) -> Result<Signed, Refused> {
-    guard let signed = try context.signed(Credential(request), store) else {
+    guard let signed = try context.signed(Credential(request), store, from: request) else {
       return .failure(Refused(refusal(request, binding: nil, signedOut: true) ?? Self.redirect("/sign-in")))
     }
     if let refusal = refusal(request, binding: signed.token) { return .failure(Refused(refusal)) }
@@ -235,7 +235,7 @@ extension WebPages {
       let record = try store.peekToken(token, purpose: flow.purpose),
       let account = try store.account(id: record.accountID), !account.disabled
     else { return linkExpired(flow) }
-    let signed = try context.signed(Credential(request), store)
+    let signed = try context.signed(Credential(request), store, from: request)
     guard let signed, signed.account.id == account.id else {
       var page = HTMLPage(title: "Sign in to confirm your new email address")
       page.html("<h1>Sign in to confirm your new email address</h1>\n")
@@ -272,7 +272,7 @@ extension WebPages {
     if let refusal = refusal(request, binding: token) { return refusal }
     guard let token else { return linkExpired(flow) }
     let store = try context.store()
-    guard let signed = try context.signed(Credential(request), store) else {
+    guard let signed = try context.signed(Credential(request), store, from: request) else {
       return Self.redirect("/account/email/confirm")
     }
     let outcome = try store.confirmEmailChange(

@@ -65,7 +65,9 @@ public struct WebPages: Sendable {
   func signInPage(_ request: Request) throws(StoreError) -> Response {
     let store = try context.store()
     let back = Self.returnPath(request.query.flatMap { WebSecurity.fields(Array($0.utf8)) }?["return"])
-    if try context.signed(Credential(request), store) != nil { return Self.redirect(back ?? "/account") }
+    if try context.signed(Credential(request), store, from: request) != nil {
+      return Self.redirect(back ?? "/account")
+    }
     return signInForm(request, status: .ok, message: nil, returnTo: back)
   }
 
@@ -222,7 +224,7 @@ public struct WebPages: Sendable {
 
   func signOut(_ request: Request) throws(StoreError) -> Response {
     let store = try context.store()
-    guard let signed = try context.signed(Credential(request), store) else {
+    guard let signed = try context.signed(Credential(request), store, from: request) else {
       if let refusal = refusal(request, binding: nil, signedOut: true) { return refusal }
       return Self.redirect(
         "/sign-in", cookie: WebSecurity.setCookie(WebSecurity.sessionCookie, "", maxAge: 0))
@@ -241,7 +243,7 @@ public struct WebPages: Sendable {
     _ request: Request, status: Status = .ok, message: String? = nil, errors: FieldErrors = FieldErrors()
   ) throws(StoreError) -> Response {
     let store = try context.store()
-    guard let signed = try context.signed(Credential(request), store) else {
+    guard let signed = try context.signed(Credential(request), store, from: request) else {
       return Self.redirect("/sign-in?return=%2Faccount")
     }
     let account = signed.account
@@ -323,7 +325,7 @@ public struct WebPages: Sendable {
 
   func revoke(_ request: Request) throws(StoreError) -> Response {
     let store = try context.store()
-    guard let signed = try context.signed(Credential(request), store) else {
+    guard let signed = try context.signed(Credential(request), store, from: request) else {
       return refusal(request, binding: nil, signedOut: true) ?? Self.redirect("/sign-in")
     }
     if let refusal = refusal(request, binding: signed.token) { return refusal }
@@ -342,7 +344,7 @@ public struct WebPages: Sendable {
   /// `POST /account/sessions/revoke-others`: every session of the account but this browser's ends.
   func revokeOthers(_ request: Request) throws(StoreError) -> Response {
     let store = try context.store()
-    guard let signed = try context.signed(Credential(request), store) else {
+    guard let signed = try context.signed(Credential(request), store, from: request) else {
       return refusal(request, binding: nil, signedOut: true) ?? Self.redirect("/sign-in")
     }
     if let refusal = refusal(request, binding: signed.token) { return refusal }
@@ -358,7 +360,7 @@ public struct WebPages: Sendable {
     -> Response
   {
     let store = try context.store()
-    guard let signed = try context.signed(Credential(request), store) else {
+    guard let signed = try context.signed(Credential(request), store, from: request) else {
       return Self.redirect("/sign-in?return=%2Faccount%2Fdelete")
     }
     var page = HTMLPage(title: "Delete your account")
@@ -382,7 +384,7 @@ public struct WebPages: Sendable {
 
   func delete(_ request: Request) throws(StoreError) -> Response {
     let store = try context.store()
-    guard let signed = try context.signed(Credential(request), store) else {
+    guard let signed = try context.signed(Credential(request), store, from: request) else {
       return refusal(request, binding: nil, signedOut: true) ?? Self.redirect("/sign-in")
     }
     if let refusal = refusal(request, binding: signed.token) { return refusal }
@@ -472,14 +474,15 @@ public struct WebPages: Sendable {
 
   /// The network hint of the request's client address (`ClientStore.networkHint`).
   static func network(_ request: Request, _ context: ClientContext, _ store: ClientStore) -> String? {
-    store.networkHint(address: ClientAddress.of(request, trustedProxies: context.trustedProxies))
+    context.network(request, store)
   }
 
-  /// Where a session was started, as roughly as the account page says it: from the network this
-  /// request comes from, or another one (never an address).
+  /// Where a session was last used, as roughly as the account page says it: from the network this
+  /// request comes from, or another one (never an address). Kept when the session is marked seen
+  /// (at most once a minute), else where it was signed in.
   static func whereLabel(_ session: SessionRecord, here: String?) -> String {
     guard let network = session.network else { return "Not recorded" }
-    return network == here ? "Signed in from this network" : "Signed in from another network"
+    return network == here ? "Last used from this network" : "Last used from another network"
   }
 
   /// How the account page names a session: the app and its version, or the browser and system

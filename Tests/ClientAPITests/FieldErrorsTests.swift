@@ -45,9 +45,40 @@ struct FieldErrorsTests {
     #expect(store.networkHint(address: "192.0.3.7") != here)
     #expect(here.count == 16 && !here.contains("192"))
     #expect(store.networkHint(address: "not an address") == nil)
-    #expect(WebPages.whereLabel(session(network: here), here: here) == "Signed in from this network")
-    #expect(WebPages.whereLabel(session(network: here), here: nil) == "Signed in from another network")
+    #expect(WebPages.whereLabel(session(network: here), here: here) == "Last used from this network")
+    #expect(WebPages.whereLabel(session(network: here), here: nil) == "Last used from another network")
     #expect(WebPages.whereLabel(session(network: nil), here: here) == "Not recorded")
+  }
+
+  @Test(
+    "a session's network is where it was last used: kept when it is marked seen (at most once a minute)",
+    arguments: Engine.available)
+  func lastUsed(engine: Engine) throws {
+    let f = try SessionFixture(engine)
+    let account = try f.store.createAccount(
+      email: "ada@example.test", displayName: "Ada", passwordHash: "x", actor: "test")
+    let (home, school) = (
+      f.store.networkHint(address: "192.0.2.7"), f.store.networkHint(address: "198.51.100.9")
+    )
+    _ = try f.store.createSession(
+      accountID: account.id, kind: "web", platform: nil, appVersion: nil, token: "tok",
+      lifetimes: SessionLifetimes(), network: home)
+    let store = f.store
+    func stored() throws -> String? {
+      let sessions = try store.sessions(.accountID(account.id))
+      return sessions.first?.network
+    }
+    _ = try f.store.session(token: "tok", lifetimes: SessionLifetimes(), network: school)
+    #expect(try stored() == home, "not yet a minute: nothing written")
+    f.clock.advance(ClientStore.seenResolution)
+    _ = try f.store.session(token: "tok", lifetimes: SessionLifetimes(), network: school)
+    #expect(try stored() == school)
+    f.clock.advance(ClientStore.seenResolution)
+    _ = try f.store.sessionViews(tokens: ["tok"], lifetimes: SessionLifetimes(), networks: [home])
+    #expect(try stored() == home)
+    f.clock.advance(ClientStore.seenResolution)
+    _ = try f.store.session(token: "tok", lifetimes: SessionLifetimes(), network: nil)
+    #expect(try stored() == home, "an unknown network keeps the last one")
   }
 
   func session(network: String?) -> SessionRecord {

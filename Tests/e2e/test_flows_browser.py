@@ -206,7 +206,7 @@ def test_11_sessions_are_told_apart_and_signed_out_with_a_confirmation(browser, 
         sign_in(browser, server, "ada@example.test")
         assert len([s for s in sessions_in_store(server, "ada@example.test") if s[1] is None]) == 4
         text = main_text(browser)
-        assert "Signed in from this network" in text and "Last used" in text and "(this browser)" in text
+        assert "Last used from this network" in text and "Last used" in text and "(this browser)" in text
         assert "127.0.0.1" not in browser.page_source, "no address is shown"
         assert all(s[2] and "127" not in s[2] for s in sessions_in_store(server, "ada@example.test"))
         checked(browser)
