@@ -179,8 +179,33 @@ struct HandoffStoreTests {
       return
     }
     let rows = try store.db.query("SELECT * FROM handoffs") + (try store.db.query("SELECT * FROM sessions"))
-    let text = "\(rows)"
-    #expect(!text.contains(code) && !text.contains(token))
+    // Every stored value as bytes (a BLOB's description prints decimal bytes, which a search of text
+    // never matches): neither the code nor the token, as text or as its bytes, is inside any.
+    let stored: [[UInt8]] = rows.flatMap { row in
+      row.compactMap { value -> [UInt8]? in
+        switch value {
+        case .text(let text): Array(text.utf8)
+        case .blob(let bytes): bytes
+        default: nil
+        }
+      }
+    }
+    for secret in [Array(code.utf8), Array(token.utf8)] {
+      #expect(!stored.contains { Self.contains($0, secret) })
+    }
+    // What is kept is the SHA-256 of each.
+    let handoff = try store.db.query("SELECT code_digest FROM handoffs")
+    #expect(handoff.first?.first == .blob(Secrets.digest(code)))
+    let session = try store.db.query("SELECT token_digest FROM sessions")
+    #expect(session.first?.first == .blob(Secrets.digest(token)))
+  }
+
+  /// Whether `haystack` holds `needle` as a run of bytes.
+  static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
+    guard !needle.isEmpty, haystack.count >= needle.count else { return false }
+    return (0...(haystack.count - needle.count)).contains {
+      haystack[$0..<($0 + needle.count)].elementsEqual(needle)
+    }
   }
 }
 

@@ -251,14 +251,26 @@ struct DeploymentValidationTests {
   }
 
   @Test("the environment variable chooses the environment over the file")
-  func environmentVariable() {
-    guard case .failure(let problems) = load("{}", env: ["BAND_LICENCE_ENV": "staging"]) else {
-      Issue.record("accepted")
+  func environmentVariable() throws {
+    // The file says development (which needs nothing more); the variable says staging, which
+    // needs an origin: the variable wins, so the file is refused.
+    let development = #"{"environment": "development"}"#
+    #expect(try load(development).get().environment == .development)
+    guard case .failure(let problems) = load(development, env: ["BAND_LICENCE_ENV": "staging"]) else {
+      Issue.record("accepted: the file's environment won over the variable")
       return
     }
     #expect(
       problems.lines.first
         == "origin is missing: set BAND_LICENCE_APP_URL or \"origin\" to https://<your host>")
+    // And the other way round: a file for staging (no origin) loads as development when the
+    // variable says so.
+    let staging = #"{"environment": "staging"}"#
+    guard case .failure = load(staging) else {
+      Issue.record("a staging file without an origin was accepted")
+      return
+    }
+    #expect(try load(staging, env: ["BAND_LICENCE_ENV": "development"]).get().environment == .development)
   }
 }
 
