@@ -146,7 +146,7 @@ extension ClientStore {
   }
 
   /// Asks to move `account` to `newEmail` (issue 14, "Correction"), in one transaction, answering
-  /// alike whether or not another account has the address (issue 23): any earlier pending change
+  /// alike whether or not another account has the address: any earlier pending change
   /// is cancelled; when the address is free an email-change token for it is issued and
   /// `confirm(token)` enqueued to it, else `inUse` is enqueued to it (its owner learns that
   /// someone tried; the asker learns nothing); `notice` goes to the old address either way, and it
@@ -203,7 +203,7 @@ extension ClientStore {
     }
   }
 
-  /// Follows an email-change link for the signed-in `accountID` (issue 23: the link alone is not
+  /// Follows an email-change link for the signed-in `accountID` (the link alone is not
   /// enough), in one transaction: the link is used, the account's email becomes the link's address
   /// and is verified, the account's other links are voided (they went to the old address), a way
   /// back (`email_revert`, 7 days) is issued to the old address and `notice(account, oldAddress,
@@ -233,7 +233,7 @@ extension ClientStore {
     }
   }
 
-  /// The old address takes the account back (issue 23), in one transaction: the `email_revert`
+  /// The old address takes the account back, in one transaction: the `email_revert`
   /// link is used (refused while an older one of the account is still live: the first address
   /// wins, so an attacker who changed the address twice cannot get there first with the second
   /// link), the email becomes the link's address again, verified; the password is replaced by
@@ -298,7 +298,7 @@ extension ClientStore {
 
 /// The rules for what a person may call themselves. A name reaches other people's mail (an
 /// invitation names its sender), so it may carry no text that a mail client would show as a link
-/// or that reorders what is shown (issue 23): the mail rule "no link but the deployment's own
+/// or that reorders what is shown: the mail rule "no link but the deployment's own
 /// origin" holds for text a client can type.
 public enum AccountRules {
   /// The most characters in a display name.

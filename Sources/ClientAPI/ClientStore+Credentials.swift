@@ -1,4 +1,4 @@
-/// Why an account's credentials changed: each ends everything issued before it (issue 23).
+/// Why an account's credentials changed: each ends everything issued before it.
 public enum CredentialChange: String, Sendable, CaseIterable {
   /// On `/account`, with the current password (the session that did it stays).
   case passwordChanged = "password_changed"
@@ -52,7 +52,7 @@ extension ClientStore {
 
   /// Withdraws the pending invitations `accountID` sent (to `schoolID`, or to every school),
   /// inside the caller's transaction, each audited `invitation.revoked` with `because`: an
-  /// invitation carries its sender's authority, so it ends when that authority does (issue 23).
+  /// invitation carries its sender's authority, so it ends when that authority does.
   /// Returns how many.
   @discardableResult
   func withdrawInvitations(sentBy accountID: String, in schoolID: String?, because: String)
@@ -143,7 +143,7 @@ extension ClientStore {
 
   /// The schools where `accountID` is the only administrator who can act (live membership,
   /// account enabled and not deleted): deleting or disabling the account would leave them with
-  /// none (issue 23).
+  /// none.
   public func schoolsOnlyAdministeredBy(accountID: String) throws(StoreError) -> [School] {
     try db.query(
       """

@@ -37,7 +37,7 @@ public enum ExchangeOutcome: Equatable, Sendable {
 extension ClientStore {
   /// Stores a handoff for `accountID` and returns its code (256 random bits; only the digest is
   /// kept). It is bound to the challenge, state, platform and app version and to the account's
-  /// credential epoch (a credential change voids it, issue 23), lives `lifetime` seconds and can be
+  /// credential epoch (a credential change voids it), lives `lifetime` seconds and can be
   /// exchanged once.
   public func createHandoff(
     accountID: String, challenge: String, state: String, platform: String, appVersion: String, lifetime: Int
@@ -65,7 +65,7 @@ extension ClientStore {
   /// successful or not. A later one with the same `Idempotency-Key` and the same body, within the
   /// lifetime, gets the same session back (its token unsealed with the presented verifier); any
   /// other later use is a replay: the session issued from the code is revoked and audited. A code
-  /// made before the account's last credential change is refused (issue 23).
+  /// made before the account's last credential change is refused.
   public func exchange(_ request: ExchangeRequest, lifetimes: SessionLifetimes) throws(StoreError)
     -> ExchangeOutcome
   {

@@ -1,4 +1,4 @@
-/// The People page's view of invitations and removals (issue 23, point 12): expired invitations
+/// The People page's view of invitations and removals: expired invitations
 /// stay listed (as expired) until someone withdraws them, and a removed member is told by mail.
 extension ClientStore {
   /// The school's invitations not yet accepted or withdrawn, expired ones included, newest first.

@@ -55,7 +55,7 @@ public enum AcceptOutcome: Sendable, Equatable {
   case accountExists
 }
 
-/// How many invitations may go out per hour (issue 23): from one inviter, to one school, and to one
+/// How many invitations may go out per hour: from one inviter, to one school, and to one
 /// address across all schools. Each is configurable (`docs/limits.md`).
 public struct InvitationLimits: Sendable, Equatable {
   public var perInviter = 20
@@ -176,7 +176,7 @@ extension ClientStore {
   /// `keyReused`. Over one of `limits` it is `limited`. An earlier pending invitation of that
   /// address to that school is withdrawn, so each person has one live link. The invitation keeps
   /// its sender's credential epoch: it is accepted only while the sender is still a live
-  /// administrator of the school under the same credentials (issue 23).
+  /// administrator of the school under the same credentials.
   public func createInvitation(
     schoolID: String, email address: EmailAddress, role: Role, actor: String,
     idempotencyKey: String? = nil, requestDigest: [UInt8] = [], limits: InvitationLimits = InvitationLimits(),
@@ -354,7 +354,7 @@ extension ClientStore {
   }
 
   /// Whether the invitation `id`'s sender is still a live administrator of its school under the
-  /// credentials they sent it with (issue 23); if not, the invitation is withdrawn (audited).
+  /// credentials they sent it with; if not, the invitation is withdrawn (audited).
   private func senderStillAuthorises(_ invitation: Invitation) throws(StoreError) -> Bool {
     let rows = try db.query(
       """

@@ -1,4 +1,4 @@
-/// The coarse "where" of a session (issue 23, point 11): never an address, only a keyed digest
+/// The coarse "where" of a session: never an address, only a keyed digest
 /// of the network it came from (an IPv4 /24, an IPv6 /48), so that the account page can tell
 /// "this network" from "another network" and nothing more. The digest is under the server's
 /// identifier key: without the key it cannot be matched against a list of networks.

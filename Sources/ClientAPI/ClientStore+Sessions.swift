@@ -167,7 +167,7 @@ extension ClientStore {
 
   /// Revokes every live session of `accountID` but `keeping` (the owner's "sign out of all other
   /// devices"), in one transaction, with what those devices could still turn into a session or a
-  /// lockout budget (issue 23): unexchanged handoff codes, and every trusted browser but the one
+  /// lockout budget: unexchanged handoff codes, and every trusted browser but the one
   /// whose cookie is `keepingDevice`. Returns how many sessions ended.
   @discardableResult
   public func revokeOtherSessions(

@@ -131,7 +131,7 @@ extension ClientStore {
   /// The person asked for deletion (and proved it with their password): in one transaction the
   /// account is marked deleted and disabled, everything its credentials issued ends
   /// (`endCredentials`), and it is audited. Refused (the schools returned, nothing changed) while
-  /// the account is the only administrator of a school (issue 23). Personal fields stay until the
+  /// the account is the only administrator of a school. Personal fields stay until the
   /// retention window has passed (`eraseDeletedAccounts`).
   @discardableResult
   public func requestDeletion(accountID: String) throws(StoreError) -> [School] {

@@ -115,7 +115,7 @@ public final class ClientStore {
   /// What a failure counter is kept under: the email's digest, or for a trusted device the
   /// account's one budget for all its trusted devices together (the account ID under the same key,
   /// in its own domain so that the two never meet): however many device cookies someone holds,
-  /// they share one lockout (issue 23).
+  /// they share one lockout.
   func failureKey(_ email: EmailAddress, device: TrustedDevice?) -> [UInt8] {
     guard let device else { return identifierDigest(email) }
     return Secrets.hmac(key: identifierKey, Array("devices:\(device.accountID)".utf8))

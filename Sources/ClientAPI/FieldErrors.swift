@@ -1,4 +1,4 @@
-/// What a refused form says, field by field (issue 23, point 10): each message sits next to its
+/// What a refused form says, field by field: each message sits next to its
 /// input (`HTMLPage.field`), which is `aria-invalid` and described by it, and the page's error
 /// summary links to it (`HTMLPage.summary`).
 struct FieldErrors: Sendable {

@@ -145,7 +145,7 @@ public struct InvitationPages: Sendable {
     }
     let fields = WebSecurity.form(request) ?? [:]
     let password = fields["password"] ?? ""
-    // The one rule for names, as on /account (at most 100 characters; issue 23).
+    // The one rule for names, as on /account (at most 100 characters).
     guard let name = AccountRules.displayName(fields["name"] ?? "") else {
       return try form(
         request, status: .badRequest, message: nil, errors: FieldErrors("name", AccountRules.nameProblem))

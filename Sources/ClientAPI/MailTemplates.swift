@@ -27,8 +27,8 @@ public enum MailTemplates {
     return MailMessage(kind: kind, to: to, subject: subject, text: text, html: html)
   }
 
-  /// To the owner of an address another account asked to move to (issue 23: the asker is told the
-  /// same as when the address is free; this owner learns that someone tried). `link` is the
+  /// To the owner of an address another account asked to move to. The asker is told the
+  /// same as when the address is free; this owner learns that someone tried. `link` is the
   /// deployment's recovery page.
   public static func addressInUse(to: EmailAddress, link: String) -> MailMessage {
     message(

@@ -169,7 +169,7 @@ public enum Migrations {
       request_digest BLOB
     );
     """,
-    // 10: a credential change ends everything issued before it (issue 23). Each account has a
+    // 10: a credential change ends everything issued before it. Each account has a
     // credential epoch that every password change, reset, set-password, disabling, deletion and
     // email restore advances: handoff codes and invitations record the epoch they were made under
     // and are refused under another; trusted-device cookies are MACed over it and each is kept on

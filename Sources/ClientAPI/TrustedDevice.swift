@@ -3,7 +3,7 @@
 /// `<issued>.<nonce>.<mac>` with the MAC over the normalised email, the account, its credential
 /// epoch, the issue time and the nonce under the server's device key. The server keeps each
 /// device's nonce (as a digest), at most `perAccount` per account, and forgets them all at every
-/// credential change (issue 23), so a cookie is trusted only while it is on that list and its MAC
+/// credential change, so a cookie is trusted only while it is on that list and its MAC
 /// names the account's current epoch.
 ///
 /// A later attempt that presents a trusted device for the email it names is not held by the

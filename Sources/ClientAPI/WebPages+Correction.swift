@@ -166,7 +166,7 @@ extension WebPages {
       return refusal
     }
     let account = signed.account
-    // The same answer whether or not another account has the address (issue 23): that account's
+    // The same answer whether or not another account has the address: that account's
     // owner is told instead.
     try store.requestEmailChange(
       account: account, to: newEmail, host: WebSecurity.host(of: context.deployment.origin),
@@ -226,7 +226,7 @@ extension WebPages {
 
   /// `GET /account/email/confirm`: with `?token=`, lands the link (`land`); else, to the account's
   /// own signed-in session, asks to confirm the address the cookie's link names; to anyone else,
-  /// to sign in first (issue 23: the link alone changes nothing).
+  /// to sign in first (the link alone changes nothing).
   func emailConfirmPage(_ request: Request) throws(StoreError) -> Response {
     let flow = LinkFlow.emailChange
     let store = try context.store()

@@ -26,7 +26,7 @@ struct LinkFlow: Sendable {
   /// `/account/email/confirm`: a link to a new address.
   static let emailChange = LinkFlow(
     purpose: .emailChange, path: "/account/email/confirm", cookie: "__Host-bl_email_change")
-  /// `/account/email/restore`: the old address's way back after an email change (issue 23).
+  /// `/account/email/restore`: the old address's way back after an email change.
   static let emailRestore = LinkFlow(
     purpose: .emailRevert, path: "/account/email/restore", cookie: "__Host-bl_email_restore")
 

@@ -159,7 +159,7 @@ struct CorrectionTests {
     #expect(text(ask("nonsense")).contains("Enter the new email address."))
     #expect(text(ask("ada.new@example.test", "wrong password")).contains("not right"))
     #expect(try f.store.outbox().isEmpty)
-    // An address another account has is answered alike; its owner is told instead (issue 23).
+    // An address another account has is answered alike; its owner is told instead.
     #expect(ask("bo@example.test").header("Location") == "/account?changed=email")
     let inUse = try #require(try f.mail(to: "bo@example.test", kind: "email_change_in_use"))
     #expect(f.linkPath(inUse) == "/account/recover")

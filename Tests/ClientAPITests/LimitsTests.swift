@@ -99,7 +99,7 @@ struct LimitsTests {
       try f.pages.checkPassword(
         email: "tom@example.test", password: "the right password", store: store, device: device
       ).passed)
-    // Failures from any of the account's trusted browsers count against one budget (issue 23): two
+    // Failures from any of the account's trusted browsers count against one budget: two
     // cookies give no more guesses than one.
     f.clock.advance(1)
     let second = try store.trustDevice(account: tom, replacing: nil)

@@ -1,4 +1,4 @@
-"""Issue 23's attacks, each played end to end against the real binary with a real SMTP server on
+"""The attacks on credential changes, each played end to end against the real binary with a real SMTP server on
 loopback: a credential change (password change, reset, set-password, disabling, deletion) ends
 everything an attacker could hold — an email-change link, trusted-device cookies, a native sign-in
 code, an invitation sent with a stolen administrator's session — and the old address gets its

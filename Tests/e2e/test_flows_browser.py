@@ -1,4 +1,4 @@
-"""Flows people can finish (issue 23, points 9-15), each in headless Chromium at a phone's size
+"""Flows people can finish, each in headless Chromium at a phone's size
 (390x844) and a laptop's (1280x800), with axe-core 4.x finding nothing at either: the People page
 reflows; refused forms keep what was typed, mark the field, say what is wrong next to it, focus an
 error summary that links to the fields and stay at the page's own address; sessions are told apart
@@ -365,7 +365,7 @@ def test_15_the_offline_page_says_the_service_cannot_be_reached(browser):
 
 
 def test_credential_pages_an_email_change_its_way_back_and_the_last_administrator(browser, mail_sink):
-    """Issue 23's own pages, each axe-clean and reflowing at both sizes: the pending email change
+    """The credential pages, each axe-clean and reflowing at both sizes: the pending email change
     on /account with its cancel button, the "sign in to confirm" page a signed-out holder of the
     link sees, the confirmation, the old address's way back and the reset form it leads to, and the
     page that tells a school's only administrator to hand the role over before deleting."""

@@ -292,7 +292,7 @@ def test_every_private_route_answers_no_store(web, tmp_path):
 def test_deletion_re_asks_the_password_ends_everything_and_retention_erases(web):
     from test_session_api import add_session
 
-    # Ada administers Riverside: someone else must too, or the deletion is refused (issue 23; see
+    # Ada administers Riverside: someone else must too, or the deletion is refused (see
     # test_credential_changes.py::test_the_last_administrator_cannot_delete_their_account).
     add_account(web, "rae@example.test", "Rae Example", [("riverside", "administrator")])
     browser = Browser(web)
