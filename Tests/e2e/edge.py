@@ -317,6 +317,20 @@ class Server:
             if len(lines) >= minimum or time.monotonic() > deadline:
                 return lines
 
+    def logs(self, timeout: float = 5) -> str:
+        """Everything the server has logged (its access log, then its events), once the access log
+        holds a line for every request the server has counted (`band_edge_http_requests_total` on
+        the admin listener): each loop writes its lines about a second after their requests, so a
+        check that reads the file at once can miss the last ones. Fails after `timeout` seconds."""
+        counted = sum(int(float(line.rsplit(" ", 1)[1])) for line in self.metrics().splitlines()
+                      if line.startswith("band_edge_http_requests_total{"))
+        deadline = time.monotonic() + timeout
+        while (written := self.stdout_path.read_text().count("\n")) < counted:
+            assert time.monotonic() < deadline, (
+                f"the access log has {written} lines {timeout:g} s on; the server counted {counted} requests")
+            time.sleep(0.05)
+        return self.stdout_path.read_text() + self.stderr_path.read_text()
+
     def events(self) -> list[dict]:
         return [json.loads(line) for line in self.stderr_path.read_text().splitlines() if line.startswith("{")]
 

@@ -56,7 +56,7 @@ def test_session_read_revoke_and_challenges():
         deleted = fetch(server, "/api/client/v1/session", {"Authorization": f"Bearer {token}"}, method="DELETE")
         assert deleted.status == 204 and deleted.body == b""
         assert fetch(server, "/api/client/v1/session", {"Authorization": f"Bearer {token}"}).status == 401
-        logs = server.stdout_path.read_text() + server.stderr_path.read_text()
+        logs = server.logs()
         assert token not in logs and other not in logs
         assert hashlib.sha256(token.encode()).hexdigest() not in logs
     finally:
