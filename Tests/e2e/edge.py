@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -135,7 +136,7 @@ def cleanup() -> None:
     """Stops every server a test started and did not stop, and removes every temporary directory.
     Run by conftest at the end of the session, and at exit should the session be cut short."""
     for server in _servers:
-        server.stop()
+        server.stop(check=False)
     _servers.clear()
     for path in _directories:
         shutil.rmtree(path, ignore_errors=True)
@@ -271,9 +272,25 @@ class Server:
         self.process.send_signal(sig)
 
     def wait(self, timeout: float = 15) -> int:
-        return self.process.wait(timeout=timeout)
+        """Waits for a process the test ended itself (a signal it sent) and returns its status, for
+        the test to check; `stop` then leaves it alone."""
+        status = self.process.wait(timeout=timeout)
+        self.ended_by_test = True
+        return status
 
-    def stop(self) -> None:
+    ended_by_test = False
+    _stopped = False
+
+    def stop(self, check: bool = True) -> None:
+        """SIGTERM and wait. With `check`, the first stop of a process the test did not end itself
+        (`wait`, `fleet.Instance.kill`) asserts it was still running and exited 0: a server that
+        crashed or was killed during a test fails that test."""
+        check = check and not self._stopped and not self.ended_by_test
+        self._stopped = True
+        if check:
+            assert self.process.poll() is None, (
+                f"band-edge had exited ({self.process.returncode}) before the test stopped it: "
+                f"{self.stderr_path.read_text()[-2000:]}")
         if self.process.poll() is None and self.scraped_at_stop:
             try:
                 _scrapes.append((" ".join(self.process.args[1:]), self.metrics()))
@@ -287,6 +304,9 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        if check:
+            assert self.process.returncode == 0, (
+                f"band-edge exited {self.process.returncode} on SIGTERM: {self.stderr_path.read_text()[-2000:]}")
 
     def access_log(self, minimum: int = 1, timeout: float = 5) -> list[dict]:
         """Access-log lines (JSON), waiting until at least `minimum` are there (the log is flushed
@@ -296,6 +316,20 @@ class Server:
             lines = [json.loads(line) for line in self.stdout_path.read_text().splitlines() if line.strip()]
             if len(lines) >= minimum or time.monotonic() > deadline:
                 return lines
+
+    def logs(self, timeout: float = 5) -> str:
+        """Everything the server has logged (its access log, then its events), once the access log
+        holds a line for every request the server has counted (`band_edge_http_requests_total` on
+        the admin listener): each loop writes its lines about a second after their requests, so a
+        check that reads the file at once can miss the last ones. Fails after `timeout` seconds."""
+        counted = sum(int(float(line.rsplit(" ", 1)[1])) for line in self.metrics().splitlines()
+                      if line.startswith("band_edge_http_requests_total{"))
+        deadline = time.monotonic() + timeout
+        while (written := self.stdout_path.read_text().count("\n")) < counted:
+            assert time.monotonic() < deadline, (
+                f"the access log has {written} lines {timeout:g} s on; the server counted {counted} requests")
+            time.sleep(0.05)
+        return self.stdout_path.read_text() + self.stderr_path.read_text()
 
     def events(self) -> list[dict]:
         return [json.loads(line) for line in self.stderr_path.read_text().splitlines() if line.startswith("{")]
@@ -451,3 +485,46 @@ class KeepAlive:
             if connection is not None:
                 connection.close()
         self.h2 = self.client = None
+
+
+class Workers:
+    """Client threads, each running `work(i)` round after round (`rounds` times, or until `stop`).
+    Nothing a thread raises is lost with it: `done[i]` counts thread i's completed rounds, and `join`
+    and `stop` raise the first failure of any thread."""
+
+    def __init__(self, work, threads: int, rounds: int | None = None):
+        self.work, self.rounds = work, rounds
+        self.stopping = threading.Event()
+        self.done = [0] * threads
+        self.failures: list[BaseException] = []
+        self.threads = [threading.Thread(target=self._run, args=(i,), daemon=True) for i in range(threads)]
+        for t in self.threads:
+            t.start()
+
+    def _run(self, i: int) -> None:
+        try:
+            while not self.stopping.is_set() and (self.rounds is None or self.done[i] < self.rounds):
+                self.work(i)
+                self.done[i] += 1
+        except BaseException as error:
+            self.failures.append(error)
+
+    def check(self) -> None:
+        """Raises the first failure of any thread so far."""
+        if self.failures:
+            raise AssertionError(f"{len(self.failures)} client threads failed; the first: "
+                                 f"{self.failures[0]!r}") from self.failures[0]
+
+    def join(self, timeout: float = 120) -> list[int]:
+        """Waits for every thread to finish its rounds; the rounds each completed."""
+        deadline = time.monotonic() + timeout
+        for t in self.threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        assert not any(t.is_alive() for t in self.threads), "client threads still running"
+        self.check()
+        return self.done
+
+    def stop(self) -> list[int]:
+        """Ends the rounds (each thread finishes the one it is in) and waits, as `join`."""
+        self.stopping.set()
+        return self.join()

@@ -122,6 +122,7 @@ class Instance(edge.Server):
     def launch(self) -> None:
         """Starts the process (without waiting for it to listen)."""
         self.starts += 1
+        self.ended_by_test = self._stopped = False
         self.stdout_path = self.dir / f"stdout-{self.starts}.log"
         self.stderr_path = self.dir / f"stderr-{self.starts}.log"
         command = [str(binary()), "serve", "--listen", f"127.0.0.1:{self.port}", "--shell", str(self.shell),
@@ -146,6 +147,7 @@ class Instance(edge.Server):
         """SIGKILL: no drain, nothing flushed."""
         self.process.kill()
         self.process.wait(timeout=15)
+        self.ended_by_test = True
 
 
 def send(address: tuple[str, int], method: str, path: str, headers: dict[str, str] | None = None,

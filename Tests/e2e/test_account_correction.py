@@ -33,7 +33,7 @@ def actions(server):
 
 
 def logs(server):
-    return server.stdout_path.read_text() + server.stderr_path.read_text()
+    return server.logs()
 
 
 def patch(browser, body, origin=True):

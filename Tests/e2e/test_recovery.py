@@ -36,7 +36,7 @@ def actions(server):
 
 
 def logs(server):
-    return server.stdout_path.read_text() + server.stderr_path.read_text()
+    return server.logs()
 
 
 def test_recovery_end_to_end(mailed):

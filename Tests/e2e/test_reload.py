@@ -3,10 +3,9 @@ connections, rate-limit buckets and the session cache live as long as the proces
 
 import os
 import signal
-import threading
 import time
 
-from edge import request
+from edge import Workers, request
 from test_sign_in_limits import attempt
 from test_web_sign_in import PASSWORD, Browser, add_account
 
@@ -50,30 +49,30 @@ def test_fifty_reloads_under_traffic_keep_descriptors_buckets_and_sessions(make_
         assert attempt(server, "nobody@example.test", "wrong")[1].status == 400
     assert attempt(server, "nobody@example.test", "wrong")[1].status == 429, "the bucket is empty"
 
-    def traffic(stop):
-        while not stop.is_set():
-            assert browser.send("GET", "/api/client/v1/session").status == 200
-            client = server.connect()
-            client.send(request("GET", "/", headers={"Connection": "close"}))
-            assert client.read_response().status == 200
-            client.close()
+    def traffic(_):
+        assert browser.send("GET", "/api/client/v1/session").status == 200
+        client = server.connect()
+        client.send(request("GET", "/", headers={"Connection": "close"}))
+        assert client.read_response().status == 200
+        client.close()
 
     # Warm every worker's connection before counting.
     for _ in range(20):
         assert browser.send("GET", "/api/client/v1/session").status == 200
     before = descriptors(server)
     rss_before = resident_kib(server)
-    stop = threading.Event()
-    workers = [threading.Thread(target=traffic, args=(stop,)) for _ in range(2)]
-    for w in workers:
-        w.start()
+    workers = Workers(traffic, 2)
     try:
-        for n in range(1, 51):
+        reload_and_wait(server, 1)
+        after_first = list(workers.done)
+        for n in range(2, 51):
             reload_and_wait(server, n)
+            workers.check()
+        during = [now - then for now, then in zip(workers.done, after_first)]
     finally:
-        stop.set()
-        for w in workers:
-            w.join()
+        done = workers.stop()
+    # Every client kept being answered between the first reload and the last.
+    assert all(during), f"rounds of traffic during reloads 2 to 50, per thread: {during} (in all {done})"
     for _ in range(20):
         assert browser.send("GET", "/api/client/v1/session").status == 200
     assert descriptors(server) == before, "a reload opened descriptors it never closed"

@@ -7,10 +7,9 @@ import base64
 import hashlib
 import json
 import os
-import threading
 import time
 
-from edge import KeepAlive, Server, engine, fetch
+from edge import KeepAlive, Server, Workers, engine, fetch
 
 
 def add_session(server, email, schools=()):
@@ -57,7 +56,7 @@ def test_session_read_revoke_and_challenges():
         deleted = fetch(server, "/api/client/v1/session", {"Authorization": f"Bearer {token}"}, method="DELETE")
         assert deleted.status == 204 and deleted.body == b""
         assert fetch(server, "/api/client/v1/session", {"Authorization": f"Bearer {token}"}).status == 401
-        logs = server.stdout_path.read_text() + server.stderr_path.read_text()
+        logs = server.logs()
         assert token not in logs and other not in logs
         assert hashlib.sha256(token.encode()).hexdigest() not in logs
     finally:
@@ -69,21 +68,19 @@ def test_concurrent_reads_on_the_pool():
     try:
         token = add_session(server, "ada@example.test", [("northfield", "teacher")])
         failures = []
+        answered = []
 
-        def reader():
+        def reader(_):
             client = KeepAlive(server)
             for _ in range(100):
                 (response,) = client.send(("GET", "/api/client/v1/session", {"Authorization": f"Bearer {token}"}))
+                answered.append(response.status)
                 if response.status != 200:
                     failures.append(response.status)
             client.close()
 
-        threads = [threading.Thread(target=reader) for _ in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        assert failures == []
+        assert Workers(reader, 8, rounds=1).join() == [1] * 8
+        assert failures == [] and len(answered) == 800
     finally:
         server.stop()
 
@@ -101,8 +98,11 @@ def test_many_people_at_once_each_read_their_own_session():
         unknown = base64.urlsafe_b64encode(os.urandom(32)).rstrip(b"=").decode()
         people[unknown] = None
         wrong = []
+        answered = []
+        tokens = list(people)
 
-        def reader(token):
+        def reader(i):
+            token = tokens[i]
             client = KeepAlive(server)
             request = ("GET", "/api/client/v1/session", {"Authorization": f"Bearer {token}"})
             for _ in range(40):
@@ -115,16 +115,13 @@ def test_many_people_at_once_each_read_their_own_session():
                         email, school = people[token]
                         ok = body.get("account", {}).get("email") == email and [
                             s["slug"] for s in body["schools"]] == [school]
+                    answered.append(ok)
                     if not ok:
                         wrong.append((token[:6], response.status))
             client.close()
 
-        threads = [threading.Thread(target=reader, args=(token,)) for token in people]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        assert wrong == []
+        assert Workers(reader, len(tokens), rounds=1).join() == [1] * len(tokens)
+        assert wrong == [] and len(answered) == len(tokens) * 40 * 3
     finally:
         server.stop()
 

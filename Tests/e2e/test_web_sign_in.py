@@ -264,29 +264,91 @@ def test_failures_are_indistinguishable_and_nothing_secret_is_ever_written(web):
 
 
 def test_every_private_route_answers_no_store(web, tmp_path):
-    """Walks the served route table (serve --print-routes with the same flags) and requests each route."""
+    """Walks the served route table (serve --print-routes with the same flags) and requests each
+    route signed out, and signed in as Ada: with real IDs for its parameters (a school she
+    administers, a member, an invitation and another session of hers) and, for a form, a valid CSRF
+    token. A route that ends her session is followed by a new sign-in, so every route is asked signed in."""
     listing = subprocess.run([str(binary()), "serve", "--print-routes", "--shell", str(web.shell),
                               *web.database_args, "--test-routes"], capture_output=True, text=True, timeout=60, env={})
     assert listing.returncode == 0, listing.stderr
     routes = [line.split(" ", 2) for line in listing.stdout.splitlines()]
     assert len(routes) > 20
     private_prefixes = ("/api/", "/sign-in", "/sign-out", "/account", "/native/")
-    browser = Browser(web)
-    browser.sign_in("ada@example.test")
-    checked = 0
+    add_account(web, "cy@example.test", "Cy Example", [("riverside", "teacher")])
+    add_account(web, "di@example.test", "Di Example", [("riverside", "teacher")])
+    riverside = web.store.query("SELECT id FROM schools WHERE slug = 'riverside'")[0][0]
+    ids = dict(web.store.query("SELECT email, id FROM accounts"))
+    for invitation in ("inv_walk_api", "inv_walk_page"):
+        web.store.query("INSERT INTO invitations (id, school_id, email, role, invited_by, token_digest, created_at, "
+                        "expires_at) VALUES (?, ?, 'dee@example.test', 'teacher', ?, ?, 0, 4102444800)",
+                        (invitation, riverside, ids["ada@example.test"], hashlib.sha256(invitation.encode()).digest()))
+
+    def another_session():
+        elsewhere = Browser(web)
+        assert elsewhere.sign_in("ada@example.test").status == 303
+        sessions = json.loads(elsewhere.send("GET", "/api/client/v1/sessions").body)["sessions"]
+        return next(s["id"] for s in sessions if s["current"])
+
+    arguments = {"schoolId": riverside, "accountId": ids["cy@example.test"], "id": another_session()}
+    # What a form or query names, for the routes that act on one thing (Di, a page's invitation, a session).
+    fields = {"/schools/:schoolId/people/remove": {"account": ids["di@example.test"]},
+              "/schools/:schoolId/people/role": {"account": ids["di@example.test"], "role": "read_only"},
+              "/schools/:schoolId/invitations/revoke": {"invitation": "inv_walk_page"},
+              "/account/sessions/revoke": {"session": another_session()}}
+
+    def signed_in():
+        browser = Browser(web)
+        assert browser.sign_in("ada@example.test").status == 303
+        browser.form_csrf = browser.csrf(browser.send("GET", "/account"))
+        return browser
+
+    # The signed-out requests go from a browser of their own: what their answers set or clear never
+    # reaches the signed-in one.
+    browser, stranger = signed_in(), Browser(web)
+    checked = sign_ins = 0
+    signed_in_statuses = {}
     for method, pattern, rest in routes:
         cache_control = rest.rsplit(" ", 1)[0]
         if pattern.startswith(private_prefixes):
             assert cache_control == "no-store", f"{method} {pattern} is private but declared {cache_control}"
         if pattern.startswith("/_test/"):
             continue
-        path = re.sub(r":\w+", "x", pattern).replace("*", "x")
-        for signed_in in (True, False):
-            response = browser.send(method, path, cookies=signed_in, form={} if method == "POST" else None)
+        values = dict(arguments, id="inv_walk_api") if "/invitations/" in pattern else arguments
+        path = re.sub(r":(\w+)", lambda m: values[m.group(1)], pattern).replace("*", "x")
+        if method == "GET" and pattern in fields:
+            path += "?" + urlencode(fields[pattern])
+        for signed in (True, False):
+            form = None
+            if method == "POST" and signed:
+                # The token of the form's own page where it has one (signed-out forms bind theirs to
+                # the visitor's CSRF cookie), else the one bound to the session.
+                page = browser.send("GET", path) if ["GET", pattern] in [r[:2] for r in routes] else None
+                own = re.search(rb'name="csrf" value="([^"]+)"', page.body) if page else None
+                form = {"csrf": own.group(1).decode() if own else browser.form_csrf, **fields.get(pattern, {})}
+            elif method == "POST":
+                form = {}
+            response = (browser if signed else stranger).send(method, path, cookies=signed, form=form)
             if cache_control == "no-store" or response.status >= 400:
                 assert response.header("cache-control") == "no-store", f"{method} {path}: {response.status}"
             checked += 1
+            if signed:
+                signed_in_statuses[f"{method} {pattern}"] = response.status
+                if browser.send("GET", "/api/client/v1/session").status != 200:
+                    browser = signed_in()
+                    sign_ins += 1
     assert checked >= 2 * 20
+    print(f"\n{checked} requests, {sign_ins} new sign-ins; signed in: {signed_in_statuses}")
+    # Ada's own session, her own sign-out and the API's DELETE end it; nothing else.
+    assert sign_ins == 2, signed_in_statuses
+    # Signed in with real IDs and a valid token, a route is reached, not refused at the door; except
+    # the forms of a mailed link (without the link their pages answer 410 or 404 and offer no token)
+    # and the sign-in form, which someone signed in is not shown.
+    link_only = {"GET /invitations/accept", "POST /invitations/accept", "POST /account/reset",
+                 "POST /account/set-password", "POST /account/email/confirm", "POST /account/email/restore",
+                 "POST /sign-in"}
+    refused = {route: status for route, status in signed_in_statuses.items()
+               if status in (401, 403, 404) and route not in link_only}
+    assert refused == {}, refused
 
 
 def test_deletion_re_asks_the_password_ends_everything_and_retention_erases(web):

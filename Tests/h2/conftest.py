@@ -4,6 +4,8 @@ H2_TARGET=host:port     required; without it every test is skipped
 H2_TLS=1                TLS with ALPN h2 (certificate not checked)
 H2_PATH=/               a path answering GET with 200 and a body
 H2_POST_PATH            a path taking a POST body (default: H2_PATH)
+H2_LARGE_PATH           a path answering GET with 200 and a body of 7
+                        octets or more, for flow control (default: H2_PATH)
 H2_EXPECTED_FAILURES    file of test ids known to fail on this server,
                         one a line, '#' starts a comment; they become
                         xfail(strict=True), so a fix shows as XPASS(strict)
@@ -30,6 +32,7 @@ class Target:
         self.tls = os.environ.get("H2_TLS", "") in ("1", "true", "yes")
         self.path = os.environ.get("H2_PATH", "") or "/"
         self.post_path = os.environ.get("H2_POST_PATH", "") or self.path
+        self.large_path = os.environ.get("H2_LARGE_PATH", "") or self.path
         self.timeout = env_float("H2_TIMEOUT", 2.0)
         wt = os.environ.get("H2_WRITE_TIMEOUT", "")
         self.write_timeout = float(wt) if wt else None

@@ -1,9 +1,11 @@
 """Runs slowhttptest -H against a port while probing availability and connection ages.
+Each wave's statistics (slowhttptest -g) are read back: the attack must have connected and been held.
 
 Usage: slowloris_watch.py PORT HEAD_TIMEOUT SECONDS WORK [CA_FILE]
 With CA_FILE the port speaks TLS: the attack and the probes use https (the probes trust CA_FILE).
 """
 
+import csv
 import re
 import subprocess
 import sys
@@ -21,12 +23,13 @@ if ca_file:
     tls_context = ssl.create_default_context(cafile=ca_file)
 first_seen: dict[str, float] = {}
 max_age = 0.0
+most_alive = 0
 probes = failures = 0
 stop = threading.Event()
 
 
 def watch_ages() -> None:
-    global max_age
+    global max_age, most_alive
     while not stop.is_set():
         now = time.monotonic()
         # -e adds the socket's cookie (sk:...), unique per socket: a later wave's connection that
@@ -40,6 +43,7 @@ def watch_ages() -> None:
             alive.add(peer)
             first_seen.setdefault(peer, now)
             max_age = max(max_age, now - first_seen[peer])
+        most_alive = max(most_alive, len(alive))
         for peer in list(first_seen):
             if peer not in alive:
                 del first_seen[peer]
@@ -69,7 +73,8 @@ waves = []
 while (left := seconds - (time.monotonic() - attack_started)) > 1:
     waves.append(subprocess.run(
         ["slowhttptest", "-H", "-c", "1000", "-r", "200", "-i", "1", "-l", str(int(left)), "-s", "8192",
-         "-u", f"{scheme}://127.0.0.1:{port}/healthz", "-t", "GET", "-x", "24", "-p", "3"],
+         "-u", f"{scheme}://127.0.0.1:{port}/healthz", "-t", "GET", "-x", "24", "-p", "3",
+         "-g", "-o", f"{work}/wave-{len(waves)}"],
         capture_output=True, text=True))
 attack_seconds = time.monotonic() - attack_started
 attack = waves[-1]
@@ -81,8 +86,27 @@ lines = [line.strip() for line in plain.splitlines()]
 summary = "\n".join(dict.fromkeys(line for line in lines if re.search(r"^(test type|number of connections|service available|exit status)", line, re.I)))
 print(summary)
 print(f"slowloris ({scheme}): attack ran {attack_seconds:.0f} s in {len(waves)} waves of 1000 connections")
+
+# Each wave's per-second counts (slowhttptest -g): Seconds, Closed, Pending, Connected, Service Available.
+peaks = []
+for n, wave in enumerate(waves):
+    try:
+        with open(f"{work}/wave-{n}.csv", newline="") as f:
+            peaks.append(max((int(row["Connected"]) for row in csv.DictReader(f)), default=0))
+    except (OSError, KeyError, ValueError) as error:
+        if None not in peaks:
+            print(f"slowloris: wave {n}: no statistics ({error}); slowhttptest exited {wave.returncode}")
+        peaks.append(None)
+shown = ", ".join(map(str, peaks[:10])) + (f" and {len(peaks) - 10} more" if len(peaks) > 10 else "")
+print(f"slowloris: connections each wave held at once (slowhttptest): {shown}; "
+      f"most established at once (ss): {most_alive}")
 print(f"slowloris: {probes} probes of /healthz during the attack, {failures} failed; "
       f"longest-lived connection {max_age:.1f} s (head timeout {head_timeout:g} s)")
-ok = failures == 0 and max_age <= head_timeout + 1.5 and probes > 0
+# The attack happened: every wave ran and reported, the first held at least half its 1000
+# connections at once (seen by slowhttptest and by ss on the server's port), and they were held until
+# the head timeout cut them (ss samples every 0.25 s), never longer.
+attacked = (all(w.returncode == 0 for w in waves) and None not in peaks and peaks[0] >= 500
+            and most_alive >= 500 and max_age >= head_timeout - 2)
+ok = attacked and failures == 0 and max_age <= head_timeout + 1.5 and probes > 0
 print(f"slowloris: {'1 passed, 0 failed' if ok else '0 passed, 1 failed'}")
 sys.exit(0 if ok else 1)
