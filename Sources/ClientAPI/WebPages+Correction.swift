@@ -260,9 +260,8 @@ extension WebPages {
     page.text(record.email)
     page.html("</strong> for your Band Licence account instead of ")
     page.text(account.email)
-    page.html("?</p>\n<form class=\"form\" method=\"post\" action=\"\(flow.path)\">\n")
-    page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(WebSecurity.csrfToken(binding: token))\">\n")
-    page.html("<button class=\"button\" type=\"submit\">Use this address</button>\n</form>\n")
+    page.html("?</p>\n")
+    page.html(Self.linkForm(flow, token: token, button: "Use this address"))
     return page.response(.ok, context: context)
   }
 
@@ -318,9 +317,7 @@ extension WebPages {
     page.html(
       "</strong> the address of your Band Licence account again, signs out every device signed in to it, ")
     page.html("cancels every link sent for it, and asks you to choose a new password.</p>\n")
-    page.html("<form class=\"form\" method=\"post\" action=\"\(flow.path)\">\n")
-    page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(WebSecurity.csrfToken(binding: token))\">\n")
-    page.html("<button class=\"button\" type=\"submit\">Take my account back</button>\n</form>\n")
+    page.html(Self.linkForm(flow, token: token, button: "Take my account back"))
     return page.response(.ok, context: context)
   }
 
@@ -352,6 +349,13 @@ extension WebPages {
     response.add("Set-Cookie", flow.setCookie(nil))
     response.add("Set-Cookie", WebSecurity.setCookie(WebSecurity.sessionCookie, "", maxAge: 0))
     return response
+  }
+
+  /// A link's one-button form: it posts to the flow's path, its CSRF token bound to the link's.
+  static func linkForm(_ flow: LinkFlow, token: String, button: String) -> String {
+    "<form class=\"form\" method=\"post\" action=\"\(flow.path)\">\n"
+      + "<input type=\"hidden\" name=\"csrf\" value=\"\(WebSecurity.csrfToken(binding: token))\">\n"
+      + "<button class=\"button\" type=\"submit\">\(button)</button>\n</form>\n"
   }
 
   /// 409 for a link that cannot do what it says (its cookie cleared), with the way on.
