@@ -390,10 +390,13 @@ def test_credential_pages_an_email_change_its_way_back_and_the_last_administrato
         browser.find_element(By.ID, "email").send_keys("ada@example.test")
         browser.find_element(By.ID, "password").send_keys(PASSWORD)
         submit(browser, "form")
-        WebDriverWait(browser, 10).until(lambda d: "ada.new@example.test" in main_text(d))
+        # Waits read the title and the address, never an element the navigation may replace.
+        WebDriverWait(browser, 10).until(lambda d: "Confirm your new email address" in d.title)
+        assert "ada.new@example.test" in main_text(browser)
         checked(browser)
         submit(browser, "form")
-        WebDriverWait(browser, 10).until(lambda d: "has been changed" in main_text(d))
+        WebDriverWait(browser, 10).until(lambda d: d.current_url.endswith("/account/email/confirmed"))
+        assert "has been changed" in main_text(browser)
 
         back = mail_sink.wait_for(lambda m: m.to == "ada@example.test" and "was changed" in m.subject).links[0]
         browser.delete_all_cookies()
