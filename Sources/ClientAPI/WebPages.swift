@@ -276,12 +276,29 @@ public struct WebPages: Sendable {
       page.html("</tbody>\n</table>\n")
       page.html(PeoplePages.peopleLinks(memberships))
     }
+    try sessionsSection(&page, request, signed, csrf: csrf, store: store)
+    page.html(try pendingEmailChange(account, csrf: csrf, store: store))
+    let typed = errors.isEmpty ? [:] : Self.retyped(request, ["name", "new-email"])
+    page.html(Self.correctionForms(account, csrf: csrf, errors: errors, typed: typed))
+    page.html("<form method=\"post\" action=\"/sign-out\">\n")
+    page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(csrf)\">\n")
+    page.html("<button class=\"button\" type=\"submit\">Sign out</button>\n</form>\n")
+    page.html(
+      "<p><a href=\"/\">Back to Band Licence</a> · <a href=\"/account/delete\">Delete my account</a></p>\n")
+    return page.response(status, context: context)
+  }
+
+  /// `/account`'s "Where you are signed in": each session told apart, with its sign-out button, and
+  /// "Sign out of all other devices" when there are others.
+  func sessionsSection(
+    _ page: inout HTMLPage, _ request: Request, _ signed: Signed, csrf: String, store: ClientStore
+  ) throws(StoreError) {
     page.html(
       "<h2>Where you are signed in</h2>\n<table class=\"rows\">\n<thead><tr><th scope=\"col\">Device</th>")
     page.html(
       "<th scope=\"col\">Signed in</th><th scope=\"col\">Last used</th><th scope=\"col\">Where</th>"
         + "<th scope=\"col\">Action</th></tr></thead>\n<tbody>\n")
-    let sessions = try store.sessions(.accountID(account.id))
+    let sessions = try store.sessions(.accountID(signed.account.id))
     let here = Self.network(request, context, store)
     for session in sessions {
       let current = session.id == signed.session.id
@@ -312,15 +329,6 @@ public struct WebPages: Sendable {
       page.html(
         "<button class=\"button danger\" type=\"submit\">Sign out of all other devices</button>\n</form>\n")
     }
-    page.html(try pendingEmailChange(account, csrf: csrf, store: store))
-    let typed = errors.isEmpty ? [:] : Self.retyped(request, ["name", "new-email"])
-    page.html(Self.correctionForms(account, csrf: csrf, errors: errors, typed: typed))
-    page.html("<form method=\"post\" action=\"/sign-out\">\n")
-    page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(csrf)\">\n")
-    page.html("<button class=\"button\" type=\"submit\">Sign out</button>\n</form>\n")
-    page.html(
-      "<p><a href=\"/\">Back to Band Licence</a> · <a href=\"/account/delete\">Delete my account</a></p>\n")
-    return page.response(status, context: context)
   }
 
   func revoke(_ request: Request) throws(StoreError) -> Response {
