@@ -163,7 +163,43 @@ public struct PeoplePages: Sendable {
       page.html(" from the school\">Remove</button></form></td></tr>\n")
     }
     page.html("</tbody>\n</table>\n<h2>Invitations</h2>\n")
-    let listed = try store.listedInvitations(schoolID: school.id)
+    try invitationsSection(&page, schoolID: school.id, store: store, form: form)
+    inviteForm(&page, request, base: base, csrf: csrf, errors: errors)
+    page.html("<p><a href=\"/account\">Back to your account</a></p>\n")
+    return page.response(status, context: context)
+  }
+
+  /// The People page's "Invite someone" form; after a refusal, what was typed and the chosen role.
+  func inviteForm(_ page: inout HTMLPage, _ request: Request, base: String, csrf: String, errors: FieldErrors)
+  {
+    let typed = errors.isEmpty ? [:] : WebPages.retyped(request, ["email"])
+    page.html("<h2>Invite someone</h2>\n")
+    page.html("<form class=\"form\" method=\"post\" action=\"\(base)/people\">\n")
+    page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(csrf)\">\n")
+    page.html("<input type=\"hidden\" name=\"action\" value=\"invite\">\n")
+    page.html(
+      HTMLPage.field(
+        "invite-email", name: "email", label: "Email",
+        attributes: "type=\"text\" inputmode=\"email\" autocomplete=\"off\" autocapitalize=\"none\" "
+          + "spellcheck=\"false\" required maxlength=\"254\"",
+        value: typed["email"],
+        hint:
+          "Inviting an address that already has a waiting invitation replaces that invitation and its role.",
+        errors: errors))
+    let role = errors.isEmpty ? nil : WebSecurity.form(request)?["role"].flatMap(Role.init(rawValue:))
+    page.html(
+      HTMLPage.field(
+        "invite-role", name: "role", label: "Role", attributes: "", errors: errors,
+        options: Self.roleOptions(selected: role ?? .teacher)))
+    page.html("<button class=\"button\" type=\"submit\">Send invitation</button>\n</form>\n")
+  }
+
+  /// The People page's invitations: waiting and expired ones (until withdrawn), each with its
+  /// Withdraw button (`form` opens a change's form).
+  func invitationsSection(
+    _ page: inout HTMLPage, schoolID: String, store: ClientStore, form: (String) -> String
+  ) throws(StoreError) {
+    let listed = try store.listedInvitations(schoolID: schoolID)
     if listed.isEmpty {
       page.html("<p>No invitations are waiting.</p>\n")
     } else {
@@ -189,28 +225,6 @@ public struct PeoplePages: Sendable {
       page.text(zone.name)
       page.html(" time.</p>\n")
     }
-    let typed = errors.isEmpty ? [:] : WebPages.retyped(request, ["email"])
-    page.html("<h2>Invite someone</h2>\n")
-    page.html("<form class=\"form\" method=\"post\" action=\"\(base)/people\">\n")
-    page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(csrf)\">\n")
-    page.html("<input type=\"hidden\" name=\"action\" value=\"invite\">\n")
-    page.html(
-      HTMLPage.field(
-        "invite-email", name: "email", label: "Email",
-        attributes: "type=\"text\" inputmode=\"email\" autocomplete=\"off\" autocapitalize=\"none\" "
-          + "spellcheck=\"false\" required maxlength=\"254\"",
-        value: typed["email"],
-        hint:
-          "Inviting an address that already has a waiting invitation replaces that invitation and its role.",
-        errors: errors))
-    let role = errors.isEmpty ? nil : WebSecurity.form(request)?["role"].flatMap(Role.init(rawValue:))
-    page.html(
-      HTMLPage.field(
-        "invite-role", name: "role", label: "Role", attributes: "", errors: errors,
-        options: Self.roleOptions(selected: role ?? .teacher)))
-    page.html("<button class=\"button\" type=\"submit\">Send invitation</button>\n</form>\n")
-    page.html("<p><a href=\"/account\">Back to your account</a></p>\n")
-    return page.response(status, context: context)
   }
 
   /// `GET .../people/remove?account=`: names the person and asks before removing them.
