@@ -414,7 +414,10 @@ def test_credential_pages_an_email_change_its_way_back_and_the_last_administrato
         browser.find_element(By.ID, "email").send_keys("ada@example.test")
         browser.find_element(By.ID, "password").send_keys("a brand new phrase for ada")
         submit(browser, "form")
+        # The sign-in's answer sets the cookie; leaving before it lands would ask /account/delete unsigned.
+        WebDriverWait(browser, 10).until(lambda d: "/sign-in" not in d.current_url)
         browser.get(server.url("/account/delete"))
+        WebDriverWait(browser, 10).until(lambda d: d.current_url.endswith("/account/delete"))
         browser.find_element(By.ID, "password").send_keys("a brand new phrase for ada")
         submit(browser, "form")
         WebDriverWait(browser, 10).until(lambda d: "Hand over your schools first" in d.title)
