@@ -28,9 +28,11 @@ let package = Package(
       swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
     .target(name: "Shell", dependencies: ["Edge", "CZlib", "CBrotli", "COpenSSL"]),
     .target(name: "LinkAssoc", dependencies: ["Edge"]),
+    // The store: the `Database` seam, SQLite, PostgreSQL, the schema's migrations, store copy.
+    .target(name: "Store", dependencies: ["CSQLite", "CPostgres", "COpenSSL"]),
     .target(
       name: "ClientAPI",
-      dependencies: ["Edge", "LinkAssoc", "CSQLite", "CPostgres", "CArgon2", "COpenSSL", "CCurl"]),
+      dependencies: ["Edge", "LinkAssoc", "Store", "CSQLite", "CPostgres", "CArgon2", "COpenSSL", "CCurl"]),
     .executableTarget(name: "band-edge", dependencies: ["Edge", "Shell", "LinkAssoc", "ClientAPI"]),
 
     // libFuzzer target for the HTTP/1.1 parser: build/fuzz builds it with --sanitize=fuzzer.
@@ -39,6 +41,6 @@ let package = Package(
     .testTarget(name: "EdgeTests", dependencies: ["Edge", "CNGHTTP2"]),
     .testTarget(name: "ShellTests", dependencies: ["Shell", "Edge"]),
     .testTarget(name: "LinkAssocTests", dependencies: ["LinkAssoc", "Edge"]),
-    .testTarget(name: "ClientAPITests", dependencies: ["ClientAPI", "Edge", "LinkAssoc"]),
+    .testTarget(name: "ClientAPITests", dependencies: ["ClientAPI", "Store", "Edge", "LinkAssoc"]),
   ]
 )

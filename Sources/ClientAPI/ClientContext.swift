@@ -1,5 +1,6 @@
 import Edge
 import LinkAssoc
+import Store
 import Synchronization
 
 #if canImport(Glibc)

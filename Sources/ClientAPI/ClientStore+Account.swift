@@ -1,3 +1,5 @@
+import Store
+
 /// What a request for a recovery link did (the page says the same whatever it was).
 public enum RecoveryOutcome: Equatable, Sendable {
   /// A link was mailed to the account.

@@ -1,3 +1,5 @@
+import Store
+
 /// Why an account's credentials changed: each ends everything issued before it.
 public enum CredentialChange: String, Sendable, CaseIterable {
   /// On `/account`, with the current password (the session that did it stays).

@@ -1,4 +1,5 @@
 import Edge
+import Store
 
 /// What a native exchange asks for (client-api-v1.md, "Native sign-in handoff", step 5).
 public struct ExchangeRequest: Sendable {

@@ -1,3 +1,5 @@
+import Store
+
 /// The People page's view of invitations and removals: expired invitations
 /// stay listed (as expired) until someone withdraws them, and a removed member is told by mail.
 extension ClientStore {

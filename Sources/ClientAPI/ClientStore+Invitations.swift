@@ -1,3 +1,5 @@
+import Store
+
 /// A person in a school, with the fewest fields the People screen needs.
 public struct Member: Sendable, Equatable {
   public let accountID: String

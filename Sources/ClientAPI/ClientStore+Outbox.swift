@@ -1,3 +1,5 @@
+import Store
+
 /// One message as the outbox keeps it. Bodies are nil once it has been delivered.
 public struct OutboxEntry: Sendable, Equatable {
   public let id: Int

@@ -1,3 +1,5 @@
+import Store
+
 /// How long sessions live (client-api-v1.md, "Lifetimes and clocks"); all four are configurable.
 public struct SessionLifetimes: Sendable, Equatable {
   public var nativeIdle = 30 * 86400

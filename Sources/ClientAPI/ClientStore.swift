@@ -1,4 +1,5 @@
 import Edge
+import Store
 
 /// A role in a school.
 public enum Role: String, Sendable, CaseIterable {

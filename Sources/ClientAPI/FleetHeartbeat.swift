@@ -1,4 +1,5 @@
 import Edge
+import Store
 import Synchronization
 
 #if canImport(Glibc)

@@ -1,5 +1,6 @@
 import Edge
 import LinkAssoc
+import Store
 
 /// `/invitations/accept`: where an invitation's link leads. The link's token leaves the URL at
 /// once: `GET ?token=` answers `303` to the bare path (no referrer) and keeps the token in a

@@ -1,4 +1,5 @@
 import Edge
+import Store
 
 /// The store's engine with its metrics: every statement's duration and failures by engine, and
 /// the domain's counts (sign-ins, exchanges, sessions created and revoked) kept until the

@@ -1,5 +1,6 @@
 import Edge
 import LinkAssoc
+import Store
 
 /// A school's "People" page (`/schools/{schoolId}/people`), for its administrators: the members
 /// with their roles (changed or removed here), the pending invitations (withdrawn here) and a form

@@ -1,4 +1,5 @@
 import CCurl
+import Store
 
 #if canImport(Glibc)
   import Glibc

@@ -1,3 +1,5 @@
+import Store
+
 /// The one access check of every school-scoped endpoint and page (client-api-v1.md, "School-scoped
 /// endpoints"): the caller's live membership and role in `{schoolId}`, read from the store in the
 /// same request, never a school ID or role the client merely sends.

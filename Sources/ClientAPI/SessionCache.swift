@@ -1,5 +1,6 @@
 import CSQLite
 import Edge
+import Store
 import Synchronization
 
 #if canImport(Glibc)

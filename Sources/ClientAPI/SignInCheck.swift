@@ -1,4 +1,5 @@
 import Edge
+import Store
 
 /// What checking a typed email and password found.
 enum SignInCheck: Equatable {

@@ -1,4 +1,5 @@
 import Edge
+import Store
 
 #if canImport(Glibc)
   import Glibc

@@ -1,5 +1,6 @@
 import Edge
 import LinkAssoc
+import Store
 
 /// Corrections on `/account` (issue 14, "Correction"): the display name, the password (the current
 /// one required, every other session ends) and the email (a link to the new address confirms it

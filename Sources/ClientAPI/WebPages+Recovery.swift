@@ -1,5 +1,6 @@
 import Edge
 import LinkAssoc
+import Store
 
 /// Where a single-use link lands (issue 14): `GET path?token=..` checks the link and moves its
 /// token out of the URL at once — a `303` to `path` that leaves it in an HttpOnly cookie — so

@@ -1,5 +1,6 @@
 import ClientAPI
 import Edge
+import Store
 
 #if canImport(Glibc)
   import Glibc

@@ -1,5 +1,6 @@
 import ClientAPI
 import Edge
+import Store
 
 /// Everything `serve` fixes at start from its flags and the configuration file's `"limits"`.
 struct ServeSettings {

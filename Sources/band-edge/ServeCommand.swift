@@ -4,6 +4,7 @@ import Edge
 import FoundationEssentials
 import LinkAssoc
 import Shell
+import Store
 
 #if canImport(Glibc)
   import Glibc

@@ -1,4 +1,5 @@
 import ClientAPI
+import Store
 
 /// The store `serve` opens and where it was named: `--database` (or `--data`), else
 /// BAND_LICENCE_DATABASE_URL, else the configuration file's `"database"`, else `sqlite:data`.

@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 
 @testable import ClientAPI
+@testable import Store
 
 /// A wall clock for the store that tests move by hand.
 final class TestClock: Sendable {

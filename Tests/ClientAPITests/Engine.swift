@@ -2,6 +2,7 @@ import Synchronization
 import Testing
 
 @testable import ClientAPI
+@testable import Store
 
 #if canImport(Glibc)
   import Glibc

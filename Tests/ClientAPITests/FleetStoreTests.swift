@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 
 @testable import ClientAPI
+@testable import Store
 
 /// A schema of its own on the test PostgreSQL, as a URI every connection of a test can open.
 struct TestSchema {

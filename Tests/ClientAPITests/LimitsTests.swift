@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 
 @testable import ClientAPI
+@testable import Store
 
 @Suite("Lockout and rate limits")
 struct LimitsTests {

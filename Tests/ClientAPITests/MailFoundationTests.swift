@@ -1,6 +1,7 @@
 import Testing
 
 @testable import ClientAPI
+@testable import Store
 
 @Suite("Single-use tokens and the outbox, on every engine")
 struct MailFoundationTests {

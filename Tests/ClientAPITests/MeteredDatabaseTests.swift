@@ -2,6 +2,7 @@ import Edge
 import Testing
 
 @testable import ClientAPI
+@testable import Store
 
 /// The store's counts reach the metrics only when their transaction commits, once.
 @Suite("Metered database")

@@ -3,6 +3,7 @@ import LinkAssoc
 import Testing
 
 @testable import ClientAPI
+@testable import Store
 
 /// A browser over `SchoolsFixture`'s routes: cookies kept, our Origin on every POST.
 private struct PageBrowser {

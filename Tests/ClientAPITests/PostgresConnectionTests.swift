@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import ClientAPI
+@testable import Store
 
 /// The test server's libpq URI (build/test starts one: `start_test_postgres` in build/lib/common.sh).
 let testPostgresURI = ProcessInfo.processInfo.environment["BAND_EDGE_TEST_POSTGRES"]

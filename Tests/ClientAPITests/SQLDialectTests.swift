@@ -1,6 +1,7 @@
 import Testing
 
 @testable import ClientAPI
+@testable import Store
 
 @Suite("SQL dialects: the schema written once, translated for PostgreSQL")
 struct SQLDialectTests {

@@ -4,6 +4,7 @@ import LinkAssoc
 import Testing
 
 @testable import ClientAPI
+@testable import Store
 
 /// A school with one of each kind of caller: Ada administers Northfield, Tom teaches there, Rory
 /// reads only, Nia administers Southgate only, Rev was Northfield's administrator until revoked;

@@ -4,6 +4,7 @@ import LinkAssoc
 import Testing
 
 @testable import ClientAPI
+@testable import Store
 
 /// A session endpoint over a fresh store on `engine`, a deployment whose iOS minimum is 1.4, and helpers.
 struct SessionFixture {

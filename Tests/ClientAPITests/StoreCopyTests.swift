@@ -1,6 +1,7 @@
 import Testing
 
 @testable import ClientAPI
+@testable import Store
 
 /// The text in `value`, or a test failure.
 private func text(_ value: DatabaseValue) throws -> String {

@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 
 @testable import ClientAPI
+@testable import Store
 
 @Suite("The store's rules on every engine")
 struct StoreEngineTests {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import ClientAPI
+@testable import Store
 
 #if canImport(Glibc)
   import Glibc

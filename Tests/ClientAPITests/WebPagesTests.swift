@@ -3,6 +3,7 @@ import LinkAssoc
 import Testing
 
 @testable import ClientAPI
+@testable import Store
 
 /// The signed-in browser: a cookie jar over in-process requests.
 private struct Browser {

@@ -33,7 +33,7 @@ public struct DatabaseSettings: Sendable, Equatable {
   public init() {}
 
   /// Milliseconds of `d`, at least 1.
-  static func milliseconds(_ d: Duration) -> Int64 {
+  package static func milliseconds(_ d: Duration) -> Int64 {
     max(1, d.components.seconds * 1000 + d.components.attoseconds / 1_000_000_000_000_000)
   }
 }

@@ -6,10 +6,10 @@ import CPostgres
 
 extension PostgresConnection {
   /// The server process serving this connection.
-  var backendPID: Int { Int(PQbackendPID(handle)) }
+  package var backendPID: Int { Int(PQbackendPID(handle)) }
 
   /// Starts listening on `channel` (an identifier of letters and underscores, never client text).
-  func listen(_ channel: String) throws(StoreError) {
+  package func listen(_ channel: String) throws(StoreError) {
     precondition(channel.allSatisfy { $0.isASCII && ($0.isLetter || $0 == "_") })
     try execute("LISTEN \(channel)")
     listening = true
@@ -18,7 +18,7 @@ extension PostgresConnection {
   /// Waits up to `milliseconds` for notifications and returns how many arrived (0 after a quiet
   /// wait). A connection the server closed (a restart, `pg_terminate_backend`) throws
   /// `unavailable` at once, instead of waiting out the timeout.
-  func notifications(waitingUpTo milliseconds: Int32) throws(StoreError) -> Int {
+  package func notifications(waitingUpTo milliseconds: Int32) throws(StoreError) -> Int {
     var arrived = drainNotifications()
     guard arrived == 0 else { return arrived }
     let socket = PQsocket(handle)

@@ -129,7 +129,7 @@ public final class PostgresDatabase: Database {
   }
 
   /// The change sequence's value on `connection` (0 before the first change).
-  static func changeCount(_ connection: PostgresConnection) throws(StoreError) -> Int {
+  package static func changeCount(_ connection: PostgresConnection) throws(StoreError) -> Int {
     let row = try connection.query("SELECT last_value, is_called FROM band_edge_change_seq").first
     guard case .integer(let n)? = row?.first, case .text("t")? = row?.last else { return 0 }
     return Int(n)

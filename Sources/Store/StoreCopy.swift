@@ -1,3 +1,5 @@
+import COpenSSL
+
 /// Moving a deployment from one store to another (`band-edge admin copy-store`, issue 13): every
 /// table the migrations make, through the `Database` seam only, so any engine to any engine.
 ///
@@ -131,7 +133,14 @@ public enum StoreCopy {
     let sorted = rows.sorted { a, b in precedes(a, b, keys: keys) }
     var bytes = Array("band-edge copy-store 1\n\(table.name)\n\(table.columns.joined(separator: ","))\n".utf8)
     for row in sorted { bytes += canonicalEncoding(row) }
-    return Summary(table: table.name, rows: rows.count, checksum: Secrets.digest(bytes: bytes))
+    return Summary(table: table.name, rows: rows.count, checksum: sha256(bytes))
+  }
+
+  /// SHA-256 of `bytes` (OpenSSL's one-shot digest).
+  static func sha256(_ bytes: [UInt8]) -> [UInt8] {
+    var out = [UInt8](repeating: 0, count: 32)
+    bytes.withUnsafeBufferPointer { _ = SHA256($0.baseAddress, $0.count, &out) }
+    return out
   }
 
   /// A row's canonical encoding: per value a tag byte (0 null, 1 integer, 2 text, 3 blob), then an
