@@ -81,18 +81,16 @@ extension ClientStore {
         db.note(.nativeExchanges, ExchangeMetric.invalidGrant.rawValue)
         return .invalidGrant
       }
-      func text(_ i: Int) -> String { if case .text(let s) = row[i] { s } else { "" } }
-      func blob(_ i: Int) -> [UInt8]? { if case .blob(let b) = row[i] { b } else { nil } }
-      let accountID = text(0)
-      let expiresAt: Int = if case .integer(let n) = row[5] { Int(n) } else { 0 }
+      let accountID = row[0].text ?? ""
+      let expiresAt = row[5].int ?? 0
       let now = clock()
       let keyDigest = request.idempotencyKey.map { Secrets.digest($0) }
 
       if case .integer = row[6] {
         // Used before: an identical retry gets the same answer; anything else is a replay.
-        if let keyDigest, let storedKey = blob(7), Secrets.equal(keyDigest, storedKey),
-          let storedBody = blob(8), Secrets.equal(request.bodyDigest, storedBody), now < expiresAt,
-          case .text(let sessionID) = row[9], let sealed = blob(10),
+        if let keyDigest, let storedKey = row[7].blob, Secrets.equal(keyDigest, storedKey),
+          let storedBody = row[8].blob, Secrets.equal(request.bodyDigest, storedBody), now < expiresAt,
+          case .text(let sessionID) = row[9], let sealed = row[10].blob,
           let token = Seal.open(sealed, key: Seal.key(verifier: request.codeVerifier)).map({
             String(decoding: $0, as: UTF8.self)
           }),
@@ -116,9 +114,10 @@ extension ClientStore {
         ])
       let account = try account(id: accountID)
       guard now < expiresAt, PKCE.validVerifier(request.codeVerifier),
-        PKCE.matches(verifier: request.codeVerifier, challenge: text(1)),
-        Secrets.equal(Array(request.state.utf8), Array(text(2).utf8)), request.platform == text(3),
-        request.appVersion == text(4), let account, !account.disabled,
+        PKCE.matches(verifier: request.codeVerifier, challenge: (row[1].text ?? "")),
+        Secrets.equal(Array(request.state.utf8), Array((row[2].text ?? "").utf8)),
+        request.platform == (row[3].text ?? ""),
+        request.appVersion == (row[4].text ?? ""), let account, !account.disabled,
         row[11] == .integer(Int64(try credentialEpoch(accountID: account.id)))
       else {
         try audit(actor: nil, action: "handoff.refused", subject: accountID)

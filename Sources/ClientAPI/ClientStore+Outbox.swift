@@ -168,12 +168,10 @@ extension ClientStore {
     "id, message_id, kind, to_address, subject, text_body, html_body, created_at, attempts, next_attempt_at, sent_at, last_error"
 
   static func outboxEntry(_ row: [DatabaseValue]) -> OutboxEntry {
-    func text(_ v: DatabaseValue) -> String? { if case .text(let s) = v { s } else { nil } }
-    func int(_ v: DatabaseValue) -> Int? { if case .integer(let n) = v { Int(n) } else { nil } }
-    return OutboxEntry(
-      id: int(row[0]) ?? 0, messageID: text(row[1]) ?? "", kind: text(row[2]) ?? "", to: text(row[3]) ?? "",
-      subject: text(row[4]) ?? "", text: text(row[5]), html: text(row[6]), createdAt: int(row[7]) ?? 0,
-      attempts: int(row[8]) ?? 0, nextAttemptAt: int(row[9]) ?? 0, sentAt: int(row[10]),
-      lastError: text(row[11]))
+    OutboxEntry(
+      id: row[0].int ?? 0, messageID: row[1].text ?? "", kind: row[2].text ?? "", to: row[3].text ?? "",
+      subject: row[4].text ?? "", text: row[5].text, html: row[6].text, createdAt: row[7].int ?? 0,
+      attempts: row[8].int ?? 0, nextAttemptAt: row[9].int ?? 0, sentAt: row[10].int,
+      lastError: row[11].text)
   }
 }

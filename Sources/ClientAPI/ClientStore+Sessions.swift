@@ -253,12 +253,10 @@ extension ClientStore {
   }
 
   static func session(_ row: [DatabaseValue], revokedAt: Int?, reason: String?) -> SessionRecord {
-    func text(_ v: DatabaseValue) -> String? { if case .text(let s) = v { s } else { nil } }
-    func int(_ v: DatabaseValue) -> Int { if case .integer(let n) = v { Int(n) } else { 0 } }
-    return SessionRecord(
-      id: text(row[0]) ?? "", accountID: text(row[1]) ?? "", kind: text(row[2]) ?? "", platform: text(row[3]),
-      appVersion: text(row[4]), createdAt: int(row[5]), lastSeenAt: int(row[6]), expiresAt: int(row[7]),
-      revokedAt: revokedAt, revokedReason: reason, browser: row.count > 8 ? text(row[8]) : nil,
-      network: row.count > 9 ? text(row[9]) : nil)
+    SessionRecord(
+      id: row[0].text ?? "", accountID: row[1].text ?? "", kind: row[2].text ?? "", platform: row[3].text,
+      appVersion: row[4].text, createdAt: row[5].int ?? 0, lastSeenAt: row[6].int ?? 0,
+      expiresAt: row[7].int ?? 0, revokedAt: revokedAt, revokedReason: reason,
+      browser: row.count > 8 ? row[8].text : nil, network: row.count > 9 ? row[9].text : nil)
   }
 }

@@ -399,10 +399,9 @@ public final class ClientStore {
         .integer(Int64(since))
       ]
     ).map { row in
-      func text(_ v: DatabaseValue) -> String? { if case .text(let s) = v { s } else { nil } }
-      let at: Int = if case .integer(let n) = row[0] { Int(n) } else { 0 }
-      return AuditEvent(
-        at: at, actor: text(row[1]), action: text(row[2]) ?? "", subject: text(row[3]), detail: text(row[4]))
+      AuditEvent(
+        at: row[0].int ?? 0, actor: row[1].text, action: row[2].text ?? "", subject: row[3].text,
+        detail: row[4].text)
     }
   }
 
@@ -418,8 +417,8 @@ public final class ClientStore {
   }
 
   static func account(_ row: [DatabaseValue]) -> Account {
-    func text(_ v: DatabaseValue) -> String { if case .text(let s) = v { s } else { "" } }
-    let disabled: Bool = if case .integer(let n) = row[3] { n != 0 } else { false }
-    return Account(id: text(row[0]), email: text(row[1]), displayName: text(row[2]), disabled: disabled)
+    Account(
+      id: row[0].text ?? "", email: row[1].text ?? "", displayName: row[2].text ?? "",
+      disabled: (row[3].int ?? 0) != 0)
   }
 }

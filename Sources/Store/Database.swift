@@ -44,6 +44,13 @@ public enum DatabaseValue: Sendable, Equatable {
   case integer(Int64)
   case text(String)
   case blob([UInt8])
+
+  /// The text, when the value is text.
+  public var text: String? { if case .text(let s) = self { s } else { nil } }
+  /// The integer, when the value is an integer.
+  public var int: Int? { if case .integer(let n) = self { Int(n) } else { nil } }
+  /// The bytes, when the value is a blob.
+  public var blob: [UInt8]? { if case .blob(let b) = self { b } else { nil } }
 }
 
 /// The narrow seam the store's rules are written against (architecture.md, "Data"): one
