@@ -5,8 +5,8 @@ import LinkAssoc
 /// display name, for the apps. Authenticated like `/session` (a Bearer token, or the cookie with a
 /// same-origin `Origin`); answers `200` with the session body, as `GET /session` would now.
 public struct AccountAPI: Sendable {
-  let session: SessionAPI
-  var context: ClientContext { session.context }
+  let context: ClientContext
+  let json: SessionJSON
 
   /// The longest body read.
   static let maxBodyBytes = 4096
@@ -20,7 +20,10 @@ public struct AccountAPI: Sendable {
       .unsupportedMediaType, "unsupported_media_type", "Send the change as application/json."))
 
   /// The endpoint over `context`.
-  public init(_ context: ClientContext) { session = SessionAPI(context) }
+  public init(_ context: ClientContext) {
+    self.context = context
+    json = SessionJSON(context.deployment)
+  }
 
   /// The route: private (`no-store`) and pooled.
   public var routes: [Route] {
@@ -53,12 +56,11 @@ public struct AccountAPI: Sendable {
     guard let name = AccountRules.displayName(typed) else {
       return JSONBody.error(.badRequest, "invalid_display_name", AccountRules.nameProblem)
     }
-    return session.authenticated(request, mutating: true) { signed, store, _ in
+    return context.authenticator.authenticated(request, unsafe: true) { signed, store, _ in
       try store.rename(accountID: signed.account.id, to: name)
       let account = Account(
         id: signed.account.id, email: signed.account.email, displayName: name, disabled: false)
-      return SessionAPI.sessionResponse(
-        session.sessionBody(account, try store.memberships(accountID: account.id)))
+      return SessionJSON.response(json.body(account, try store.memberships(accountID: account.id)))
     }
   }
 }

@@ -28,6 +28,14 @@ extension ClientContext {
     return nil
   }
 
+  /// The page for an address over its sign-in limit (sent from the loop, before any password work).
+  func tooManySignIns(_ wait: Int) -> Response {
+    HTMLPage.problem(
+      .tooManyRequests, "Too many attempts",
+      "There have been too many sign-in attempts from your network. Wait \(wait) seconds, then try again.",
+      context: self)
+  }
+
   /// `body`'s page, or the page for a store failure: 503 with `Retry-After` while the database is
   /// out of reach, else 500 (the cause in the error log only).
   func guardedPage(_ body: () throws -> Response) -> Response {

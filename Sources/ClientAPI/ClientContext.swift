@@ -15,6 +15,9 @@ public final class ClientServices: Sendable {
   let stores: ThreadLocal<ClientStore>
   let lifetimes: SessionLifetimes
   let hasher: PasswordHasher
+  /// A hash with the current parameters of a password nobody knows: an unknown email is verified
+  /// against it, so that it costs the same Argon2id work as a known one. Made once per process.
+  let decoyHash: String
   /// Epoch seconds (injectable for tests).
   let clock: @Sendable () -> Int
   /// Session answers the loops may send without the pool while the database is unchanged.
@@ -84,6 +87,7 @@ public final class ClientServices: Sendable {
     }
     self.lifetimes = lifetimes
     self.hasher = hasher
+    decoyHash = hasher.decoy()
     self.clock = clock
     switch database {
     case .sqlite(let file): sessionCache = SessionCache(databasePath: file, capacity: sessionCacheEntries)
@@ -156,56 +160,6 @@ public struct ClientContext: Sendable {
   }
 }
 
-/// What a request presents as proof of a session.
-enum Credential: Equatable {
-  /// Nothing at all.
-  case none
-  /// An `Authorization` field that is not `Bearer <token>`.
-  case malformed
-  /// A native client's token.
-  case bearer(String)
-  /// The browser's session cookie.
-  case cookie(String)
-
-  /// The credential in `request`: the `Authorization` field wins over the cookie.
-  init(_ request: Request) {
-    if let authorization = request.headers["authorization"] {
-      // `Bearer <token>`, the scheme in any case (RFC 9110 §11.1); read as bytes, since this runs
-      // on the loop for every session read.
-      let bytes = authorization.utf8
-      if let space = bytes.firstIndex(of: UInt8(ascii: " ")), bytes.index(after: space) != bytes.endIndex,
-        bytes[..<space].elementsEqual("bearer".utf8, by: { $0 | 0x20 == $1 })
-      {
-        self = .bearer(String(authorization[authorization.utf8.index(after: space)...]))
-      } else {
-        self = .malformed
-      }
-    } else if let cookie = WebSecurity.cookie(WebSecurity.sessionCookie, in: request) {
-      self = .cookie(cookie)
-    } else {
-      self = .none
-    }
-  }
-
-  /// Whether it is the browser's cookie.
-  var isCookie: Bool { if case .cookie = self { true } else { false } }
-
-  /// The token, if any.
-  var token: String? {
-    switch self {
-    case .bearer(let t), .cookie(let t): t
-    case .none, .malformed: nil
-    }
-  }
-}
-
-/// A live session and its account.
-struct Signed {
-  let session: SessionRecord
-  let account: Account
-  let token: String
-}
-
 extension ClientContext {
   /// This worker thread's store connection (opened on first use).
   func store() throws(StoreError) -> ClientStore {
@@ -226,18 +180,6 @@ extension ClientContext {
 
   /// An absolute link on the deployment's origin to `path` (with its query).
   func link(_ path: String) -> String { deployment.origin + path }
-
-  /// The live session `credential` names, if any; `request` is where it was presented from (its
-  /// network is kept as the session's "last used from", `ClientStore.networkHint`).
-  func signed(_ credential: Credential, _ store: ClientStore, from request: Request? = nil) throws(StoreError)
-    -> Signed?
-  {
-    guard let token = credential.token,
-      let (session, account) = try store.session(
-        token: token, lifetimes: lifetimes, network: request.flatMap { network($0, store) })
-    else { return nil }
-    return Signed(session: session, account: account, token: token)
-  }
 
   /// The 500 answer: a plain sentence, the cause in the error log only. A database out of reach
   /// for now is a 503 with `Retry-After: 1` instead, so clients and balancers try again shortly.

@@ -66,7 +66,7 @@ public struct InvitationPages: Sendable {
     guard let token = WebSecurity.cookie(Self.cookie, in: request),
       let (invitation, school) = try store.invitation(token: token)
     else { return invalid }
-    let signed = try context.signed(Credential(request), store, from: request)
+    let signed = try context.authenticator.signed(request, store)
     var page = HTMLPage(title: "Join \(school.name)")
     page.html("<h1>Join ")
     page.text(school.name)
@@ -132,7 +132,7 @@ public struct InvitationPages: Sendable {
 
   func accept(_ request: Request) throws(StoreError) -> Response {
     let store = try context.store()
-    let signed = try context.signed(Credential(request), store, from: request)
+    let signed = try context.authenticator.signed(request, store)
     let binding = signed?.token ?? WebSecurity.cookie(WebSecurity.csrfCookie, in: request)
     if let refusal = context.formRefusal(request, binding: binding) { return refusal }
     guard let token = WebSecurity.cookie(Self.cookie, in: request) else { return invalid }

@@ -86,8 +86,7 @@ struct HandoffParameters: Equatable {
 /// the system-browser handoff with PKCE S256 (client-api-v1.md, "Native sign-in handoff").
 public struct NativeSignIn: Sendable {
   let context: ClientContext
-  let pages: WebPages
-  let api: SessionAPI
+  let json: SessionJSON
   /// Largest exchange body accepted (it holds five short strings).
   static let maxExchangeBytes = 4096
 
@@ -105,24 +104,23 @@ public struct NativeSignIn: Sendable {
 
   public init(_ context: ClientContext) {
     self.context = context
-    pages = WebPages(context)
-    api = SessionAPI(context)
+    json = SessionJSON(context.deployment)
   }
 
   public var routes: [Route] {
     [
       Route(.get, "/native/sign-in", cacheClass: .private, execution: .pooled) { request in
-        pages.guarded { try page(request) }
+        context.guardedPage { try page(request) }
       },
       Route(
         .post, "/native/sign-in", cacheClass: .private, execution: .background,
         fastPath: { request in
-          let refused = context.limited(request, by: context.signInLimiter, refusal: pages.tooMany)
+          let refused = context.limited(request, by: context.signInLimiter, refusal: context.tooManySignIns)
           if refused != nil { Metrics.signIn(.native, .rateLimited) }
           return refused
         }
       ) { request in
-        pages.guarded { try submit(request) }
+        context.guardedPage { try submit(request) }
       },
       Route(.get, "/native/callback", cacheClass: .private, fixed: callbackPage),
       Route(
@@ -148,13 +146,14 @@ public struct NativeSignIn: Sendable {
     switch HandoffParameters.parse(WebSecurity.fields(query), deployment: context.deployment) {
     case .failure(let refusal): return refused(refusal)
     case .success(let parameters):
-      let signed = try context.signed(Credential(request), try context.store(), from: request)
+      let signed = try context.authenticator.signed(request, try context.store())
       return form(request, parameters, signedIn: signed?.account, status: .ok, message: nil)
     }
   }
 
   func submit(_ request: Request) throws(StoreError) -> Response {
-    if let refusal = pages.refusal(request, binding: WebSecurity.cookie(WebSecurity.csrfCookie, in: request))
+    if let refusal = context.formRefusal(
+      request, binding: WebSecurity.cookie(WebSecurity.csrfCookie, in: request))
     {
       Metrics.signIn(.native, .refused)
       return refusal
@@ -177,7 +176,7 @@ public struct NativeSignIn: Sendable {
     // A sign-in with the password leaves a trusted-device cookie in the system browser.
     var device: String? = nil
     if fields_["action"] == "continue" {
-      guard let signed = try context.signed(Credential(request), store, from: request) else {
+      guard let signed = try context.authenticator.signed(request, store) else {
         return form(
           request, parameters, signedIn: nil, status: .badRequest,
           message: "Your browser session has ended. Please sign in.")
@@ -195,11 +194,13 @@ public struct NativeSignIn: Sendable {
           request, parameters, signedIn: nil, status: .badRequest, message: nil, email: typed,
           errors: WebPages.missingCredentials(email: email, password: password))
       }
-      switch try pages.checkPassword(email: email, password: password, store: store, request: request) {
+      switch try context.authenticator.checkPassword(
+        email: email, password: password, store: store, request: request)
+      {
       case .passed(let found, let upgradedHash):
         if let upgradedHash { try store.upgradeHash(accountID: found.id, to: upgradedHash) }
         account = found
-        device = try pages.trustBrowser(found, request, store)
+        device = try context.authenticator.trustBrowser(found, request, store)
       case .refused:
         Metrics.signIn(.native, .badCredentials)
         return form(
@@ -353,7 +354,7 @@ public struct NativeSignIn: Sendable {
       out += #"{"expiresAt":"#.utf8
       JSONValue.appendString(Timestamp.iso8601(session.expiresAt), to: &out)
       out += #","session":"#.utf8
-      out += api.sessionBody(view.account, view.memberships)
+      out += json.body(view.account, view.memberships)
       out += #","sessionToken":"#.utf8
       JSONValue.appendString(token, to: &out)
       out += #","tokenType":"Bearer"}"#.utf8

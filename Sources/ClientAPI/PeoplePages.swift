@@ -91,7 +91,7 @@ public struct PeoplePages: Sendable {
     (Signed, Membership), Refused
   > {
     let schoolID = request.parameters["schoolId"] ?? ""
-    guard let signed = try context.signed(Credential(request), store, from: request) else {
+    guard let signed = try context.authenticator.signed(request, store) else {
       return .failure(
         Refused(WebPages.redirect("/sign-in?return=" + Self.escapeQuery("/schools/\(schoolID)/people"))))
     }
@@ -299,7 +299,7 @@ public struct PeoplePages: Sendable {
     _ body: (Request, Signed, Membership, [String: String]) throws(StoreError) -> Response
   ) throws(StoreError) -> Response {
     let store = try context.store()
-    guard let signed = try context.signed(Credential(request), store, from: request) else {
+    guard let signed = try context.authenticator.signed(request, store) else {
       return context.formRefusal(request, binding: nil, signedOut: true) ?? WebPages.redirect("/sign-in")
     }
     if let refusal = context.formRefusal(request, binding: signed.token) { return refusal }

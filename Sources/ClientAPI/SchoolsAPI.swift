@@ -8,17 +8,13 @@ import Store
 /// the People page's.
 public struct SchoolsAPI: Sendable {
   let context: ClientContext
-  let session: SessionAPI
 
   /// Longest request body and `Idempotency-Key` accepted.
   static let maxBodyBytes = 4096
   static let maxKeyBytes = 255
 
   /// The endpoints over `context`.
-  public init(_ context: ClientContext) {
-    self.context = context
-    session = SessionAPI(context)
-  }
+  public init(_ context: ClientContext) { self.context = context }
 
   static let prefix = "/api/client/v1/schools/:schoolId"
 
@@ -95,7 +91,7 @@ public struct SchoolsAPI: Sendable {
   func scoped(
     _ request: Request, mutating: Bool, _ body: (Signed, Membership, ClientStore) throws -> Response
   ) -> Response {
-    session.authenticated(request, mutating: mutating) { signed, store, _ in
+    context.authenticator.authenticated(request, unsafe: mutating) { signed, store, _ in
       let schoolID = request.parameters["schoolId"] ?? ""
       switch try SchoolAccess.check(
         store, accountID: signed.account.id, schoolID: schoolID, need: .administrator)

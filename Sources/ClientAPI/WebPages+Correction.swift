@@ -75,7 +75,7 @@ extension WebPages {
   /// The signed-in person behind a correction form, or the answer to send instead (signed out:
   /// to sign in; a foreign or expired form: the refusal).
   func signedForm(_ request: Request, _ store: ClientStore) throws(StoreError) -> Result<Signed, Refused> {
-    guard let signed = try context.signed(Credential(request), store, from: request) else {
+    guard let signed = try context.authenticator.signed(request, store) else {
       return .failure(Refused(refusal(request, binding: nil, signedOut: true) ?? Self.redirect("/sign-in")))
     }
     if let refusal = refusal(request, binding: signed.token) { return .failure(Refused(refusal)) }
@@ -131,7 +131,9 @@ extension WebPages {
     _ request: Request, _ signed: Signed, _ current: String, _ store: ClientStore,
     field: String = "current-password"
   ) throws(StoreError) -> Response? {
-    switch try checkPassword(email: signed.account.email, password: current, store: store, request: request) {
+    switch try context.authenticator.checkPassword(
+      email: signed.account.email, password: current, store: store, request: request)
+    {
     case .passed: return nil
     case .refused: return try refuse(request, field, "Your current password is not right. Try again.")
     case .locked: return try refuse(request, field, Self.lockedMessage)
@@ -236,7 +238,7 @@ extension WebPages {
       let record = try store.peekToken(token, purpose: flow.purpose),
       let account = try store.account(id: record.accountID), !account.disabled
     else { return linkExpired(flow) }
-    let signed = try context.signed(Credential(request), store, from: request)
+    let signed = try context.authenticator.signed(request, store)
     guard let signed, signed.account.id == account.id else {
       var page = HTMLPage(title: "Sign in to confirm your new email address")
       page.html("<h1>Sign in to confirm your new email address</h1>\n")
@@ -272,7 +274,7 @@ extension WebPages {
     if let refusal = refusal(request, binding: token) { return refusal }
     guard let token else { return linkExpired(flow) }
     let store = try context.store()
-    guard let signed = try context.signed(Credential(request), store, from: request) else {
+    guard let signed = try context.authenticator.signed(request, store) else {
       return Self.redirect("/account/email/confirm")
     }
     let outcome = try store.confirmEmailChange(
@@ -330,7 +332,7 @@ extension WebPages {
     if let refusal = refusal(request, binding: token) { return refusal }
     guard let token else { return linkExpired(flow) }
     let recovery: String
-    switch try context.store().restoreEmail(token, unknownHash: decoyHash) {
+    switch try context.store().restoreEmail(token, unknownHash: context.services.decoyHash) {
     case .restored(_, let token): recovery = token
     case .expired: return linkExpired(flow)
     case .superseded:

@@ -8,9 +8,6 @@ import Store
 /// Every POST needs a same-origin `Origin` (or `Referer`) and the CSRF token, and answers `303`.
 public struct WebPages: Sendable {
   let context: ClientContext
-  /// A hash with the current parameters of a password nobody knows: an unknown email is verified
-  /// against it, so that it costs the same Argon2id work as a known one.
-  let decoyHash: String
   /// The deployment's display time zone (`timezone`), for times on the account page.
   let zone: ZoneRules
 
@@ -21,7 +18,6 @@ public struct WebPages: Sendable {
   /// The pages over `context`.
   public init(_ context: ClientContext) {
     self.context = context
-    decoyHash = context.hasher.decoy()
     zone = ZoneRules.load(context.deployment.timezone)
   }
 
@@ -66,7 +62,7 @@ public struct WebPages: Sendable {
   func signInPage(_ request: Request) throws(StoreError) -> Response {
     let store = try context.store()
     let back = Self.returnPath(request.query.flatMap { WebSecurity.fields(Array($0.utf8)) }?["return"])
-    if try context.signed(Credential(request), store, from: request) != nil {
+    if try context.authenticator.signed(request, store) != nil {
       return Self.redirect(back ?? "/account")
     }
     return signInForm(request, status: .ok, message: nil, returnTo: back)
@@ -124,7 +120,9 @@ public struct WebPages: Sendable {
     let store = try context.store()
     let account: Account
     let upgradedHash: String?
-    switch try checkPassword(email: email, password: password, store: store, request: request) {
+    switch try context.authenticator.checkPassword(
+      email: email, password: password, store: store, request: request)
+    {
     case .passed(let found, let hash): (account, upgradedHash) = (found, hash)
     case .refused:
       Metrics.signIn(.web, .badCredentials)
@@ -146,7 +144,7 @@ public struct WebPages: Sendable {
     var redirect = Self.redirect(
       back ?? "/",
       cookie: WebSecurity.setCookie(WebSecurity.sessionCookie, token, maxAge: context.lifetimes.webAbsolute))
-    redirect.add("Set-Cookie", try trustBrowser(account, request, store))
+    redirect.add("Set-Cookie", try context.authenticator.trustBrowser(account, request, store))
     return redirect
   }
 
@@ -225,7 +223,7 @@ public struct WebPages: Sendable {
 
   func signOut(_ request: Request) throws(StoreError) -> Response {
     let store = try context.store()
-    guard let signed = try context.signed(Credential(request), store, from: request) else {
+    guard let signed = try context.authenticator.signed(request, store) else {
       if let refusal = refusal(request, binding: nil, signedOut: true) { return refusal }
       return Self.redirect(
         "/sign-in", cookie: WebSecurity.setCookie(WebSecurity.sessionCookie, "", maxAge: 0))
@@ -244,7 +242,7 @@ public struct WebPages: Sendable {
     _ request: Request, status: Status = .ok, message: String? = nil, errors: FieldErrors = FieldErrors()
   ) throws(StoreError) -> Response {
     let store = try context.store()
-    guard let signed = try context.signed(Credential(request), store, from: request) else {
+    guard let signed = try context.authenticator.signed(request, store) else {
       return Self.redirect("/sign-in?return=%2Faccount")
     }
     let account = signed.account
@@ -334,7 +332,7 @@ public struct WebPages: Sendable {
 
   func revoke(_ request: Request) throws(StoreError) -> Response {
     let store = try context.store()
-    guard let signed = try context.signed(Credential(request), store, from: request) else {
+    guard let signed = try context.authenticator.signed(request, store) else {
       return refusal(request, binding: nil, signedOut: true) ?? Self.redirect("/sign-in")
     }
     if let refusal = refusal(request, binding: signed.token) { return refusal }
@@ -353,7 +351,7 @@ public struct WebPages: Sendable {
   /// `POST /account/sessions/revoke-others`: every session of the account but this browser's ends.
   func revokeOthers(_ request: Request) throws(StoreError) -> Response {
     let store = try context.store()
-    guard let signed = try context.signed(Credential(request), store, from: request) else {
+    guard let signed = try context.authenticator.signed(request, store) else {
       return refusal(request, binding: nil, signedOut: true) ?? Self.redirect("/sign-in")
     }
     if let refusal = refusal(request, binding: signed.token) { return refusal }
@@ -369,7 +367,7 @@ public struct WebPages: Sendable {
     -> Response
   {
     let store = try context.store()
-    guard let signed = try context.signed(Credential(request), store, from: request) else {
+    guard let signed = try context.authenticator.signed(request, store) else {
       return Self.redirect("/sign-in?return=%2Faccount%2Fdelete")
     }
     var page = HTMLPage(title: "Delete your account")
@@ -393,7 +391,7 @@ public struct WebPages: Sendable {
 
   func delete(_ request: Request) throws(StoreError) -> Response {
     let store = try context.store()
-    guard let signed = try context.signed(Credential(request), store, from: request) else {
+    guard let signed = try context.authenticator.signed(request, store) else {
       return refusal(request, binding: nil, signedOut: true) ?? Self.redirect("/sign-in")
     }
     if let refusal = refusal(request, binding: signed.token) { return refusal }
@@ -401,7 +399,8 @@ public struct WebPages: Sendable {
     guard !password.isEmpty, password.utf8.count <= Self.maxPasswordBytes else {
       return try deletionPage(request, status: .badRequest, message: "Enter your password.")
     }
-    switch try checkPassword(email: signed.account.email, password: password, store: store, request: request)
+    switch try context.authenticator.checkPassword(
+      email: signed.account.email, password: password, store: store, request: request)
     {
     case .passed: break
     case .refused:
@@ -461,12 +460,7 @@ public struct WebPages: Sendable {
   }
 
   /// The page for an address over its sign-in limit (sent from the loop, before any password work).
-  func tooMany(_ wait: Int) -> Response {
-    HTMLPage.problem(
-      .tooManyRequests, "Too many attempts",
-      "There have been too many sign-in attempts from your network. Wait \(wait) seconds, then try again.",
-      context: context)
-  }
+  func tooMany(_ wait: Int) -> Response { context.tooManySignIns(wait) }
 
   func guarded(_ body: () throws -> Response) -> Response { context.guardedPage(body) }
 

@@ -332,7 +332,7 @@ extension WebPages {
     throws(StoreError) -> SignInCheck
   {
     let headers = device.map { [("Cookie", "\(TrustedDevice.cookie)=\($0)")] } ?? []
-    return try checkPassword(
+    return try context.authenticator.checkPassword(
       email: email, password: password, store: store,
       request: Request(method: .post, target: "/sign-in", headers: headers))
   }

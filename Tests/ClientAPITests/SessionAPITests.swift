@@ -156,9 +156,9 @@ struct SessionAPITests {
           ])
         }),
       "deployment": .object(["environment": .string("development"), "label": .string("Development")]),
-      "capabilities": try JSONValue.parse(f.api.capabilitiesJSON),
+      "capabilities": try JSONValue.parse(f.api.json.capabilitiesJSON),
     ]).canonical
-    #expect(String(decoding: f.api.sessionBody(account, memberships), as: UTF8.self) == expected)
+    #expect(String(decoding: f.api.json.body(account, memberships), as: UTF8.self) == expected)
   }
 
   // SQLite only: this holds SQLite's rule that any commit invalidates at once. On PostgreSQL the

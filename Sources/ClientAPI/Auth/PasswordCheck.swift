@@ -14,7 +14,7 @@ enum SignInCheck: Equatable {
   case locked
 }
 
-extension WebPages {
+extension Authenticator {
   /// Checks a sign-in attempt of the web or native form (or the deletion form's password). The
   /// typed email is normalised once (`EmailAddress`); text that is not an address is refused like a
   /// wrong password. Exactly one Argon2id verification whether or not the account exists or the
@@ -33,7 +33,7 @@ extension WebPages {
       locked = try store.isLocked(email: email, device: device)
       found = try store.account(email: email)
     }
-    let matches = context.hasher.verify(password, against: found?.passwordHash ?? decoyHash)
+    let matches = context.hasher.verify(password, against: found?.passwordHash ?? context.services.decoyHash)
     guard let email else { return .refused }
     guard !locked, let (account, hash) = found, matches, !account.disabled else {
       let lockedNow = try store.recordSignInFailure(accountID: found?.0.id, email: email, device: device)

@@ -1,0 +1,187 @@
+import Edge
+import LinkAssoc
+import Store
+
+/// What a request presents as proof of a session.
+enum Credential: Equatable {
+  /// Nothing at all.
+  case none
+  /// An `Authorization` field that is not `Bearer <token>`.
+  case malformed
+  /// A native client's token.
+  case bearer(String)
+  /// The browser's session cookie.
+  case cookie(String)
+
+  /// The credential in `request`: the `Authorization` field wins over the cookie.
+  init(_ request: Request) {
+    if let authorization = request.headers["authorization"] {
+      // `Bearer <token>`, the scheme in any case (RFC 9110 §11.1); read as bytes, since this runs
+      // on the loop for every session read.
+      let bytes = authorization.utf8
+      if let space = bytes.firstIndex(of: UInt8(ascii: " ")), bytes.index(after: space) != bytes.endIndex,
+        bytes[..<space].elementsEqual("bearer".utf8, by: { $0 | 0x20 == $1 })
+      {
+        self = .bearer(String(authorization[authorization.utf8.index(after: space)...]))
+      } else {
+        self = .malformed
+      }
+    } else if let cookie = WebSecurity.cookie(WebSecurity.sessionCookie, in: request) {
+      self = .cookie(cookie)
+    } else {
+      self = .none
+    }
+  }
+
+  /// Whether it is the browser's cookie.
+  var isCookie: Bool { if case .cookie = self { true } else { false } }
+
+  /// The token, if any.
+  var token: String? {
+    switch self {
+    case .bearer(let t), .cookie(let t): t
+    case .none, .malformed: nil
+    }
+  }
+}
+
+/// A live session and its account, and how the request proved it.
+struct Signed {
+  let session: SessionRecord
+  let account: Account
+  let token: String
+}
+
+/// Why a request is not let through as signed in. Each case knows its public answer (`response`).
+enum AuthFailure: Error, Equatable {
+  /// No credential at all.
+  case missing
+  /// An `Authorization` field that is not `Bearer <token>`.
+  case malformed
+  /// A credential that names no live session (unknown, expired, revoked, its account disabled).
+  case invalidToken
+  /// A `Band-Licence-Client` field that is not `ios/x.y.z` or `android/x.y.z`.
+  case invalidClient
+  /// A native app below its platform's minimum version.
+  case appVersionUnsupported(minimum: String)
+  /// A cookie-authenticated change without a same-origin `Origin` (the cookie travels with
+  /// cross-site requests too; a change needs proof that it comes from our own page).
+  case crossOrigin
+
+  /// The answer: 401 with the contract's Bearer challenge (RFC 6750 §3: no `error` attribute when
+  /// nothing was presented), 400, 426 naming the minimum version, or 403.
+  var response: Response {
+    switch self {
+    case .missing: Self.unauthorized(error: nil)
+    case .malformed: Self.unauthorized(error: "invalid_request")
+    case .invalidToken: Self.unauthorized(error: "invalid_token")
+    case .invalidClient:
+      JSONBody.error(
+        .badRequest, "invalid_request", "Band-Licence-Client must be ios/x.y.z or android/x.y.z.")
+    case .appVersionUnsupported(let minimum):
+      JSONBody.response(
+        .upgradeRequired,
+        .object([
+          "error": .string("app_version_unsupported"), "minimumVersion": .string(minimum),
+          "message": .string("Please update the app to continue."),
+        ]))
+    case .crossOrigin:
+      JSONBody.error(
+        .forbidden, "cross_origin",
+        "This change must come from a Band Licence page (same-origin Origin header).")
+    }
+  }
+
+  static func unauthorized(error: String?) -> Response {
+    var challenge = "Bearer realm=\"band-licence\""
+    if let error { challenge += ", error=\"\(error)\"" }
+    return JSONBody.error(
+      .unauthorized, error ?? "unauthorized", "Sign in to continue.",
+      headers: [("WWW-Authenticate", challenge)])
+  }
+}
+
+/// The one answer to "who is asking?", for every surface — the JSON API, the pages, the native
+/// sign-in — so that each authenticates exactly alike:
+/// 1. the credential: a Bearer token (native apps) wins over the session cookie (browsers);
+/// 2. `precheck`, decided before the store is read (on the loop, for cache hits too): nothing or a
+///    malformed `Authorization` field, an unsupported app version, a cookie-authenticated change
+///    from another origin;
+/// 3. `signed`: the live session the token names, read through the store (and its session cache),
+///    with the request's network kept as the session's "last used from".
+/// Passwords are checked in one place too: `checkPassword` (PasswordCheck.swift).
+struct Authenticator: Sendable {
+  let context: ClientContext
+
+  /// The answer decided before the store is read, or nil to go on. `unsafe` is a method that
+  /// changes something (RFC 9110 §9.2.1): for a cookie, it needs a same-origin `Origin`.
+  func precheck(_ request: Request, _ credential: Credential, unsafe: Bool) -> AuthFailure? {
+    switch credential {
+    case .none: return .missing
+    case .malformed: return .malformed
+    case .bearer:
+      if let client = request.headers["band-licence-client"] { return appVersionFailure(client) }
+    case .cookie:
+      if unsafe,
+        request.headers["origin"] == nil || !WebSecurity.sameOrigin(request, deployment: context.deployment)
+      {
+        return .crossOrigin
+      }
+    }
+    return nil
+  }
+
+  /// `Band-Licence-Client: <platform>/<version>`: below the platform's minimum, or malformed.
+  func appVersionFailure(_ header: String) -> AuthFailure? {
+    // One rule for app versions, the handoff's: 2 or 3 parts of 1 to 6 ASCII digits.
+    let parts = header.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+    guard parts.count == 2, ["ios", "android"].contains(parts[0]), PKCE.validAppVersion(String(parts[1]))
+    else { return .invalidClient }
+    let deployment = context.deployment
+    let minimum = parts[0] == "ios" ? deployment.minimumIOSVersion : deployment.minimumAndroidVersion
+    guard ClientStore.compareVersions(String(parts[1]), minimum) < 0 else { return nil }
+    return .appVersionUnsupported(minimum: minimum)
+  }
+
+  /// The live session `credential` names, if any; `request` is where it was presented from (its
+  /// network is kept as the session's "last used from", `ClientStore.networkHint`).
+  func signed(_ credential: Credential, _ store: ClientStore, from request: Request? = nil) throws(StoreError)
+    -> Signed?
+  {
+    guard let token = credential.token,
+      let (session, account) = try store.session(
+        token: token, lifetimes: context.lifetimes, network: request.flatMap { context.network($0, store) })
+    else { return nil }
+    return Signed(session: session, account: account, token: token)
+  }
+
+  /// The live session `request` presents (whichever credential), read through `store`; nil when
+  /// there is none. What a page asks: it answers a signed-out visitor itself.
+  func signed(_ request: Request, _ store: ClientStore) throws(StoreError) -> Signed? {
+    try signed(Credential(request), store, from: request)
+  }
+
+  /// The whole check for the JSON API: `precheck`, then the live session. Runs `body` with it,
+  /// the store and the credential; otherwise answers the failure (401, 400, 426, 403), or 500/503
+  /// when the store fails.
+  func authenticated(
+    _ request: Request, unsafe: Bool, _ body: (Signed, ClientStore, Credential) throws -> Response
+  ) -> Response {
+    let credential = Credential(request)
+    if let failure = precheck(request, credential, unsafe: unsafe) { return failure.response }
+    do {
+      let store = try context.store()
+      guard let signed = try signed(credential, store, from: request) else {
+        return AuthFailure.invalidToken.response
+      }
+      return try body(signed, store, credential)
+    } catch {
+      return ClientContext.storeFailure(error, html: false)
+    }
+  }
+}
+
+extension ClientContext {
+  /// The authenticator of this snapshot.
+  var authenticator: Authenticator { Authenticator(context: self) }
+}
