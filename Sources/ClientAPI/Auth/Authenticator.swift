@@ -111,7 +111,10 @@ enum AuthFailure: Error, Equatable {
 ///    with the request's network kept as the session's "last used from".
 /// Passwords are checked in one place too: `checkPassword` (PasswordCheck.swift).
 struct Authenticator: Sendable {
-  let context: ClientContext
+  /// The process's store connections, session lifetimes and password hasher.
+  let services: ClientServices
+  /// The snapshot's deployment: its origin (for `Origin`) and the apps' minimum versions.
+  let deployment: Deployment
 
   /// The answer decided before the store is read, or nil to go on. `unsafe` is a method that
   /// changes something (RFC 9110 §9.2.1): for a cookie, it needs a same-origin `Origin`.
@@ -123,7 +126,7 @@ struct Authenticator: Sendable {
       if let client = request.headers["band-licence-client"] { return appVersionFailure(client) }
     case .cookie:
       if unsafe,
-        request.headers["origin"] == nil || !WebSecurity.sameOrigin(request, deployment: context.deployment)
+        request.headers["origin"] == nil || !WebSecurity.sameOrigin(request, deployment: deployment)
       {
         return .crossOrigin
       }
@@ -137,7 +140,6 @@ struct Authenticator: Sendable {
     let parts = header.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
     guard parts.count == 2, ["ios", "android"].contains(parts[0]), PKCE.validAppVersion(String(parts[1]))
     else { return .invalidClient }
-    let deployment = context.deployment
     let minimum = parts[0] == "ios" ? deployment.minimumIOSVersion : deployment.minimumAndroidVersion
     guard ClientStore.compareVersions(String(parts[1]), minimum) < 0 else { return nil }
     return .appVersionUnsupported(minimum: minimum)
@@ -150,7 +152,7 @@ struct Authenticator: Sendable {
   {
     guard let token = credential.token,
       let (session, account) = try store.session(
-        token: token, lifetimes: context.lifetimes, network: request.flatMap { context.network($0, store) })
+        token: token, lifetimes: services.lifetimes, network: request.flatMap { services.network($0, store) })
     else { return nil }
     return Signed(session: session, account: account, token: token)
   }
@@ -170,7 +172,7 @@ struct Authenticator: Sendable {
     let credential = Credential(request)
     if let failure = precheck(request, credential, unsafe: unsafe) { return failure.response }
     do {
-      let store = try context.store()
+      let store = try services.store()
       guard let signed = try signed(credential, store, from: request) else {
         return AuthFailure.invalidToken.response
       }
@@ -183,5 +185,5 @@ struct Authenticator: Sendable {
 
 extension ClientContext {
   /// The authenticator of this snapshot.
-  var authenticator: Authenticator { Authenticator(context: self) }
+  var authenticator: Authenticator { Authenticator(services: services, deployment: deployment) }
 }

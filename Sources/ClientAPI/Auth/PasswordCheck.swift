@@ -33,7 +33,7 @@ extension Authenticator {
       locked = try store.isLocked(email: email, device: device)
       found = try store.account(email: email)
     }
-    let matches = context.hasher.verify(password, against: found?.passwordHash ?? context.services.decoyHash)
+    let matches = services.hasher.verify(password, against: found?.passwordHash ?? services.decoyHash)
     guard let email else { return .refused }
     guard !locked, let (account, hash) = found, matches, !account.disabled else {
       let lockedNow = try store.recordSignInFailure(accountID: found?.0.id, email: email, device: device)
@@ -41,7 +41,7 @@ extension Authenticator {
     }
     try store.clearSignInFailures(email: email, device: device)
     return .passed(
-      account, upgradedHash: context.hasher.needsRehash(hash) ? context.hasher.hash(password) : nil)
+      account, upgradedHash: services.hasher.needsRehash(hash) ? services.hasher.hash(password) : nil)
   }
 
   /// The `Set-Cookie` field that trusts the browser that has just signed in to `account`

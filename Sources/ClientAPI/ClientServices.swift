@@ -1,0 +1,129 @@
+import Edge
+import LinkAssoc
+import Store
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// What lives as long as the process, whatever configuration is loaded: one store connection per
+/// worker thread, the session cache, the rate limiters' buckets, password parameters and the
+/// settings the flags fix at start. Built once by the composition and handed to every snapshot, so
+/// a reload (SIGHUP) opens no connection and forgets no bucket.
+public final class ClientServices: Sendable {
+  let stores: ThreadLocal<ClientStore>
+  let lifetimes: SessionLifetimes
+  let hasher: PasswordHasher
+  /// A hash with the current parameters of a password nobody knows: an unknown email is verified
+  /// against it, so that it costs the same Argon2id work as a known one. Made once per process.
+  let decoyHash: String
+  /// Epoch seconds (injectable for tests).
+  let clock: @Sendable () -> Int
+  /// Session answers the loops may send without the pool while the database is unchanged.
+  let sessionCache: SessionCache
+  /// On PostgreSQL with a session cache: the connection that hears of other instances' changes.
+  public let listener: ChangeListener?
+  /// On PostgreSQL: this instance's heartbeat, which sizes the rate limiters' share.
+  public let heartbeat: FleetHeartbeat?
+  /// With an SMTP relay: the outbox's sender.
+  public let mailer: MailDelivery?
+  /// Attempts per client address at `POST /sign-in` and `POST /native/sign-in` together.
+  let signInLimiter: RateLimiter
+  /// Attempts per client address at the native exchange.
+  let exchangeLimiter: RateLimiter
+  /// Peers whose `X-Forwarded-For` is believed.
+  let trustedProxies: Set<String>
+  /// How long a rate-limit refusal is held before it is sent (a tarpit; zero sends it at once).
+  let refusalHold: Duration
+  /// How many invitations may go out per hour, per inviter, school and address (fleet-wide: counted
+  /// in the store).
+  let invitationLimits: InvitationLimits
+
+  /// The services over the SQLite database at `databasePath`.
+  public convenience init(
+    databasePath: String, lifetimes: SessionLifetimes, hasher: PasswordHasher = PasswordHasher(),
+    sessionCacheEntries: Int = 4096, signInLimit: RateLimit = RateLimit(burst: 20, perMinute: 30),
+    exchangeLimit: RateLimit = RateLimit(burst: 20, perMinute: 60), trustedProxies: Set<String> = [],
+    refusalHold: Duration = .seconds(1), invitationLimits: InvitationLimits = InvitationLimits(),
+    clock: @escaping @Sendable () -> Int
+  ) {
+    self.init(
+      database: .sqlite(file: databasePath), lifetimes: lifetimes, hasher: hasher,
+      sessionCacheEntries: sessionCacheEntries, signInLimit: signInLimit, exchangeLimit: exchangeLimit,
+      trustedProxies: trustedProxies, refusalHold: refusalHold, invitationLimits: invitationLimits,
+      clock: clock)
+  }
+
+  /// The services over the store at `database`, reached with `settings`. The loop-side session
+  /// cache watches SQLite's WAL index, or on PostgreSQL a `ChangeListener` started here (on
+  /// `settings.listenURI` when given).
+  public init(
+    database: DatabaseLocation, settings: DatabaseSettings = DatabaseSettings(), lifetimes: SessionLifetimes,
+    hasher: PasswordHasher = PasswordHasher(),
+    sessionCacheEntries: Int = 4096, signInLimit: RateLimit = RateLimit(burst: 20, perMinute: 30),
+    exchangeLimit: RateLimit = RateLimit(burst: 20, perMinute: 60), trustedProxies: Set<String> = [],
+    refusalHold: Duration = .seconds(1), invitationLimits: InvitationLimits = InvitationLimits(),
+    smtp: SMTPSettings? = nil, clock: @escaping @Sendable () -> Int
+  ) {
+    let gate = ReconnectSchedule(settings)
+    let listener: ChangeListener?
+    switch database {
+    case .sqlite: listener = nil
+    case .postgres(let uri):
+      listener =
+        sessionCacheEntries > 0 ? ChangeListener(uri: settings.listenURI ?? uri, settings: settings) : nil
+    }
+    self.listener = listener
+    stores = ThreadLocal {
+      try gate.attempt { () throws(StoreError) in
+        let opened = try database.open(settings, schedule: gate)
+        // This process's own changes reach its cache at commit, before their notification returns.
+        if let listener, let postgres = opened as? PostgresDatabase {
+          postgres.afterAnnouncedCommit = { listener.changeCommitted() }
+        }
+        return try ClientStore(database: opened, clock: clock)
+      }
+    }
+    self.lifetimes = lifetimes
+    self.hasher = hasher
+    decoyHash = hasher.decoy()
+    self.clock = clock
+    switch database {
+    case .sqlite(let file): sessionCache = SessionCache(databasePath: file, capacity: sessionCacheEntries)
+    case .postgres:
+      sessionCache = SessionCache(capacity: listener == nil ? 0 : sessionCacheEntries) { listener }
+    }
+    signInLimiter = RateLimiter(signInLimit)
+    exchangeLimiter = RateLimiter(exchangeLimit)
+    // A fleet on PostgreSQL shares the per-address limits. (On SQLite a heartbeat's commit every
+    // second would empty the session cache; one file serves one instance.)
+    if case .postgres = database {
+      heartbeat = FleetHeartbeat(
+        database: database, settings: settings, limiters: [signInLimiter, exchangeLimiter], clock: clock)
+    } else {
+      heartbeat = nil
+    }
+    // Without a relay (development) mail stays in the outbox: `band-edge admin outbox`.
+    mailer = smtp.map {
+      MailDelivery(
+        database: database, settings: settings, smtp: $0, interval: $0.interval, firstRetry: $0.firstRetry,
+        clock: clock)
+    }
+    self.trustedProxies = trustedProxies
+    self.refusalHold = refusalHold
+    self.invitationLimits = invitationLimits
+  }
+
+  /// This worker thread's store connection (opened on first use).
+  func store() throws(StoreError) -> ClientStore {
+    do { return try stores.value() } catch let error as StoreError { throw error } catch {
+      throw StoreError("\(error)")
+    }
+  }
+
+  /// The network hint of `request`'s client address (`ClientStore.networkHint`).
+  func network(_ request: Request, _ store: ClientStore) -> String? {
+    store.networkHint(address: ClientAddress.of(request, trustedProxies: trustedProxies))
+  }
+}

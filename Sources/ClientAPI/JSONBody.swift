@@ -1,0 +1,44 @@
+import Edge
+import LinkAssoc
+
+/// JSON responses of the client API.
+enum JSONBody {
+  static func response(_ status: Status, _ body: JSONValue, headers: [(name: String, value: String)] = [])
+    -> Response
+  {
+    Response(
+      status: status, headers: [("Content-Type", "application/json; charset=utf-8")] + headers,
+      body: .bytes(body.canonicalBytes))
+  }
+
+  /// `{"error": code, "message": message}`.
+  static func error(
+    _ status: Status, _ code: String, _ message: String, headers: [(name: String, value: String)] = []
+  )
+    -> Response
+  {
+    response(status, .object(["error": .string(code), "message": .string(message)]), headers: headers)
+  }
+
+  /// A request body read as JSON: its value (nil when it is not JSON, which each endpoint answers
+  /// in its own words), or the 400 for an object naming a key twice (RFC 7493 §2.3).
+  struct Parsed {
+    let value: JSONValue?
+    let refusal: Response?
+  }
+
+  /// `body` read as JSON (`Parsed`); `headers` go on the refusal.
+  static func parse(_ body: [UInt8], headers: [(name: String, value: String)] = []) -> Parsed {
+    do {
+      return Parsed(value: try JSONValue.parse(body), refusal: nil)
+    } catch .repeatedKey {
+      return Parsed(
+        value: nil,
+        refusal: error(
+          .badRequest, "invalid_request", "The body names a key more than once; send each key once.",
+          headers: headers))
+    } catch {
+      return Parsed(value: nil, refusal: nil)
+    }
+  }
+}
