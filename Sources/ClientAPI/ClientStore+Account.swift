@@ -288,7 +288,7 @@ extension ClientStore {
           "An account on Band Licence has been made for you. Follow the link to choose your password. "
             + "It works once, for the next 7 days."
         ],
-        link: ("Choose your password", origin + LinkFlow.setPassword.path + "?token=" + token),
+        link: ("Choose your password", origin + TokenPurpose.setPassword.path + "?token=" + token),
         reason:
           "You got this email because someone who runs Band Licence made an account for this address. "
           + "If you did not expect it, ignore it: nobody can sign in until a password is chosen.")

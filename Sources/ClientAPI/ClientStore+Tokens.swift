@@ -18,6 +18,16 @@ public enum TokenPurpose: String, Sendable, CaseIterable {
     case .emailRevert: 7 * 86400
     }
   }
+
+  /// The page a link of this purpose opens (its token in the query).
+  public var path: String {
+    switch self {
+    case .recovery: "/account/reset"
+    case .setPassword: "/account/set-password"
+    case .emailChange: "/account/email/confirm"
+    case .emailRevert: "/account/email/restore"
+    }
+  }
 }
 
 /// A live single-use token: whose it is and for which address.

@@ -1,3 +1,5 @@
+import Edge
+
 /// What a refused form says, field by field: each message sits next to its
 /// input (`HTMLPage.field`), which is `aria-invalid` and described by it, and the page's error
 /// summary links to it (`HTMLPage.summary`).
@@ -29,24 +31,24 @@ extension HTMLPage {
     _ id: String, name: String? = nil, label: String, attributes: String, value: String? = nil,
     hint: String? = nil, errors: FieldErrors = FieldErrors(), options: String? = nil
   ) -> String {
-    var out = "<label for=\"\(id)\">\(escape(label))</label>\n"
+    var out = "<label for=\"\(id)\">\(HTMLText.escape(label))</label>\n"
     var described: [String] = []
     if let hint {
-      out += "<p class=\"hint\" id=\"\(id)-hint\">\(escape(hint))</p>\n"
+      out += "<p class=\"hint\" id=\"\(id)-hint\">\(HTMLText.escape(hint))</p>\n"
       described.append("\(id)-hint")
     }
     let error = errors[id]
     if let error {
       out += "<p class=\"field-error\" id=\"\(id)-error\"><span class=\"visually-hidden\">Error: </span>"
-      out += escape(error) + "</p>\n"
+      out += HTMLText.escape(error) + "</p>\n"
       described.append("\(id)-error")
     }
-    var common = "id=\"\(id)\" name=\"\(escape(name ?? id))\""
+    var common = "id=\"\(id)\" name=\"\(HTMLText.escape(name ?? id))\""
     if !attributes.isEmpty { common += " " + attributes }
     if error != nil { common += " aria-invalid=\"true\"" }
     if !described.isEmpty { common += " aria-describedby=\"\(described.joined(separator: " "))\"" }
     if let options { return out + "<select \(common)>\(options)</select>\n" }
-    if let value, !value.isEmpty { common += " value=\"\(escape(value))\"" }
+    if let value, !value.isEmpty { common += " value=\"\(HTMLText.escape(value))\"" }
     return out + "<input \(common)>\n"
   }
 }

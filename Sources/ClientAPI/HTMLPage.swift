@@ -71,7 +71,7 @@ struct HTMLPage {
       "aria-labelledby=\"error-summary-title\">\n<h2 id=\"error-summary-title\">There is a problem</h2>\n<ul>\n"
     )
     for error in errors.list {
-      html("<li><a href=\"#\(Self.escape(error.field))\">")
+      html("<li><a href=\"#\(HTMLText.escape(error.field))\">")
       text(error.message)
       html("</a></li>\n")
     }
@@ -79,7 +79,7 @@ struct HTMLPage {
   }
 
   /// Appends `value` escaped for element content and attribute values.
-  mutating func text(_ value: String) { body += Self.escape(value) }
+  mutating func text(_ value: String) { body += HTMLText.escape(value) }
 
   /// The page as a response.
   func response(
@@ -112,19 +112,19 @@ struct HTMLPage {
     page +=
       "<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
     page +=
-      "<title>\(errors.isEmpty && !refused ? "" : "Error: ")\(production ? "" : "[" + Self.escape(deployment.label) + "] ")"
-      + "\(Self.escape(title)) · Band Licence</title>\n"
+      "<title>\(errors.isEmpty && !refused ? "" : "Error: ")\(production ? "" : "[" + HTMLText.escape(deployment.label) + "] ")"
+      + "\(HTMLText.escape(title)) · Band Licence</title>\n"
     page += "<meta name=\"theme-color\" content=\"\(Self.themeColour(deployment.environment))\">\n"
     page += "<link rel=\"manifest\" href=\"/manifest.webmanifest\">\n"
     page += "<link rel=\"icon\" href=\"/favicon.ico\" sizes=\"any\">\n"
     if let stylesheet {
-      page += "<link rel=\"stylesheet\" href=\"\(Self.escape(stylesheet))\">\n"
+      page += "<link rel=\"stylesheet\" href=\"\(HTMLText.escape(stylesheet))\">\n"
     }
     page += "</head>\n<body>\n<a class=\"skip\" href=\"#main\">Skip to content</a>\n"
     page += "<header class=\"bar\">\n"
     page +=
       "<p class=\"brand\"><a href=\"/\"><span class=\"logo\" aria-hidden=\"true\"></span>Band Licence</a></p>\n"
-    if !production { page += "<p class=\"deployment\">\(Self.escape(deployment.label))</p>\n" }
+    if !production { page += "<p class=\"deployment\">\(HTMLText.escape(deployment.label))</p>\n" }
     page += "</header>\n<main id=\"main\" tabindex=\"-1\">\n" + body + "</main>\n"
     page += "<footer class=\"foot\"><p>Band Licence</p></footer>\n</body>\n</html>\n"
     return page
@@ -146,28 +146,12 @@ struct HTMLPage {
     page.text(title)
     page.html("</h1>\n<p>")
     page.text(message)
-    page.html("</p>\n<p><a class=\"button\" href=\"\(escape(next.href))\">")
+    page.html("</p>\n<p><a class=\"button\" href=\"\(HTMLText.escape(next.href))\">")
     page.text(next.label)
     page.html("</a></p>\n")
     return page
   }
 
-  /// HTML escaping for text and quoted attribute values.
-  static func escape(_ value: String) -> String {
-    var out = ""
-    out.reserveCapacity(value.utf8.count)
-    for scalar in value.unicodeScalars {
-      switch scalar {
-      case "&": out += "&amp;"
-      case "<": out += "&lt;"
-      case ">": out += "&gt;"
-      case "\"": out += "&quot;"
-      case "'": out += "&#39;"
-      default: out.unicodeScalars.append(scalar)
-      }
-    }
-    return out
-  }
 }
 
 extension Role {

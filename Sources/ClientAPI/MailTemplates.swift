@@ -1,3 +1,5 @@
+import Edge
+
 /// The product's mail, in one voice: a greeting, short paragraphs, at most one button-like link
 /// and a closing line saying why the person got it. Plain text and simple HTML with the same
 /// words; no images, no tracking, no link but the one to the deployment's own origin.
@@ -14,16 +16,16 @@ public enum MailTemplates {
     text += "\(reason)\n\n— Band Licence\n"
     var html = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>"
     html +=
-      HTMLPage.escape(subject)
+      HTMLText.escape(subject)
       + "</title></head>\n<body style=\"font-family: sans-serif; line-height: 1.5\">\n"
-    html += "<p>\(HTMLPage.escape(greeting))</p>\n"
-    for paragraph in paragraphs { html += "<p>\(HTMLPage.escape(paragraph))</p>\n" }
+    html += "<p>\(HTMLText.escape(greeting))</p>\n"
+    for paragraph in paragraphs { html += "<p>\(HTMLText.escape(paragraph))</p>\n" }
     if let link {
-      html += "<p><a href=\"\(HTMLPage.escape(link.url))\">\(HTMLPage.escape(link.label))</a></p>\n"
+      html += "<p><a href=\"\(HTMLText.escape(link.url))\">\(HTMLText.escape(link.label))</a></p>\n"
       html +=
-        "<p>If the link does not open, copy this address into your browser:<br>\(HTMLPage.escape(link.url))</p>\n"
+        "<p>If the link does not open, copy this address into your browser:<br>\(HTMLText.escape(link.url))</p>\n"
     }
-    html += "<p style=\"color: #555\">\(HTMLPage.escape(reason))</p>\n<p>— Band Licence</p>\n</body></html>\n"
+    html += "<p style=\"color: #555\">\(HTMLText.escape(reason))</p>\n<p>— Band Licence</p>\n</body></html>\n"
     return MailMessage(kind: kind, to: to, subject: subject, text: text, html: html)
   }
 

@@ -78,7 +78,7 @@ struct HandoffParameters: Equatable {
       ("state", state), ("code_challenge", challenge), ("code_challenge_method", "S256"),
       ("platform", platform),
       ("app_version", appVersion),
-    ].map { "<input type=\"hidden\" name=\"\($0.0)\" value=\"\(HTMLPage.escape($0.1))\">\n" }.joined()
+    ].map { "<input type=\"hidden\" name=\"\($0.0)\" value=\"\(HTMLText.escape($0.1))\">\n" }.joined()
   }
 }
 
@@ -269,7 +269,7 @@ public struct NativeSignIn: Sendable {
     if let state = refusal.state, deployment.verifiedLinkPaths.contains("/native/callback") {
       // Built from configuration only (and a state that is URL-safe by validation).
       let back = "\(deployment.origin)/native/callback?error=invalid_request&state=\(state)"
-      page.html("<p><a class=\"button\" href=\"\(HTMLPage.escape(back))\">Return to the app</a></p>\n")
+      page.html("<p><a class=\"button\" href=\"\(HTMLText.escape(back))\">Return to the app</a></p>\n")
     } else {
       page.html("<p>Return to the app and start signing in again.</p>\n")
     }

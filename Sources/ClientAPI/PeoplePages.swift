@@ -65,7 +65,7 @@ public struct PeoplePages: Sendable {
     guard !schools.isEmpty else { return "" }
     return "<p>Manage people: "
       + schools.map { school in
-        "<a href=\"/schools/\(HTMLPage.escape(school.id))/people\">People at \(HTMLPage.escape(school.name))</a>"
+        "<a href=\"/schools/\(HTMLText.escape(school.id))/people\">People at \(HTMLText.escape(school.name))</a>"
       }.joined(separator: " · ") + "</p>\n"
   }
 
@@ -118,7 +118,7 @@ public struct PeoplePages: Sendable {
     case .failure(let refused): return refused.response
     }
     let school = membership.school
-    let base = "/schools/\(HTMLPage.escape(school.id))"
+    let base = "/schools/\(HTMLText.escape(school.id))"
     let csrf = WebSecurity.csrfToken(binding: signed.token)
     let done = request.query.flatMap { WebSecurity.fields(Array($0.utf8)) }?["done"].flatMap {
       Self.notices[$0]
@@ -143,7 +143,7 @@ public struct PeoplePages: Sendable {
       "<th scope=\"col\">Email</th><th scope=\"col\">Role</th><th scope=\"col\">Action</th></tr></thead>\n")
     page.html("<tbody>\n")
     for (i, member) in try store.members(schoolID: school.id).enumerated() {
-      let id = HTMLPage.escape(member.accountID)
+      let id = HTMLText.escape(member.accountID)
       page.html("<tr><td>")
       page.text(member.displayName)
       page.html("</td><td>")
@@ -216,7 +216,7 @@ public struct PeoplePages: Sendable {
         page.html("<time datetime=\"\(Timestamp.iso8601(invitation.expiresAt))\">")
         page.text(zone.readable(invitation.expiresAt))
         page.html("</time></td><td>" + form("withdraw"))
-        page.html("<input type=\"hidden\" name=\"invitation\" value=\"\(HTMLPage.escape(invitation.id))\">")
+        page.html("<input type=\"hidden\" name=\"invitation\" value=\"\(HTMLText.escape(invitation.id))\">")
         page.html(
           "<button class=\"button danger small\" type=\"submit\" aria-label=\"Withdraw the invitation to ")
         page.text(invitation.email)
@@ -245,7 +245,7 @@ public struct PeoplePages: Sendable {
         .notFound, "Not a member", Self.noMember, context: context,
         next: ("/schools/\(school.id)/people", "Back to the people"))
     }
-    let base = "/schools/\(HTMLPage.escape(school.id))"
+    let base = "/schools/\(HTMLText.escape(school.id))"
     var page = HTMLPage(title: "Remove \(member.displayName)?")
     page.html("<h1>Remove ")
     page.text(member.displayName)
@@ -263,7 +263,7 @@ public struct PeoplePages: Sendable {
     page.html(
       "<input type=\"hidden\" name=\"csrf\" value=\"\(WebSecurity.csrfToken(binding: signed.token))\">\n")
     page.html("<input type=\"hidden\" name=\"action\" value=\"remove\">\n")
-    page.html("<input type=\"hidden\" name=\"account\" value=\"\(HTMLPage.escape(member.accountID))\">\n")
+    page.html("<input type=\"hidden\" name=\"account\" value=\"\(HTMLText.escape(member.accountID))\">\n")
     page.html("<p class=\"actions\"><button class=\"button danger\" type=\"submit\">Remove ")
     page.text(member.displayName)
     page.html("</button> <a href=\"\(base)/people\">Keep ")

@@ -220,7 +220,7 @@ extension WebPages {
     guard let pending = try store.pendingEmailChange(accountID: account.id) else { return "" }
     return
       "<div class=\"notice\" role=\"status\" id=\"pending-email\">\n<p>A change of your email address to <strong>"
-      + HTMLPage.escape(pending.email) + "</strong> is waiting for its link to be followed (until "
+      + HTMLText.escape(pending.email) + "</strong> is waiting for its link to be followed (until "
       + time(pending.expiresAt) + ").</p>\n"
       + "<form method=\"post\" action=\"/account/email/cancel\">\n"
       + "<input type=\"hidden\" name=\"csrf\" value=\"\(csrf)\">\n"

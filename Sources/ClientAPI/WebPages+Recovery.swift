@@ -16,20 +16,21 @@ import Store
 /// `Strict` cookie would not follow, and `Lax` already keeps it off every cross-site POST.
 struct LinkFlow: Sendable {
   let purpose: TokenPurpose
-  let path: String
   let cookie: String
+  /// The page the link opens.
+  var path: String { purpose.path }
 
   /// `/account/reset`: a recovery link.
-  static let reset = LinkFlow(purpose: .recovery, path: "/account/reset", cookie: "__Host-bl_reset")
+  static let reset = LinkFlow(purpose: .recovery, cookie: "__Host-bl_reset")
   /// `/account/set-password`: an operator made the account and mailed this link.
   static let setPassword = LinkFlow(
-    purpose: .setPassword, path: "/account/set-password", cookie: "__Host-bl_set_password")
+    purpose: .setPassword, cookie: "__Host-bl_set_password")
   /// `/account/email/confirm`: a link to a new address.
   static let emailChange = LinkFlow(
-    purpose: .emailChange, path: "/account/email/confirm", cookie: "__Host-bl_email_change")
+    purpose: .emailChange, cookie: "__Host-bl_email_change")
   /// `/account/email/restore`: the old address's way back after an email change.
   static let emailRestore = LinkFlow(
-    purpose: .emailRevert, path: "/account/email/restore", cookie: "__Host-bl_email_restore")
+    purpose: .emailRevert, cookie: "__Host-bl_email_restore")
 
   /// The longest the cookie lives, in seconds.
   static let cookieLifetime = 15 * 60

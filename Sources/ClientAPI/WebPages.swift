@@ -89,7 +89,7 @@ public struct WebPages: Sendable {
     page.html("<form class=\"form\" method=\"post\" action=\"/sign-in\">\n")
     page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(WebSecurity.csrfToken(binding: binding))\">\n")
     if let returnTo {
-      page.html("<input type=\"hidden\" name=\"return\" value=\"\(HTMLPage.escape(returnTo))\">\n")
+      page.html("<input type=\"hidden\" name=\"return\" value=\"\(HTMLText.escape(returnTo))\">\n")
     }
     page.html(Self.credentialFields(email: email, errors: errors))
     page.html("<button class=\"button\" type=\"submit\">Sign in</button>\n</form>\n")
@@ -311,7 +311,7 @@ public struct WebPages: Sendable {
       page.html("<form method=\"post\" action=\"/account\">")
       page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(csrf)\">")
       page.html("<input type=\"hidden\" name=\"form\" value=\"sign-out-device\">")
-      page.html("<input type=\"hidden\" name=\"session\" value=\"\(HTMLPage.escape(session.id))\">")
+      page.html("<input type=\"hidden\" name=\"session\" value=\"\(HTMLText.escape(session.id))\">")
       // One word for one action: a device is signed out, wherever it is listed.
       page.html("<button class=\"button danger small\" type=\"submit\" aria-label=\"Sign out: ")
       page.text(name)
@@ -419,12 +419,12 @@ public struct WebPages: Sendable {
     var page = HTMLPage(title: "Hand over your schools first")
     page.html("<h1>Hand over your schools first</h1>\n")
     page.html("<p class=\"alert\" role=\"alert\">You are the only administrator of ")
-    page.html(schools.map { "<strong>" + HTMLPage.escape($0.name) + "</strong>" }.joined(separator: ", "))
+    page.html(schools.map { "<strong>" + HTMLText.escape($0.name) + "</strong>" }.joined(separator: ", "))
     page.html(". A school needs at least one administrator, so your account has not been deleted.</p>\n")
     page.html(
       "<p>Make someone else an administrator on the People page, then delete your account.</p>\n<ul>\n")
     for school in schools {
-      page.html("<li><a href=\"/schools/\(HTMLPage.escape(school.id))/people\">People at ")
+      page.html("<li><a href=\"/schools/\(HTMLText.escape(school.id))/people\">People at ")
       page.text(school.name)
       page.html("</a></li>\n")
     }
@@ -466,7 +466,7 @@ public struct WebPages: Sendable {
 
   /// `<time>` of `instant` in the deployment's zone, labelled with the zone's abbreviation.
   func time(_ instant: Int) -> String {
-    "<time datetime=\"\(Timestamp.iso8601(instant))\">\(HTMLPage.escape(zone.readable(instant)))</time>"
+    "<time datetime=\"\(Timestamp.iso8601(instant))\">\(HTMLText.escape(zone.readable(instant)))</time>"
   }
 
   static func redirect(_ location: String, cookie: String? = nil) -> Response {

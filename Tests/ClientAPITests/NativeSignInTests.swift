@@ -267,7 +267,7 @@ struct NativeRefusalTests {
       try #require(refused(["code_challenge_method": "plain", "platform": "x"])))
     #expect(response.status == .badRequest)
     #expect(response.header("Referrer-Policy") == "no-referrer")
-    #expect(page.contains("<p>\(HTMLPage.escape(HandoffParameters.Refusal.brokenLink))</p>"))
+    #expect(page.contains("<p>\(HTMLText.escape(HandoffParameters.Refusal.brokenLink))</p>"))
     #expect(
       page.contains("<details class=\"developer\">\n<summary>Details for the app's developer</summary>"))
     #expect(

@@ -52,8 +52,9 @@ struct Signed {
   let token: String
 }
 
-/// Why a request is not let through as signed in. Each case knows its public answer (`response`).
-enum AuthFailure: Error, Equatable {
+/// Why a request is not let through as signed in. Its public answer is `AuthFailure.response`
+/// (the client API's JSON).
+public enum AuthFailure: Error, Equatable, Sendable {
   /// No credential at all.
   case missing
   /// An `Authorization` field that is not `Bearer <token>`.
@@ -67,38 +68,6 @@ enum AuthFailure: Error, Equatable {
   /// A cookie-authenticated change without a same-origin `Origin` (the cookie travels with
   /// cross-site requests too; a change needs proof that it comes from our own page).
   case crossOrigin
-
-  /// The answer: 401 with the contract's Bearer challenge (RFC 6750 §3: no `error` attribute when
-  /// nothing was presented), 400, 426 naming the minimum version, or 403.
-  var response: Response {
-    switch self {
-    case .missing: Self.unauthorized(error: nil)
-    case .malformed: Self.unauthorized(error: "invalid_request")
-    case .invalidToken: Self.unauthorized(error: "invalid_token")
-    case .invalidClient:
-      JSONBody.error(
-        .badRequest, "invalid_request", "Band-Licence-Client must be ios/x.y.z or android/x.y.z.")
-    case .appVersionUnsupported(let minimum):
-      JSONBody.response(
-        .upgradeRequired,
-        .object([
-          "error": .string("app_version_unsupported"), "minimumVersion": .string(minimum),
-          "message": .string("Please update the app to continue."),
-        ]))
-    case .crossOrigin:
-      JSONBody.error(
-        .forbidden, "cross_origin",
-        "This change must come from a Band Licence page (same-origin Origin header).")
-    }
-  }
-
-  static func unauthorized(error: String?) -> Response {
-    var challenge = "Bearer realm=\"band-licence\""
-    if let error { challenge += ", error=\"\(error)\"" }
-    return JSONBody.error(
-      .unauthorized, error ?? "unauthorized", "Sign in to continue.",
-      headers: [("WWW-Authenticate", challenge)])
-  }
 }
 
 /// The one answer to "who is asking?", for every surface — the JSON API, the pages, the native
@@ -162,28 +131,4 @@ struct Authenticator: Sendable {
   func signed(_ request: Request, _ store: ClientStore) throws(StoreError) -> Signed? {
     try signed(Credential(request), store, from: request)
   }
-
-  /// The whole check for the JSON API: `precheck`, then the live session. Runs `body` with it,
-  /// the store and the credential; otherwise answers the failure (401, 400, 426, 403), or 500/503
-  /// when the store fails.
-  func authenticated(
-    _ request: Request, unsafe: Bool, _ body: (Signed, ClientStore, Credential) throws -> Response
-  ) -> Response {
-    let credential = Credential(request)
-    if let failure = precheck(request, credential, unsafe: unsafe) { return failure.response }
-    do {
-      let store = try services.store()
-      guard let signed = try signed(credential, store, from: request) else {
-        return AuthFailure.invalidToken.response
-      }
-      return try body(signed, store, credential)
-    } catch {
-      return ClientContext.storeFailure(error, html: false)
-    }
-  }
-}
-
-extension ClientContext {
-  /// The authenticator of this snapshot.
-  var authenticator: Authenticator { Authenticator(services: services, deployment: deployment) }
 }
