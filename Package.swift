@@ -30,10 +30,14 @@ let package = Package(
     .target(name: "LinkAssoc", dependencies: ["Edge"]),
     // The store: the `Database` seam, SQLite, PostgreSQL, the schema's migrations, store copy.
     .target(name: "Store", dependencies: ["CSQLite", "CPostgres", "COpenSSL"]),
+    // The domain: accounts, schools, roles, sessions, invitations; authentication; mail.
     .target(
-      name: "ClientAPI",
-      dependencies: ["Edge", "LinkAssoc", "Store", "CSQLite", "CPostgres", "CArgon2", "COpenSSL", "CCurl"]),
-    .executableTarget(name: "band-edge", dependencies: ["Edge", "Shell", "LinkAssoc", "ClientAPI"]),
+      name: "Accounts",
+      dependencies: ["Store", "Edge", "LinkAssoc", "CSQLite", "CArgon2", "COpenSSL", "CCurl"]),
+    // The client API and the server-rendered pages: HTTP only, over Accounts.
+    .target(name: "ClientAPI", dependencies: ["Accounts", "Store", "Edge", "LinkAssoc"]),
+    .executableTarget(
+      name: "band-edge", dependencies: ["Edge", "Shell", "LinkAssoc", "Store", "Accounts", "ClientAPI"]),
 
     // libFuzzer target for the HTTP/1.1 parser: build/fuzz builds it with --sanitize=fuzzer.
     .executableTarget(name: "EdgeFuzz", dependencies: ["Edge"]),
@@ -41,6 +45,7 @@ let package = Package(
     .testTarget(name: "EdgeTests", dependencies: ["Edge", "CNGHTTP2"]),
     .testTarget(name: "ShellTests", dependencies: ["Shell", "Edge"]),
     .testTarget(name: "LinkAssocTests", dependencies: ["LinkAssoc", "Edge"]),
-    .testTarget(name: "ClientAPITests", dependencies: ["ClientAPI", "Store", "Edge", "LinkAssoc"]),
+    .testTarget(
+      name: "ClientAPITests", dependencies: ["ClientAPI", "Accounts", "Store", "Edge", "LinkAssoc"]),
   ]
 )

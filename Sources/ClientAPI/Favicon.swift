@@ -1,3 +1,4 @@
+import Accounts
 import Edge
 
 /// `/favicon.ico` under its stable name: browsers ask for it unprompted, outside any page. The

@@ -1,3 +1,4 @@
+import Accounts
 import Edge
 
 /// What a refused form says, field by field: each message sits next to its

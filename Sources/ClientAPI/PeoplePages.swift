@@ -1,3 +1,4 @@
+import Accounts
 import Edge
 import LinkAssoc
 import Store

@@ -1,3 +1,4 @@
+import Accounts
 import Edge
 
 /// A POSIX TZ rule (`GMT0BST,M3.5.0/1,M10.5.0`; POSIX.1-2017 §8.3, as RFC 8536 §3.3 extends it):

@@ -1,3 +1,4 @@
+import Accounts
 import ClientAPI
 import Edge
 import Store

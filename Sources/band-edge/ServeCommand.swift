@@ -1,3 +1,4 @@
+import Accounts
 import ClientAPI
 import Dispatch
 import Edge

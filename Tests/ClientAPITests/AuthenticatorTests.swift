@@ -1,6 +1,7 @@
 import Edge
 import Testing
 
+@testable import Accounts
 @testable import ClientAPI
 
 /// The one authenticator's decisions before the store is read, case by case.

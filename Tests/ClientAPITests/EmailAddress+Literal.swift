@@ -1,5 +1,7 @@
 import ClientAPI
 
+@testable import Accounts
+
 /// Tests name addresses as literals; production code must go through `EmailAddress.init?`.
 extension EmailAddress: ExpressibleByStringLiteral {
   public init(stringLiteral value: String) {

@@ -2,6 +2,7 @@ import Edge
 import LinkAssoc
 import Testing
 
+@testable import Accounts
 @testable import ClientAPI
 
 @Suite("Error pages, link fallbacks and the shared page frame (in-process)")

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 
+@testable import Accounts
 @testable import ClientAPI
 @testable import Store
 

@@ -1,6 +1,7 @@
 import Edge
 import Testing
 
+@testable import Accounts
 @testable import ClientAPI
 @testable import Store
 

@@ -1,5 +1,6 @@
 import Testing
 
+@testable import Accounts
 @testable import ClientAPI
 
 @Suite("The password policy")

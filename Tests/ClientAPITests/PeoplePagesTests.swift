@@ -2,6 +2,7 @@ import Edge
 import LinkAssoc
 import Testing
 
+@testable import Accounts
 @testable import ClientAPI
 @testable import Store
 

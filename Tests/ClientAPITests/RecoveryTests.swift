@@ -3,6 +3,7 @@ import Foundation
 import LinkAssoc
 import Testing
 
+@testable import Accounts
 @testable import ClientAPI
 
 /// A browser over in-process requests for the account-lifecycle pages: a cookie jar, an origin on

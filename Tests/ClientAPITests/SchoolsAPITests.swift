@@ -3,6 +3,7 @@ import Foundation
 import LinkAssoc
 import Testing
 
+@testable import Accounts
 @testable import ClientAPI
 @testable import Store
 

@@ -2,6 +2,7 @@ import Dispatch
 import Synchronization
 import Testing
 
+@testable import Accounts
 @testable import ClientAPI
 @testable import Store
 

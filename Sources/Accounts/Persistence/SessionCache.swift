@@ -11,17 +11,17 @@ import Synchronization
 /// could alter a session's answer happened between them. On SQLite it is the WAL-index header,
 /// which SQLite rewrites at every commit by any connection of any process (its `iChange` field
 /// counts commits; sqlite.org/walformat.html §2.1); on PostgreSQL, the listener's generation.
-struct ChangeStamp: Equatable {
-  var words: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64)
+package struct ChangeStamp: Equatable {
+  package var words: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64)
 
-  static func == (a: ChangeStamp, b: ChangeStamp) -> Bool {
+  package static func == (a: ChangeStamp, b: ChangeStamp) -> Bool {
     a.words.0 == b.words.0 && a.words.1 == b.words.1 && a.words.2 == b.words.2 && a.words.3 == b.words.3
       && a.words.4 == b.words.4 && a.words.5 == b.words.5
   }
 }
 
 /// What tells a session cache whether the database changed since an answer was read.
-protocol ChangeWatch: AnyObject, Sendable {
+package protocol ChangeWatch: AnyObject, Sendable {
   /// The state now, or nil when it cannot be known (then nothing is answered from the cache).
   func stamp() -> ChangeStamp?
 }
@@ -38,13 +38,13 @@ extension ChangeListener: ChangeWatch {}
 // read-only shared mapping that lives until deinit, when no other reference can exist. Reads of
 // memory another process writes may tear; a torn read makes the copies differ, which is answered
 // as "changed" (a cache miss), never as "unchanged".
-final class WALWatch: ChangeWatch, @unchecked Sendable {
+package final class WALWatch: ChangeWatch, @unchecked Sendable {
   private let connection: OpaquePointer
   private let mapping: UnsafeMutableRawPointer
   private static let length = 4096
 
   /// A watch on the database at `path`, or nil when its WAL index cannot be mapped.
-  init?(databasePath path: String) {
+  package init?(databasePath path: String) {
     var handle: OpaquePointer? = nil
     guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK,
       let handle
@@ -77,7 +77,7 @@ final class WALWatch: ChangeWatch, @unchecked Sendable {
   }
 
   /// The header now, or nil while a writer is between its two copies.
-  func stamp() -> ChangeStamp? {
+  package func stamp() -> ChangeStamp? {
     atomicMemoryFence(ordering: .acquiring)
     let first = Self.read(mapping)
     let second = Self.read(mapping + 48)
@@ -104,21 +104,21 @@ final class WALWatch: ChangeWatch, @unchecked Sendable {
 /// SQLite any commit anywhere, on PostgreSQL any announced change — a revoked session or
 /// membership, a disabled account — invalidates every entry at once) and while the session's
 /// lifetimes and last-seen resolution allow.
-final class SessionCache: Sendable {
-  struct Key: Hashable {
-    let a: UInt64, b: UInt64, c: UInt64, d: UInt64
+package final class SessionCache: Sendable {
+  package struct Key: Hashable {
+    package let a: UInt64, b: UInt64, c: UInt64, d: UInt64
 
-    init(_ digest: [UInt8]) {
+    package init(_ digest: [UInt8]) {
       func word(_ i: Int) -> UInt64 { digest[i..<i + 8].reduce(0) { $0 << 8 | UInt64($1) } }
       (a, b, c, d) = (word(0), word(8), word(16), word(24))
     }
   }
 
-  struct Entry {
-    let answer: PrebuiltResponse
-    let stamp: ChangeStamp
+  package struct Entry {
+    package let answer: PrebuiltResponse
+    package let stamp: ChangeStamp
     /// The session stays answerable until the first of these instants (epoch seconds).
-    let validUntil: Int
+    package let validUntil: Int
   }
 
   private enum Watch {
@@ -128,30 +128,30 @@ final class SessionCache: Sendable {
   }
 
   private struct State {
-    var watch = Watch.notYet
-    var entries: [Key: Entry] = [:]
+    package var watch = Watch.notYet
+    package var entries: [Key: Entry] = [:]
   }
 
   private let state = Mutex(State())
   private let makeWatch: @Sendable () -> (any ChangeWatch)?
   /// Most entries kept; when full, all are dropped (each is one cheap store read to refill). 0 turns
   /// the cache off: every read goes to the pool.
-  let capacity: Int
+  package let capacity: Int
 
   /// A cache whose watch `makeWatch` makes at the first read (nil: no watch, no caching).
-  init(capacity: Int = 4096, watch makeWatch: @escaping @Sendable () -> (any ChangeWatch)?) {
+  package init(capacity: Int = 4096, watch makeWatch: @escaping @Sendable () -> (any ChangeWatch)?) {
     self.makeWatch = makeWatch
     self.capacity = capacity
   }
 
   /// A cache over the SQLite database at `databasePath`, watching its WAL index.
-  convenience init(databasePath: String, capacity: Int = 4096) {
+  package convenience init(databasePath: String, capacity: Int = 4096) {
     self.init(capacity: capacity) { WALWatch(databasePath: databasePath) }
   }
 
   /// The cached answer for `digest` if the database is unchanged since it was read and `now` is
   /// before its end; never blocks (a lookup under a short lock).
-  func answer(for digest: [UInt8], now: Int) -> PrebuiltResponse? {
+  package func answer(for digest: [UInt8], now: Int) -> PrebuiltResponse? {
     guard capacity > 0 else { return nil }
     let found = state.withLock { state -> PrebuiltResponse? in
       guard case .ready(let watch) = state.watch, let entry = state.entries[Key(digest)],
@@ -166,7 +166,7 @@ final class SessionCache: Sendable {
 
   /// The stamp to take before a store read whose answer will be cached (on a pool thread; opens
   /// the watch on first use, so a server that never reads sessions never loads it).
-  func stampBeforeRead() -> ChangeStamp? {
+  package func stampBeforeRead() -> ChangeStamp? {
     guard capacity > 0 else { return nil }
     let current: (any ChangeWatch)? = state.withLock { state in
       if case .ready(let watch) = state.watch { return watch }
@@ -183,7 +183,7 @@ final class SessionCache: Sendable {
   }
 
   /// Keeps `answer` for `digest`, read at `stamp`, answerable until `validUntil`.
-  func store(_ answer: PrebuiltResponse, for digest: [UInt8], stamp: ChangeStamp, validUntil: Int) {
+  package func store(_ answer: PrebuiltResponse, for digest: [UInt8], stamp: ChangeStamp, validUntil: Int) {
     state.withLock { state in
       if state.entries.count >= capacity { state.entries.removeAll(keepingCapacity: true) }
       state.entries[Key(digest)] = Entry(answer: answer, stamp: stamp, validUntil: validUntil)

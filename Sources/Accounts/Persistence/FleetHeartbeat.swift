@@ -12,9 +12,9 @@ import Synchronization
 /// While the database does not answer, the last count stands.
 public final class FleetHeartbeat: Sendable {
   private final class Shared: Sendable {
-    let instances = Atomic<Int>(1)
-    let stopped = Atomic<Bool>(false)
-    let beats = Atomic<Int>(0)
+    package let instances = Atomic<Int>(1)
+    package let stopped = Atomic<Bool>(false)
+    package let beats = Atomic<Int>(0)
   }
 
   private let shared = Shared()

@@ -11,27 +11,27 @@
 /// account's trusted devices together, on the same schedule (`ClientStore.failureKey`). So a
 /// teacher's own browser keeps working while a stranger keeps the email locked everywhere else,
 /// and stolen device cookies, however many, buy no more guesses than one lockout allows.
-struct TrustedDevice: Equatable {
+package struct TrustedDevice: Equatable {
   /// The cookie's name; `__Host-` so that it is Secure, host-only and `Path=/`.
-  static let cookie = "__Host-bl_device"
+  package static let cookie = "__Host-bl_device"
   /// How long a device stays trusted after its last successful sign-in.
-  static let lifetime = 180 * 86400
+  package static let lifetime = 180 * 86400
   /// The most trusted devices an account keeps; a new one makes the least recently used go.
-  static let perAccount = 5
+  package static let perAccount = 5
 
   /// The device's own identity (its nonce).
-  let nonce: String
+  package let nonce: String
   /// The account it is trusted for.
-  let accountID: String
+  package let accountID: String
 
   /// A cookie value as presented, before the server's list is asked.
-  struct Presented: Equatable {
-    let issued: Int
-    let nonce: String
-    let mac: String
+  package struct Presented: Equatable {
+    package let issued: Int
+    package let nonce: String
+    package let mac: String
 
     /// The parts of `value`, or nil when it is malformed, from the future or older than `lifetime`.
-    init?(_ value: String?, now: Int) {
+    package init?(_ value: String?, now: Int) {
       guard let value, value.utf8.count <= 128 else { return nil }
       let parts = value.split(separator: ".", omittingEmptySubsequences: false)
       guard parts.count == 3, parts[0].utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
@@ -44,7 +44,7 @@ struct TrustedDevice: Equatable {
     }
 
     /// Whether the MAC is the one the server made for `email`, `accountID` and `epoch`.
-    func verifies(email: EmailAddress, accountID: String, epoch: Int, key: [UInt8]) -> Bool {
+    package func verifies(email: EmailAddress, accountID: String, epoch: Int, key: [UInt8]) -> Bool {
       let expected = TrustedDevice.mac(
         email: email, accountID: accountID, epoch: epoch, issued: issued, nonce: nonce, key: key)
       return Secrets.equal(Array(mac.utf8), Array(expected.utf8))
@@ -52,13 +52,13 @@ struct TrustedDevice: Equatable {
   }
 
   /// The cookie value for `nonce`, issued at `now` to `accountID` at credential `epoch`.
-  static func value(
+  package static func value(
     email: EmailAddress, accountID: String, epoch: Int, nonce: String, key: [UInt8], now: Int
   ) -> String {
     "\(now).\(nonce).\(mac(email: email, accountID: accountID, epoch: epoch, issued: now, nonce: nonce, key: key))"
   }
 
-  static func mac(
+  package static func mac(
     email: EmailAddress, accountID: String, epoch: Int, issued: Int, nonce: String, key: [UInt8]
   ) -> String {
     Secrets.base64url(

@@ -393,9 +393,9 @@ extension ClientStore {
       detail: "\(invitation.id) \(invitation.schoolID) \(invitation.role.rawValue)")
   }
 
-  static let invitationColumns = "id, school_id, email, role, created_at, expires_at"
+  package static let invitationColumns = "id, school_id, email, role, created_at, expires_at"
 
-  static func invitation(_ row: [DatabaseValue]) -> Invitation? {
+  package static func invitation(_ row: [DatabaseValue]) -> Invitation? {
     guard case .text(let id) = row[0], case .text(let school) = row[1], case .text(let email) = row[2],
       case .text(let role) = row[3], let parsed = Role(rawValue: role), case .integer(let created) = row[4],
       case .integer(let expires) = row[5]

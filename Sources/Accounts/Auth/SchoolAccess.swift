@@ -8,9 +8,9 @@ import Store
 /// email addresses, so they are the administrators' too (the fewest fields a screen needs: teachers
 /// and read-only members have no People screen). Every route that uses this today needs
 /// `.administrator`; `.member` is there for the school-scoped reads that will follow.
-struct SchoolAccess {
+package struct SchoolAccess {
   /// What a route needs of the caller.
-  enum Need {
+  package enum Need {
     /// Any live member.
     case member
     /// A live administrator of that school.
@@ -18,7 +18,7 @@ struct SchoolAccess {
   }
 
   /// What the check came to.
-  enum Outcome: Equatable {
+  package enum Outcome: Equatable {
     /// The caller may go on, as `membership` (the school and their role there).
     case granted(Membership)
     /// Not a live member of that school (or no such school): 404, whatever their role elsewhere,
@@ -29,7 +29,8 @@ struct SchoolAccess {
   }
 
   /// Whether `accountID` may act in `schoolID` with `need`, by the membership the store holds now.
-  static func check(_ store: ClientStore, accountID: String, schoolID: String, need: Need) throws(StoreError)
+  package static func check(_ store: ClientStore, accountID: String, schoolID: String, need: Need)
+    throws(StoreError)
     -> Outcome
   {
     guard let membership = try store.liveMembership(accountID: accountID, schoolID: schoolID) else {

@@ -252,7 +252,7 @@ extension ClientStore {
     return 0
   }
 
-  static func session(_ row: [DatabaseValue], revokedAt: Int?, reason: String?) -> SessionRecord {
+  package static func session(_ row: [DatabaseValue], revokedAt: Int?, reason: String?) -> SessionRecord {
     SessionRecord(
       id: row[0].text ?? "", accountID: row[1].text ?? "", kind: row[2].text ?? "", platform: row[3].text,
       appVersion: row[4].text, createdAt: row[5].int ?? 0, lastSeenAt: row[6].int ?? 0,

@@ -91,7 +91,7 @@ public enum WebSecurity {
     return fields
   }
 
-  static func percentDecode(_ bytes: ArraySlice<UInt8>) -> String? {
+  package static func percentDecode(_ bytes: ArraySlice<UInt8>) -> String? {
     var out: [UInt8] = []
     out.reserveCapacity(bytes.count)
     var i = bytes.startIndex

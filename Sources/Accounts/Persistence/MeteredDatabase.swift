@@ -6,15 +6,15 @@ import Store
 /// transaction they were noted in commits — a PostgreSQL transaction retried after a
 /// serialization failure, or rolled back, counts nothing twice and nothing that did not happen.
 /// Used by one thread at a time, as the engine is.
-final class MeteredDatabase: Database {
-  let engine: any Database
+package final class MeteredDatabase: Database {
+  package let engine: any Database
   private let metrics: Metrics
   private let clock = MonotonicClock()
   private let name: Int
   private var depth = 0
   private var pending: [(MetricID, Int, UInt64)] = []
 
-  init(_ engine: any Database, metrics: Metrics = .process) {
+  package init(_ engine: any Database, metrics: Metrics = .process) {
     self.engine = engine
     self.metrics = metrics
     name = (engine.dialect == .postgres ? EngineName.postgres : EngineName.sqlite).rawValue
@@ -22,7 +22,7 @@ final class MeteredDatabase: Database {
 
   /// Counts `n` in series `series` of `id` once the current transaction commits (at once outside
   /// one).
-  func note(_ id: MetricID, _ series: Int = 0, by n: UInt64 = 1) {
+  package func note(_ id: MetricID, _ series: Int = 0, by n: UInt64 = 1) {
     guard n > 0 else { return }
     if depth == 0 {
       metrics.shard()?.count(id, series, by: n)
@@ -58,15 +58,15 @@ final class MeteredDatabase: Database {
   }
 
   @discardableResult
-  func query(_ sql: String, _ parameters: [DatabaseValue]) throws(StoreError) -> [[DatabaseValue]] {
+  package func query(_ sql: String, _ parameters: [DatabaseValue]) throws(StoreError) -> [[DatabaseValue]] {
     try timed { () throws(StoreError) in try engine.query(sql, parameters) }
   }
 
-  func execute(_ sql: String) throws(StoreError) {
+  package func execute(_ sql: String) throws(StoreError) {
     try timed { () throws(StoreError) in try engine.execute(sql) }
   }
 
-  func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+  package func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
     if depth > 0 { return try body() }
     depth += 1
     defer {
@@ -81,7 +81,8 @@ final class MeteredDatabase: Database {
     return result
   }
 
-  func exclusiveTransaction<T>(_ lock: ExclusiveLock, _ body: () throws(StoreError) -> T) throws(StoreError)
+  package func exclusiveTransaction<T>(_ lock: ExclusiveLock, _ body: () throws(StoreError) -> T)
+    throws(StoreError)
     -> T
   {
     if depth > 0 { return try body() }
@@ -98,11 +99,13 @@ final class MeteredDatabase: Database {
     return result
   }
 
-  var changes: Int { engine.changes }
-  var dialect: SQLDialect { engine.dialect }
-  func schemaVersion() throws(StoreError) -> Int { try engine.schemaVersion() }
-  func recordSchemaVersion(_ version: Int) throws(StoreError) { try engine.recordSchemaVersion(version) }
-  func checkServable(name: String) throws(StoreError) { try engine.checkServable(name: name) }
-  func announceChange() throws(StoreError) { try engine.announceChange() }
-  func changeCount() throws(StoreError) -> Int { try engine.changeCount() }
+  package var changes: Int { engine.changes }
+  package var dialect: SQLDialect { engine.dialect }
+  package func schemaVersion() throws(StoreError) -> Int { try engine.schemaVersion() }
+  package func recordSchemaVersion(_ version: Int) throws(StoreError) {
+    try engine.recordSchemaVersion(version)
+  }
+  package func checkServable(name: String) throws(StoreError) { try engine.checkServable(name: name) }
+  package func announceChange() throws(StoreError) { try engine.announceChange() }
+  package func changeCount() throws(StoreError) -> Int { try engine.changeCount() }
 }

@@ -30,13 +30,13 @@ public struct RateLimit: Sendable, Equatable {
 /// per /64, the block one subscriber holds, so rotating addresses inside it buys nothing.
 public final class RateLimiter: Sendable {
   private final class Shard: Sendable {
-    let table: Mutex<BucketTable>
-    init(capacity: Int) { table = Mutex(BucketTable(capacity: capacity)) }
+    package let table: Mutex<BucketTable>
+    package init(capacity: Int) { table = Mutex(BucketTable(capacity: capacity)) }
   }
 
   private let shards: [Shard]
-  let limit: RateLimit
-  let now: @Sendable () -> Double
+  package let limit: RateLimit
+  package let now: @Sendable () -> Double
   /// Instances sharing the limit (each applies 1/N of it; 1 alone).
   private let fleetSize = Atomic<Int>(1)
 
@@ -61,7 +61,7 @@ public final class RateLimiter: Sendable {
   }
 
   /// The limit this instance applies now: its share of the fleet's.
-  var applied: RateLimit {
+  package var applied: RateLimit {
     let n = Double(fleetSize.load(ordering: .relaxed))
     guard n > 1 else { return limit }
     var share = limit
@@ -94,7 +94,7 @@ public final class RateLimiter: Sendable {
 
   /// What an address counts as: an IPv4 address as it is; an IPv6 address as its /64 (an
   /// IPv4-mapped one as the IPv4 address); anything else as it is.
-  static func key(_ address: String) -> String {
+  package static func key(_ address: String) -> String {
     guard address.contains(":") else { return address }
     var raw = in6_addr()
     guard inet_pton(AF_INET6, address, &raw) == 1 else { return address }
@@ -116,15 +116,15 @@ public final class RateLimiter: Sendable {
 }
 
 /// A token bucket.
-struct Bucket {
-  var tokens: Double
-  var updated: Double
+package struct Bucket {
+  package var tokens: Double
+  package var updated: Double
 }
 
 /// At most `capacity` buckets by key, the least recently seen forgotten first: a dictionary into
 /// slots threaded on a doubly linked list (most recent at the head), so a lookup, a move to the
 /// front and an eviction are each O(1).
-struct BucketTable {
+package struct BucketTable {
   private var slots: [String: Int32] = [:]
   private var keys: [String] = []
   private var buckets: [Bucket] = []
@@ -132,15 +132,16 @@ struct BucketTable {
   private var next: [Int32] = []
   private var head: Int32 = -1
   private var tail: Int32 = -1
-  let capacity: Int
+  package let capacity: Int
 
-  init(capacity: Int) { self.capacity = max(1, capacity) }
+  package init(capacity: Int) { self.capacity = max(1, capacity) }
 
-  var count: Int { slots.count }
+  package var count: Int { slots.count }
 
   /// Runs `body` on the bucket of `key` (a full one if `key` is new, made room for by forgetting
   /// the least recently seen), and marks it the most recently seen.
-  mutating func update<T>(_ key: String, now: Double, full: Double, _ body: (inout Bucket) -> T) -> T {
+  package mutating func update<T>(_ key: String, now: Double, full: Double, _ body: (inout Bucket) -> T) -> T
+  {
     let slot: Int32
     if let found = slots[key] {
       slot = found
@@ -197,7 +198,7 @@ public enum ClientAddress {
   }
 
   /// The host of `1.2.3.4:5`, `[::1]:5`, `::1` or `1.2.3.4`.
-  static func host(_ text: String) -> String {
+  package static func host(_ text: String) -> String {
     if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
       return String(text[text.index(after: text.startIndex)..<close])
     }

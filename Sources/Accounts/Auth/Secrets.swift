@@ -134,7 +134,7 @@ public struct PasswordHasher: Sendable {
 
   /// libargon2's answer: `ARGON2_OK`, `ARGON2_VERIFY_MISMATCH` after a full computation, or a
   /// decoding error before any work.
-  func verifyStatus(_ password: String, against encoded: String) -> Int32 {
+  package func verifyStatus(_ password: String, against encoded: String) -> Int32 {
     let pwd = Array(password.utf8)
     return IdlePriority.run {
       pwd.withUnsafeBytes { p in argon2id_verify(encoded, p.baseAddress, pwd.count) }
@@ -198,7 +198,7 @@ public enum IdlePriority {
   }
 
   /// Runs `body` at `SCHED_IDLE` when available, then restores the thread's policy.
-  static func run<T>(_ body: () -> T) -> T {
+  package static func run<T>(_ body: () -> T) -> T {
     guard available else { return body() }
     var idle = sched_param()
     var normal = sched_param()

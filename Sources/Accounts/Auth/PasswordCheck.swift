@@ -2,7 +2,7 @@ import Edge
 import Store
 
 /// What checking a typed email and password found.
-enum SignInCheck: Equatable {
+package enum SignInCheck: Equatable {
   /// The password is the account's: the account and a new hash when the stored one's parameters
   /// are old. A sign-in then trusts the browser (`trustDevice`); other checks of the password
   /// (changing it, deleting the account) do not.
@@ -21,7 +21,7 @@ extension Authenticator {
   /// email is locked (an unknown email is checked against the decoy), so every failure costs the
   /// same; a failure is audited and counted towards the lockout: the email's, or when `request`
   /// carries a valid trusted-device cookie for this email, that device's alone.
-  func checkPassword(email typed: String, password: String, store: ClientStore, request: Request)
+  package func checkPassword(email typed: String, password: String, store: ClientStore, request: Request)
     throws(StoreError) -> SignInCheck
   {
     let email = EmailAddress(typed)
@@ -46,7 +46,8 @@ extension Authenticator {
 
   /// The `Set-Cookie` field that trusts the browser that has just signed in to `account`
   /// (`ClientStore.trustDevice`), replacing the device cookie it sent, if any.
-  func trustBrowser(_ account: Account, _ request: Request, _ store: ClientStore) throws(StoreError) -> String
+  package func trustBrowser(_ account: Account, _ request: Request, _ store: ClientStore) throws(StoreError)
+    -> String
   {
     let value = try store.trustDevice(
       account: account, replacing: WebSecurity.cookie(TrustedDevice.cookie, in: request))

@@ -14,8 +14,8 @@ import Synchronization
 /// message again with the same `Message-ID` (at least once).
 public final class MailDelivery: Sendable {
   private final class Shared: Sendable {
-    let stopped = Atomic<Bool>(false)
-    let delivered = Atomic<Int>(0)
+    package let stopped = Atomic<Bool>(false)
+    package let delivered = Atomic<Int>(0)
   }
 
   private let shared = Shared()

@@ -1,9 +1,9 @@
 /// Passwords too common to choose (issue 14): about a thousand passwords and phrases of 12
 /// characters or more that appear in breach lists and guessing dictionaries, and obvious words of
 /// this product, all lower-case. `PasswordPolicy` compares a lower-cased candidate against them.
-enum CommonPasswords {
+package enum CommonPasswords {
   /// The list, lower-case.
-  static let all: Set<String> = [
+  package static let all: Set<String> = [
     "000000000000", "098765432109", "0987654321qwerty", "102030405060", "111111111111", "112233445566",
     "121212121212", "123123123123", "123456654321", "123456789012", "1234567890123", "12345678901234",
     "1234567890qwerty", "123456789123", "1234qwerasdf", "123654789654", "147258369147", "159753159753",

@@ -164,10 +164,10 @@ extension ClientStore {
     return db.changes
   }
 
-  static let outboxColumns =
+  package static let outboxColumns =
     "id, message_id, kind, to_address, subject, text_body, html_body, created_at, attempts, next_attempt_at, sent_at, last_error"
 
-  static func outboxEntry(_ row: [DatabaseValue]) -> OutboxEntry {
+  package static func outboxEntry(_ row: [DatabaseValue]) -> OutboxEntry {
     OutboxEntry(
       id: row[0].int ?? 0, messageID: row[1].text ?? "", kind: row[2].text ?? "", to: row[3].text ?? "",
       subject: row[4].text ?? "", text: row[5].text, html: row[6].text, createdAt: row[7].int ?? 0,

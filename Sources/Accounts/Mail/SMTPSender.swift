@@ -113,11 +113,11 @@ public enum SMTPSender {
 
   /// The message bytes libcurl reads as the upload.
   private final class MessageSource {
-    let bytes: [UInt8]
-    var offset = 0
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
+    package let bytes: [UInt8]
+    package var offset = 0
+    package init(_ bytes: [UInt8]) { self.bytes = bytes }
 
-    func read(into buffer: UnsafeMutablePointer<CChar>, _ capacity: Int) -> Int {
+    package func read(into buffer: UnsafeMutablePointer<CChar>, _ capacity: Int) -> Int {
       let count = min(capacity, bytes.count - offset)
       guard count > 0 else { return 0 }
       bytes.withUnsafeBufferPointer { source in

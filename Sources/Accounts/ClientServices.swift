@@ -12,16 +12,16 @@ import Synchronization
 /// settings the flags fix at start. Built once by the composition and handed to every snapshot, so
 /// a reload (SIGHUP) opens no connection and forgets no bucket.
 public final class ClientServices: Sendable {
-  let stores: ThreadLocal<ClientStore>
-  let lifetimes: SessionLifetimes
-  let hasher: PasswordHasher
+  package let stores: ThreadLocal<ClientStore>
+  package let lifetimes: SessionLifetimes
+  package let hasher: PasswordHasher
   /// A hash with the current parameters of a password nobody knows: an unknown email is verified
   /// against it, so that it costs the same Argon2id work as a known one. Made once per process.
-  let decoyHash: String
+  package let decoyHash: String
   /// Epoch seconds (injectable for tests).
-  let clock: @Sendable () -> Int
+  package let clock: @Sendable () -> Int
   /// Session answers the loops may send without the pool while the database is unchanged.
-  let sessionCache: SessionCache
+  package let sessionCache: SessionCache
   /// On PostgreSQL with a session cache: the connection that hears of other instances' changes.
   public let listener: ChangeListener?
   /// On PostgreSQL: this instance's heartbeat, which sizes the rate limiters' share.
@@ -29,16 +29,16 @@ public final class ClientServices: Sendable {
   /// With an SMTP relay: the outbox's sender.
   public let mailer: MailDelivery?
   /// Attempts per client address at `POST /sign-in` and `POST /native/sign-in` together.
-  let signInLimiter: RateLimiter
+  package let signInLimiter: RateLimiter
   /// Attempts per client address at the native exchange.
-  let exchangeLimiter: RateLimiter
+  package let exchangeLimiter: RateLimiter
   /// Peers whose `X-Forwarded-For` is believed.
-  let trustedProxies: Set<String>
+  package let trustedProxies: Set<String>
   /// How long a rate-limit refusal is held before it is sent (a tarpit; zero sends it at once).
-  let refusalHold: Duration
+  package let refusalHold: Duration
   /// How many invitations may go out per hour, per inviter, school and address (fleet-wide: counted
   /// in the store).
-  let invitationLimits: InvitationLimits
+  package let invitationLimits: InvitationLimits
 
   /// The services over the SQLite database at `databasePath`.
   public convenience init(
@@ -116,14 +116,14 @@ public final class ClientServices: Sendable {
   }
 
   /// This worker thread's store connection (opened on first use).
-  func store() throws(StoreError) -> ClientStore {
+  package func store() throws(StoreError) -> ClientStore {
     do { return try stores.value() } catch let error as StoreError { throw error } catch {
       throw StoreError("\(error)")
     }
   }
 
   /// The network hint of `request`'s client address (`ClientStore.networkHint`).
-  func network(_ request: Request, _ store: ClientStore) -> String? {
+  package func network(_ request: Request, _ store: ClientStore) -> String? {
     store.networkHint(address: ClientAddress.of(request, trustedProxies: trustedProxies))
   }
 }

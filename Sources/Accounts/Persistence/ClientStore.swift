@@ -14,6 +14,13 @@ public struct Account: Equatable, Sendable {
   public let email: String
   public let displayName: String
   public let disabled: Bool
+
+  package init(id: String, email: String, displayName: String, disabled: Bool) {
+    self.id = id
+    self.email = email
+    self.displayName = displayName
+    self.disabled = disabled
+  }
 }
 
 /// A school.
@@ -61,13 +68,13 @@ public struct AuditEvent: Equatable, Sendable {
 /// The data the API core owns, on SQLite. Every change writes its audit event in the same
 /// transaction. Emails arrive as `EmailAddress`, already in their one normalised form.
 public final class ClientStore {
-  let db: MeteredDatabase
-  let clock: @Sendable () -> Int
+  package let db: MeteredDatabase
+  package let clock: @Sendable () -> Int
   /// The server's key for identifiers people type (emails), made at first start and kept in the
   /// database so that every process (and later every instance) keys alike. Never logged.
-  let identifierKey: [UInt8]
+  package let identifierKey: [UInt8]
   /// The server's key for trusted-device cookies (`TrustedDevice`). Never logged.
-  let deviceKey: [UInt8]
+  package let deviceKey: [UInt8]
 
   /// Opens the SQLite database at `path`, applying migrations.
   public convenience init(path: String, clock: @escaping @Sendable () -> Int) throws(StoreError) {
@@ -109,7 +116,7 @@ public final class ClientStore {
 
   /// HMAC-SHA-256 of a normalised identifier under the server's identifier key: what the store
   /// keeps where it must recognise an identifier again without keeping it (failure counts).
-  func identifierDigest(_ email: EmailAddress) -> [UInt8] {
+  package func identifierDigest(_ email: EmailAddress) -> [UInt8] {
     Secrets.hmac(key: identifierKey, Array(email.normalised.utf8))
   }
 
@@ -117,7 +124,7 @@ public final class ClientStore {
   /// account's one budget for all its trusted devices together (the account ID under the same key,
   /// in its own domain so that the two never meet): however many device cookies someone holds,
   /// they share one lockout.
-  func failureKey(_ email: EmailAddress, device: TrustedDevice?) -> [UInt8] {
+  package func failureKey(_ email: EmailAddress, device: TrustedDevice?) -> [UInt8] {
     guard let device else { return identifierDigest(email) }
     return Secrets.hmac(key: identifierKey, Array("devices:\(device.accountID)".utf8))
   }
@@ -344,7 +351,7 @@ public final class ClientStore {
   /// The audited actions after which a session's answer (`GET /session`: live or not, the account,
   /// its schools) may differ. Every change of access is a security action and so audited; the
   /// audit is where it is announced, so no such change can forget to be.
-  static let changesSessionAnswers: Set<String> = [
+  package static let changesSessionAnswers: Set<String> = [
     "session.revoked", "account.disabled", "account.enabled", "account.deletion_requested", "account.erased",
     "membership.granted", "membership.revoked", "membership.role_changed", "invitation.accepted",
     // Issue 14: a password set by link or changed ends sessions; a new name or email is in the answer.
@@ -354,7 +361,9 @@ public final class ClientStore {
 
   /// Appends an audit event (inside the caller's transaction); for an action that changes session
   /// answers, also bumps the change counter and announces the change to the fleet at commit.
-  func audit(actor: String?, action: String, subject: String?, detail: String? = nil) throws(StoreError) {
+  package func audit(actor: String?, action: String, subject: String?, detail: String? = nil)
+    throws(StoreError)
+  {
     try db.query(
       "INSERT INTO audit_events (at, actor, action, subject, detail) VALUES (?, ?, ?, ?, ?)",
       [
@@ -367,7 +376,7 @@ public final class ClientStore {
   }
 
   /// The counter an audited action moves, if any (counted when its transaction commits).
-  static func metric(action: String, detail: String?) -> (MetricID, Int)? {
+  package static func metric(action: String, detail: String?) -> (MetricID, Int)? {
     switch (action, detail) {
     case ("session.created", "native"?): (.sessionsCreated, SignInChannel.native.rawValue)
     case ("session.created", _): (.sessionsCreated, SignInChannel.web.rawValue)
@@ -383,7 +392,7 @@ public final class ClientStore {
   }
 
   /// The `reason` label's index for a revocation reason the store writes.
-  static func revocationSeries(_ reason: String?) -> Int {
+  package static func revocationSeries(_ reason: String?) -> Int {
     let reasons = MetricFamily.revocationReasons
     return reason.flatMap { reasons.firstIndex(of: $0) } ?? reasons.count - 1
   }
@@ -416,7 +425,7 @@ public final class ClientStore {
     return (account, School(id: id, name: name, slug: slug))
   }
 
-  static func account(_ row: [DatabaseValue]) -> Account {
+  package static func account(_ row: [DatabaseValue]) -> Account {
     Account(
       id: row[0].text ?? "", email: row[1].text ?? "", displayName: row[2].text ?? "",
       disabled: (row[3].int ?? 0) != 0)

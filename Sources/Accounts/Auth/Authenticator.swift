@@ -3,7 +3,7 @@ import LinkAssoc
 import Store
 
 /// What a request presents as proof of a session.
-enum Credential: Equatable {
+package enum Credential: Equatable {
   /// Nothing at all.
   case none
   /// An `Authorization` field that is not `Bearer <token>`.
@@ -14,7 +14,7 @@ enum Credential: Equatable {
   case cookie(String)
 
   /// The credential in `request`: the `Authorization` field wins over the cookie.
-  init(_ request: Request) {
+  package init(_ request: Request) {
     if let authorization = request.headers["authorization"] {
       // `Bearer <token>`, the scheme in any case (RFC 9110 §11.1); read as bytes, since this runs
       // on the loop for every session read.
@@ -34,10 +34,10 @@ enum Credential: Equatable {
   }
 
   /// Whether it is the browser's cookie.
-  var isCookie: Bool { if case .cookie = self { true } else { false } }
+  package var isCookie: Bool { if case .cookie = self { true } else { false } }
 
   /// The token, if any.
-  var token: String? {
+  package var token: String? {
     switch self {
     case .bearer(let t), .cookie(let t): t
     case .none, .malformed: nil
@@ -46,10 +46,10 @@ enum Credential: Equatable {
 }
 
 /// A live session and its account, and how the request proved it.
-struct Signed {
-  let session: SessionRecord
-  let account: Account
-  let token: String
+package struct Signed {
+  package let session: SessionRecord
+  package let account: Account
+  package let token: String
 }
 
 /// Why a request is not let through as signed in. Its public answer is `AuthFailure.response`
@@ -79,15 +79,20 @@ public enum AuthFailure: Error, Equatable, Sendable {
 /// 3. `signed`: the live session the token names, read through the store (and its session cache),
 ///    with the request's network kept as the session's "last used from".
 /// Passwords are checked in one place too: `checkPassword` (PasswordCheck.swift).
-struct Authenticator: Sendable {
+package struct Authenticator: Sendable {
   /// The process's store connections, session lifetimes and password hasher.
-  let services: ClientServices
+  package let services: ClientServices
   /// The snapshot's deployment: its origin (for `Origin`) and the apps' minimum versions.
-  let deployment: Deployment
+  package let deployment: Deployment
+
+  package init(services: ClientServices, deployment: Deployment) {
+    self.services = services
+    self.deployment = deployment
+  }
 
   /// The answer decided before the store is read, or nil to go on. `unsafe` is a method that
   /// changes something (RFC 9110 §9.2.1): for a cookie, it needs a same-origin `Origin`.
-  func precheck(_ request: Request, _ credential: Credential, unsafe: Bool) -> AuthFailure? {
+  package func precheck(_ request: Request, _ credential: Credential, unsafe: Bool) -> AuthFailure? {
     switch credential {
     case .none: return .missing
     case .malformed: return .malformed
@@ -104,7 +109,7 @@ struct Authenticator: Sendable {
   }
 
   /// `Band-Licence-Client: <platform>/<version>`: below the platform's minimum, or malformed.
-  func appVersionFailure(_ header: String) -> AuthFailure? {
+  package func appVersionFailure(_ header: String) -> AuthFailure? {
     // One rule for app versions, the handoff's: 2 or 3 parts of 1 to 6 ASCII digits.
     let parts = header.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
     guard parts.count == 2, ["ios", "android"].contains(parts[0]), PKCE.validAppVersion(String(parts[1]))
@@ -116,7 +121,8 @@ struct Authenticator: Sendable {
 
   /// The live session `credential` names, if any; `request` is where it was presented from (its
   /// network is kept as the session's "last used from", `ClientStore.networkHint`).
-  func signed(_ credential: Credential, _ store: ClientStore, from request: Request? = nil) throws(StoreError)
+  package func signed(_ credential: Credential, _ store: ClientStore, from request: Request? = nil)
+    throws(StoreError)
     -> Signed?
   {
     guard let token = credential.token,
@@ -128,7 +134,7 @@ struct Authenticator: Sendable {
 
   /// The live session `request` presents (whichever credential), read through `store`; nil when
   /// there is none. What a page asks: it answers a signed-out visitor itself.
-  func signed(_ request: Request, _ store: ClientStore) throws(StoreError) -> Signed? {
+  package func signed(_ request: Request, _ store: ClientStore) throws(StoreError) -> Signed? {
     try signed(Credential(request), store, from: request)
   }
 }

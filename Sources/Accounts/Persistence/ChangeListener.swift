@@ -16,16 +16,16 @@ import Synchronization
 /// all, so every read goes to the database. A change is thus never answered stale after 1 s.
 public final class ChangeListener: Sendable {
   private final class Shared: Sendable {
-    let generation = Atomic<UInt64>(0)
-    let live = Atomic<Bool>(false)
-    let stopped = Atomic<Bool>(false)
+    package let generation = Atomic<UInt64>(0)
+    package let live = Atomic<Bool>(false)
+    package let stopped = Atomic<Bool>(false)
     /// Times the connection was (re)made, for tests and logs.
-    let connections = Atomic<Int>(0)
+    package let connections = Atomic<Int>(0)
     /// The server process of the current connection (for tests that kill it).
-    let backendPID = Atomic<Int>(0)
+    package let backendPID = Atomic<Int>(0)
     /// When the server last answered (monotonic nanoseconds): a connection that silently stopped
     /// answering gives no stamp once this is older than `fresh`.
-    let confirmed = Atomic<Int>(0)
+    package let confirmed = Atomic<Int>(0)
   }
 
   /// How long an answer from the server keeps the stamp good: the recheck interval and a margin.
@@ -56,7 +56,7 @@ public final class ChangeListener: Sendable {
 
   /// The state now: equal stamps mean no announced change between them; nil while the listening
   /// connection is not known to be live (then nothing may be answered from a cache).
-  func stamp() -> ChangeStamp? {
+  package func stamp() -> ChangeStamp? {
     guard shared.live.load(ordering: .sequentiallyConsistent),
       Self.monotonic() - shared.confirmed.load(ordering: .sequentiallyConsistent) < fresh
     else { return nil }
@@ -67,7 +67,7 @@ public final class ChangeListener: Sendable {
 
   /// A change this process committed: its own cache forgets now (the notification will say so
   /// again a moment later, harmlessly).
-  func changeCommitted() { shared.generation.add(1, ordering: .sequentiallyConsistent) }
+  package func changeCommitted() { shared.generation.add(1, ordering: .sequentiallyConsistent) }
 
   /// Whether the listening connection is up (for tests).
   public var isLive: Bool { shared.live.load(ordering: .sequentiallyConsistent) }
