@@ -109,7 +109,7 @@ package struct Authenticator: Sendable {
   }
 
   /// `Band-Licence-Client: <platform>/<version>`: below the platform's minimum, or malformed.
-  package func appVersionFailure(_ header: String) -> AuthFailure? {
+  func appVersionFailure(_ header: String) -> AuthFailure? {
     // One rule for app versions, the handoff's: 2 or 3 parts of 1 to 6 ASCII digits.
     let parts = header.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
     guard parts.count == 2, ["ios", "android"].contains(parts[0]), PKCE.validAppVersion(String(parts[1]))

@@ -9,7 +9,7 @@ package enum BrowserLabel {
     ("Safari/", "Safari"),
   ]
   /// Systems in the order they must be tested (iPad and Android also say Mac or Linux).
-  package static let systems: [(token: String, name: String)] = [
+  static let systems: [(token: String, name: String)] = [
     ("iPhone", "iPhone"), ("iPad", "iPad"), ("Android", "Android"), ("CrOS", "ChromeOS"),
     ("Windows", "Windows"),
     ("Macintosh", "Mac"), ("Linux", "Linux"),

@@ -1,7 +1,7 @@
 /// Passwords too common to choose (issue 14): about a thousand passwords and phrases of 12
 /// characters or more that appear in breach lists and guessing dictionaries, and obvious words of
 /// this product, all lower-case. `PasswordPolicy` compares a lower-cased candidate against them.
-package enum CommonPasswords {
+enum CommonPasswords {
   /// The list, lower-case.
   package static let all: Set<String> = [
     "000000000000", "098765432109", "0987654321qwerty", "102030405060", "111111111111", "112233445566",

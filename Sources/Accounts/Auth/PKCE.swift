@@ -4,7 +4,7 @@ import COpenSSL
 /// handoff"): pure checks, so that every rule has a table test.
 public enum PKCE {
   /// RFC 3986 unreserved characters: `A-Z a-z 0-9 - . _ ~`.
-  package static func isUnreserved(_ byte: UInt8) -> Bool {
+  static func isUnreserved(_ byte: UInt8) -> Bool {
     switch byte {
     case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
       UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
@@ -14,7 +14,7 @@ public enum PKCE {
     }
   }
 
-  package static func isBase64URL(_ byte: UInt8) -> Bool {
+  static func isBase64URL(_ byte: UInt8) -> Bool {
     isUnreserved(byte) && byte != UInt8(ascii: ".") && byte != UInt8(ascii: "~")
   }
 
@@ -56,13 +56,13 @@ public enum PKCE {
 /// AES-256-GCM sealing of an idempotent exchange's answer under a key derived from the client's
 /// code verifier: the store can give a retry its session token back, yet never holds the token in
 /// a form it can read by itself.
-package enum Seal {
+enum Seal {
   package static func key(verifier: String) -> [UInt8] {
     Secrets.digest("band-edge handoff seal v1:" + verifier)
   }
 
   /// nonce (12) + ciphertext + tag (16).
-  package static func seal(_ plaintext: [UInt8], key: [UInt8]) -> [UInt8]? {
+  static func seal(_ plaintext: [UInt8], key: [UInt8]) -> [UInt8]? {
     let nonce = Secrets.randomBytes(12)
     guard let context = EVP_CIPHER_CTX_new() else { return nil }
     defer { EVP_CIPHER_CTX_free(context) }

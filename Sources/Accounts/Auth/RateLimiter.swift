@@ -116,15 +116,15 @@ public final class RateLimiter: Sendable {
 }
 
 /// A token bucket.
-package struct Bucket {
+struct Bucket {
   package var tokens: Double
-  package var updated: Double
+  var updated: Double
 }
 
 /// At most `capacity` buckets by key, the least recently seen forgotten first: a dictionary into
 /// slots threaded on a doubly linked list (most recent at the head), so a lookup, a move to the
 /// front and an eviction are each O(1).
-package struct BucketTable {
+struct BucketTable {
   private var slots: [String: Int32] = [:]
   private var keys: [String] = []
   private var buckets: [Bucket] = []

@@ -134,7 +134,7 @@ public struct PasswordHasher: Sendable {
 
   /// libargon2's answer: `ARGON2_OK`, `ARGON2_VERIFY_MISMATCH` after a full computation, or a
   /// decoding error before any work.
-  package func verifyStatus(_ password: String, against encoded: String) -> Int32 {
+  func verifyStatus(_ password: String, against encoded: String) -> Int32 {
     let pwd = Array(password.utf8)
     return IdlePriority.run {
       pwd.withUnsafeBytes { p in argon2id_verify(encoded, p.baseAddress, pwd.count) }

@@ -17,7 +17,7 @@ package struct TrustedDevice: Equatable {
   /// How long a device stays trusted after its last successful sign-in.
   package static let lifetime = 180 * 86400
   /// The most trusted devices an account keeps; a new one makes the least recently used go.
-  package static let perAccount = 5
+  static let perAccount = 5
 
   /// The device's own identity (its nonce).
   package let nonce: String
@@ -25,10 +25,10 @@ package struct TrustedDevice: Equatable {
   package let accountID: String
 
   /// A cookie value as presented, before the server's list is asked.
-  package struct Presented: Equatable {
+  struct Presented: Equatable {
     package let issued: Int
     package let nonce: String
-    package let mac: String
+    let mac: String
 
     /// The parts of `value`, or nil when it is malformed, from the future or older than `lifetime`.
     package init?(_ value: String?, now: Int) {
@@ -58,7 +58,7 @@ package struct TrustedDevice: Equatable {
     "\(now).\(nonce).\(mac(email: email, accountID: accountID, epoch: epoch, issued: now, nonce: nonce, key: key))"
   }
 
-  package static func mac(
+  static func mac(
     email: EmailAddress, accountID: String, epoch: Int, issued: Int, nonce: String, key: [UInt8]
   ) -> String {
     Secrets.base64url(

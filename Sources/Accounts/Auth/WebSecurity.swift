@@ -91,7 +91,7 @@ public enum WebSecurity {
     return fields
   }
 
-  package static func percentDecode(_ bytes: ArraySlice<UInt8>) -> String? {
+  static func percentDecode(_ bytes: ArraySlice<UInt8>) -> String? {
     var out: [UInt8] = []
     out.reserveCapacity(bytes.count)
     var i = bytes.startIndex

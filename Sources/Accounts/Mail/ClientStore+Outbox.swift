@@ -164,7 +164,7 @@ extension ClientStore {
     return db.changes
   }
 
-  package static let outboxColumns =
+  static let outboxColumns =
     "id, message_id, kind, to_address, subject, text_body, html_body, created_at, attempts, next_attempt_at, sent_at, last_error"
 
   package static func outboxEntry(_ row: [DatabaseValue]) -> OutboxEntry {

@@ -42,7 +42,7 @@ public enum MailFormat {
   /// `text` as a header value: plain printable ASCII as it is, anything else as RFC 2047 encoded
   /// words of at most 45 bytes of UTF-8 each (75 characters encoded, §2), folded onto lines of
   /// their own; control characters dropped.
-  package static func encodedWord(_ text: String) -> String {
+  static func encodedWord(_ text: String) -> String {
     let clean = String(text.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F })
     if clean.utf8.allSatisfy({ $0 < 0x7F }) { return clean }
     var words: [String] = []
@@ -60,7 +60,7 @@ public enum MailFormat {
   }
 
   /// Standard base64 with padding (RFC 4648 §4).
-  package static func base64(_ bytes: [UInt8]) -> String {
+  static func base64(_ bytes: [UInt8]) -> String {
     var text = Secrets.base64url(bytes).map { $0 == "-" ? "+" : $0 == "_" ? "/" : $0 }
     while text.count % 4 != 0 { text.append("=") }
     return String(text)
@@ -68,11 +68,11 @@ public enum MailFormat {
 
   /// `Tue, 01 Dec 2026 10:20:00 +0000` (RFC 5322 §3.3), in UTC: the HTTP date with the zone as
   /// an offset ("GMT" is only an obsolete zone there, §4.3).
-  package static func rfc5322Date(_ epochSeconds: Int) -> String {
+  static func rfc5322Date(_ epochSeconds: Int) -> String {
     String(HTTPDate.format(epochSeconds).dropLast(3)) + "+0000"
   }
 
-  package static func base64Lines(_ text: String) -> [String] {
+  static func base64Lines(_ text: String) -> [String] {
     let encoded = Array(base64(Array(text.utf8)))
     return stride(from: 0, to: encoded.count, by: 76).map {
       String(encoded[$0..<min($0 + 76, encoded.count)])

@@ -67,7 +67,7 @@ public final class ChangeListener: Sendable {
 
   /// A change this process committed: its own cache forgets now (the notification will say so
   /// again a moment later, harmlessly).
-  package func changeCommitted() { shared.generation.add(1, ordering: .sequentiallyConsistent) }
+  func changeCommitted() { shared.generation.add(1, ordering: .sequentiallyConsistent) }
 
   /// Whether the listening connection is up (for tests).
   public var isLive: Bool { shared.live.load(ordering: .sequentiallyConsistent) }

@@ -68,7 +68,7 @@ extension ClientStore {
   }
 
   /// Unused links of `purpose` sent to `email` since `since`.
-  package func unusedTokens(_ purpose: TokenPurpose, email: EmailAddress, since: Int) throws(StoreError)
+  func unusedTokens(_ purpose: TokenPurpose, email: EmailAddress, since: Int) throws(StoreError)
     -> Int
   {
     let rows = try db.query(
@@ -326,7 +326,7 @@ public enum AccountRules {
   /// Whether `name` holds something a mail client may turn into a link: a scheme (`://`), `www.`,
   /// an `@`, a slash or backslash, or a dot with a letter or digit on each side where two or more
   /// letters or digits follow it ("example.test", but not "J. R. Hartley" or "J.R. Hartley").
-  package static func looksLikeAddress(_ name: String) -> Bool {
+  static func looksLikeAddress(_ name: String) -> Bool {
     let lower = name.lowercased()
     if lower.contains("://") || lower.contains("www.") || lower.contains("@") || lower.contains("/")
       || lower.contains("\\")

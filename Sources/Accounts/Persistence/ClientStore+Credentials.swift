@@ -24,7 +24,7 @@ extension ClientStore {
   /// email change, `email_revert`, which belongs to the address and not to the credentials);
   /// unexchanged handoff codes are deleted; the trusted devices are forgotten; and the pending
   /// invitations the person sent are withdrawn. The caller audits the change itself.
-  package func endCredentials(accountID: String, _ reason: CredentialChange, keeping sessionID: String? = nil)
+  func endCredentials(accountID: String, _ reason: CredentialChange, keeping sessionID: String? = nil)
     throws(StoreError)
   {
     let now = Int64(clock())
@@ -46,7 +46,7 @@ extension ClientStore {
   }
 
   /// The account's credential epoch (0 for an unknown account).
-  package func credentialEpoch(accountID: String) throws(StoreError) -> Int {
+  func credentialEpoch(accountID: String) throws(StoreError) -> Int {
     let rows = try db.query("SELECT credential_epoch FROM accounts WHERE id = ?", [.text(accountID)])
     guard case .integer(let epoch)? = rows.first?.first else { return 0 }
     return Int(epoch)
@@ -57,7 +57,7 @@ extension ClientStore {
   /// invitation carries its sender's authority, so it ends when that authority does.
   /// Returns how many.
   @discardableResult
-  package func withdrawInvitations(sentBy accountID: String, in schoolID: String?, because: String)
+  func withdrawInvitations(sentBy accountID: String, in schoolID: String?, because: String)
     throws(StoreError) -> Int
   {
     let now = Int64(clock())
@@ -81,7 +81,7 @@ extension ClientStore {
 
   /// Inside the caller's transaction: deletes the account's unexchanged handoff codes and its
   /// trusted browsers but the one whose cookie value is `keeping`.
-  package func forgetDevices(accountID: String, except keeping: String?) throws(StoreError) {
+  func forgetDevices(accountID: String, except keeping: String?) throws(StoreError) {
     try db.query("DELETE FROM handoffs WHERE account_id = ? AND used_at IS NULL", [.text(accountID)])
     let kept = TrustedDevice.Presented(keeping, now: clock()).map { Secrets.digest($0.nonce) } ?? []
     try db.query(
@@ -93,7 +93,7 @@ extension ClientStore {
 
   /// The trusted device `cookie` proves for `email`: well formed, on the server's list for the
   /// account with that email, and MACed over the account's current credential epoch.
-  package func trustedDevice(_ cookie: String?, email: EmailAddress) throws(StoreError) -> TrustedDevice? {
+  func trustedDevice(_ cookie: String?, email: EmailAddress) throws(StoreError) -> TrustedDevice? {
     guard let presented = TrustedDevice.Presented(cookie, now: clock()) else { return nil }
     let rows = try db.query(
       """

@@ -393,7 +393,7 @@ extension ClientStore {
       detail: "\(invitation.id) \(invitation.schoolID) \(invitation.role.rawValue)")
   }
 
-  package static let invitationColumns = "id, school_id, email, role, created_at, expires_at"
+  static let invitationColumns = "id, school_id, email, role, created_at, expires_at"
 
   package static func invitation(_ row: [DatabaseValue]) -> Invitation? {
     guard case .text(let id) = row[0], case .text(let school) = row[1], case .text(let email) = row[2],

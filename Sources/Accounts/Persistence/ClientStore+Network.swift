@@ -13,7 +13,7 @@ extension ClientStore {
 
 /// The network an IP address belongs to, as the account page counts it: an IPv4 address's /24,
 /// an IPv6 address's /48 (an IPv4-mapped IPv6 address counts as IPv4).
-package enum NetworkPrefix {
+enum NetworkPrefix {
   /// `192.0.2` for `192.0.2.7`, `2001:db8:1` for `2001:db8:1::5`; nil when `address` is neither.
   package static func of(_ address: String) -> String? {
     if let v4 = ipv4(address) { return v4[0..<3].map(String.init).joined(separator: ".") }
@@ -24,7 +24,7 @@ package enum NetworkPrefix {
     return groups[0..<3].map { String($0, radix: 16) }.joined(separator: ":")
   }
 
-  package static func ipv4(_ text: Substring) -> [Int]? {
+  static func ipv4(_ text: Substring) -> [Int]? {
     let parts = text.split(separator: ".", omittingEmptySubsequences: false)
     guard parts.count == 4 else { return nil }
     let values = parts.compactMap { part -> Int? in
@@ -35,10 +35,10 @@ package enum NetworkPrefix {
     return values.count == 4 ? values : nil
   }
 
-  package static func ipv4(_ text: String) -> [Int]? { ipv4(Substring(text)) }
+  static func ipv4(_ text: String) -> [Int]? { ipv4(Substring(text)) }
 
   /// The eight 16-bit groups of an IPv6 address (RFC 4291 §2.2 text forms; no zone index).
-  package static func ipv6(_ text: String) -> [Int]? {
+  static func ipv6(_ text: String) -> [Int]? {
     guard text.contains(":"), text.utf8.count <= 45, !text.contains("%") else { return nil }
     let halves = text.split(separator: "::", omittingEmptySubsequences: false).map(String.init)
     guard halves.count <= 2 else { return nil }

@@ -27,7 +27,7 @@ extension ClientStore {
   /// A failure while locked neither counts nor extends the lock (see `Lockout`).
   /// With a trusted `device`, the failure counts against that device instead (`TrustedDevice`).
   @discardableResult
-  package func recordSignInFailure(accountID: String?, email: EmailAddress, device: TrustedDevice?)
+  func recordSignInFailure(accountID: String?, email: EmailAddress, device: TrustedDevice?)
     throws(StoreError)
     -> Bool
   {
@@ -73,7 +73,7 @@ extension ClientStore {
   }
 
   /// Whether sign-in for `email` is locked now (for a trusted `device`: whether that device is).
-  package func isLocked(email: EmailAddress, device: TrustedDevice?) throws(StoreError) -> Bool {
+  func isLocked(email: EmailAddress, device: TrustedDevice?) throws(StoreError) -> Bool {
     let rows = try db.query(
       "SELECT locked_until FROM sign_in_failures WHERE email_key = ?",
       [.blob(failureKey(email, device: device))])
@@ -92,7 +92,7 @@ extension ClientStore {
   }
 
   /// A successful sign-in resets the email's count and, from a trusted device, the device's.
-  package func clearSignInFailures(email: EmailAddress, device: TrustedDevice?) throws(StoreError) {
+  func clearSignInFailures(email: EmailAddress, device: TrustedDevice?) throws(StoreError) {
     try db.query("DELETE FROM sign_in_failures WHERE email_key = ?", [.blob(identifierDigest(email))])
     if let device {
       try db.query(

@@ -72,9 +72,9 @@ public final class ClientStore {
   package let clock: @Sendable () -> Int
   /// The server's key for identifiers people type (emails), made at first start and kept in the
   /// database so that every process (and later every instance) keys alike. Never logged.
-  package let identifierKey: [UInt8]
+  let identifierKey: [UInt8]
   /// The server's key for trusted-device cookies (`TrustedDevice`). Never logged.
-  package let deviceKey: [UInt8]
+  let deviceKey: [UInt8]
 
   /// Opens the SQLite database at `path`, applying migrations.
   public convenience init(path: String, clock: @escaping @Sendable () -> Int) throws(StoreError) {
@@ -116,7 +116,7 @@ public final class ClientStore {
 
   /// HMAC-SHA-256 of a normalised identifier under the server's identifier key: what the store
   /// keeps where it must recognise an identifier again without keeping it (failure counts).
-  package func identifierDigest(_ email: EmailAddress) -> [UInt8] {
+  func identifierDigest(_ email: EmailAddress) -> [UInt8] {
     Secrets.hmac(key: identifierKey, Array(email.normalised.utf8))
   }
 
@@ -124,7 +124,7 @@ public final class ClientStore {
   /// account's one budget for all its trusted devices together (the account ID under the same key,
   /// in its own domain so that the two never meet): however many device cookies someone holds,
   /// they share one lockout.
-  package func failureKey(_ email: EmailAddress, device: TrustedDevice?) -> [UInt8] {
+  func failureKey(_ email: EmailAddress, device: TrustedDevice?) -> [UInt8] {
     guard let device else { return identifierDigest(email) }
     return Secrets.hmac(key: identifierKey, Array("devices:\(device.accountID)".utf8))
   }
@@ -351,7 +351,7 @@ public final class ClientStore {
   /// The audited actions after which a session's answer (`GET /session`: live or not, the account,
   /// its schools) may differ. Every change of access is a security action and so audited; the
   /// audit is where it is announced, so no such change can forget to be.
-  package static let changesSessionAnswers: Set<String> = [
+  static let changesSessionAnswers: Set<String> = [
     "session.revoked", "account.disabled", "account.enabled", "account.deletion_requested", "account.erased",
     "membership.granted", "membership.revoked", "membership.role_changed", "invitation.accepted",
     // Issue 14: a password set by link or changed ends sessions; a new name or email is in the answer.
@@ -392,7 +392,7 @@ public final class ClientStore {
   }
 
   /// The `reason` label's index for a revocation reason the store writes.
-  package static func revocationSeries(_ reason: String?) -> Int {
+  static func revocationSeries(_ reason: String?) -> Int {
     let reasons = MetricFamily.revocationReasons
     return reason.flatMap { reasons.firstIndex(of: $0) } ?? reasons.count - 1
   }

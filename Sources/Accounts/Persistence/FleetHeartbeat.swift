@@ -14,7 +14,7 @@ public final class FleetHeartbeat: Sendable {
   private final class Shared: Sendable {
     package let instances = Atomic<Int>(1)
     package let stopped = Atomic<Bool>(false)
-    package let beats = Atomic<Int>(0)
+    let beats = Atomic<Int>(0)
   }
 
   private let shared = Shared()

@@ -38,7 +38,7 @@ extension ChangeListener: ChangeWatch {}
 // read-only shared mapping that lives until deinit, when no other reference can exist. Reads of
 // memory another process writes may tear; a torn read makes the copies differ, which is answered
 // as "changed" (a cache miss), never as "unchanged".
-package final class WALWatch: ChangeWatch, @unchecked Sendable {
+final class WALWatch: ChangeWatch, @unchecked Sendable {
   private let connection: OpaquePointer
   private let mapping: UnsafeMutableRawPointer
   private static let length = 4096
