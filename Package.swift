@@ -2,6 +2,14 @@
 import PackageDescription
 
 /// band-edge: the Swift edge server of Band Licence. See docs/ and README.md.
+///
+/// The dependency lists below are the layering, lowest first (docs/architecture.md):
+/// - Edge (the HTTP engine) and Store (the databases) know nothing of the application;
+/// - Shell, LinkAssoc: the web app's files and the verified-link files;
+/// - Accounts: the domain, over Store; ClientAPI: HTTP over Accounts;
+/// - band-edge: the executable that composes them.
+/// `build/check-layers` (run by build/test) fails when a file imports a module of this package
+/// that its target does not list.
 let package = Package(
   name: "band-edge",
   products: [
@@ -42,7 +50,7 @@ let package = Package(
     // libFuzzer target for the HTTP/1.1 parser: build/fuzz builds it with --sanitize=fuzzer.
     .executableTarget(name: "EdgeFuzz", dependencies: ["Edge"]),
 
-    .testTarget(name: "EdgeTests", dependencies: ["Edge", "CNGHTTP2"]),
+    .testTarget(name: "EdgeTests", dependencies: ["Edge", "CLinux", "COpenSSL", "CNGHTTP2"]),
     .testTarget(name: "ShellTests", dependencies: ["Shell", "Edge"]),
     .testTarget(name: "LinkAssocTests", dependencies: ["LinkAssoc", "Edge"]),
     .testTarget(
