@@ -122,8 +122,8 @@ struct ClientStoreTests {
 
   @Test(
     "sessions: found by token, within both lifetimes, per kind", arguments: Engine.available,
-    ["web", "native"])
-  func lifetimes(engine: Engine, _ kind: String) throws {
+    [SessionRecord.Kind.web, .native])
+  func lifetimes(engine: Engine, _ kind: SessionRecord.Kind) throws {
     let (store, clock, _) = try makeStore(engine)
     let account = try store.createAccount(
       email: "a@example.test", displayName: "A", passwordHash: hash, actor: "cli")
@@ -164,7 +164,7 @@ struct ClientStoreTests {
       let token = Secrets.token()
       tokens.append(token)
       _ = try store.createSession(
-        accountID: a.id, kind: "native", platform: platform, appVersion: version, token: token,
+        accountID: a.id, kind: .native, platform: platform, appVersion: version, token: token,
         lifetimes: lifetimes)
     }
     #expect(try store.sessions(.platform("ios", below: "1.3")).map(\.appVersion) == ["1.2.0"])
@@ -193,7 +193,7 @@ struct ClientStoreTests {
       email: "a@example.test", displayName: "A", passwordHash: hash, actor: "cli")
     let token = Secrets.token()
     _ = try store.createSession(
-      accountID: a.id, kind: "web", platform: nil, appVersion: nil, token: token,
+      accountID: a.id, kind: .web, platform: nil, appVersion: nil, token: token,
       lifetimes: SessionLifetimes())
     try store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     let file = try Data(contentsOf: URL(fileURLWithPath: path))

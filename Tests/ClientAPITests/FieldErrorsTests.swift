@@ -62,7 +62,7 @@ struct FieldErrorsTests {
       f.store.networkHint(address: "192.0.2.7"), f.store.networkHint(address: "198.51.100.9")
     )
     _ = try f.store.createSession(
-      accountID: account.id, kind: "web", platform: nil, appVersion: nil, token: "tok",
+      accountID: account.id, kind: .web, platform: nil, appVersion: nil, token: "tok",
       lifetimes: SessionLifetimes(), network: home)
     let store = f.store
     func stored() throws -> String? {
@@ -84,7 +84,7 @@ struct FieldErrorsTests {
 
   func session(network: String?) -> SessionRecord {
     SessionRecord(
-      id: "ses_1", accountID: "acc_1", kind: "web", platform: nil, appVersion: nil, createdAt: 0,
+      id: "ses_1", accountID: "acc_1", kind: .web, platform: nil, appVersion: nil, createdAt: 0,
       lastSeenAt: 0,
       expiresAt: 1, revokedAt: nil, revokedReason: nil, browser: nil, network: network)
   }

@@ -76,7 +76,7 @@ struct FleetStoreTests {
     Operation(name: "a new session", changesAnswers: false) { store, _, _ in
       let account = try #require(try store.account(email: "ada@example.test")).0
       _ = try store.createSession(
-        accountID: account.id, kind: "web", platform: nil, appVersion: nil, token: "another-token",
+        accountID: account.id, kind: .web, platform: nil, appVersion: nil, token: "another-token",
         lifetimes: SessionLifetimes())
     },
   ]
@@ -95,7 +95,7 @@ struct FleetStoreTests {
     _ = try store.createSchool(name: "North", slug: "north", actor: "t")
     try store.addMember(email: "ada@example.test", schoolSlug: "north", role: .teacher, actor: "t")
     let session = try store.createSession(
-      accountID: ada.id, kind: "web", platform: nil, appVersion: nil, token: "the-token",
+      accountID: ada.id, kind: .web, platform: nil, appVersion: nil, token: "the-token",
       lifetimes: SessionLifetimes())
     let before = try store.changeCount()
     try operation.run(store, session.id, clock)
@@ -212,7 +212,7 @@ struct PostgresFleetTests {
     _ = try store.createSchool(name: "North", slug: "north", actor: "t")
     try store.addMember(email: "ada@example.test", schoolSlug: "north", role: .teacher, actor: "t")
     _ = try store.createSession(
-      accountID: ada.id, kind: "web", platform: nil, appVersion: nil, token: "t",
+      accountID: ada.id, kind: .web, platform: nil, appVersion: nil, token: "t",
       lifetimes: SessionLifetimes())
     let before = try store.changeCount()
     // Another writer altogether: a plain connection, no band-edge rule in the way.
@@ -240,7 +240,7 @@ struct PostgresFleetTests {
     let ada = try store.createAccount(
       email: "ada@example.test", displayName: "Ada", passwordHash: "x", actor: "t")
     let session = try store.createSession(
-      accountID: ada.id, kind: "web", platform: nil, appVersion: nil, token: "t",
+      accountID: ada.id, kind: .web, platform: nil, appVersion: nil, token: "t",
       lifetimes: SessionLifetimes())
     try store.revokeSession(id: session.id, reason: "t", actor: "t")
     try eventually("the revocation is heard") { listener.stamp() != first }

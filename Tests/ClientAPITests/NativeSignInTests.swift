@@ -137,7 +137,7 @@ struct HandoffStoreTests {
       Issue.record("refused")
       return
     }
-    #expect(session.kind == "native" && session.platform == "ios" && session.appVersion == "1.4.0")
+    #expect(session.kind == .native && session.platform == "ios" && session.appVersion == "1.4.0")
     #expect(try store.session(token: token, lifetimes: SessionLifetimes()) != nil)
     // An identical retry (same key, same body) gets the same session back, token and all.
     #expect(

@@ -182,7 +182,7 @@ extension SessionFixture {
   func signedInToken(accountID: String) throws -> String {
     let token = Secrets.token()
     _ = try store.createSession(
-      accountID: accountID, kind: "native", platform: "ios", appVersion: "1.4.0", token: token,
+      accountID: accountID, kind: .native, platform: "ios", appVersion: "1.4.0", token: token,
       lifetimes: SessionLifetimes())
     return token
   }

@@ -68,7 +68,7 @@ struct SessionFixture {
     }
     let token = Secrets.token()
     _ = try store.createSession(
-      accountID: account.id, kind: "native", platform: "ios", appVersion: "1.4.0", token: token,
+      accountID: account.id, kind: .native, platform: "ios", appVersion: "1.4.0", token: token,
       lifetimes: SessionLifetimes())
     return token
   }

@@ -72,7 +72,7 @@ struct StoreEngineTests {
       if i == 0 { try store.addMember(email: email, schoolSlug: "aldgate", role: .administrator, actor: "t") }
       let token = Secrets.token()
       _ = try store.createSession(
-        accountID: account.id, kind: "native", platform: "ios", appVersion: "1.4.0", token: token,
+        accountID: account.id, kind: .native, platform: "ios", appVersion: "1.4.0", token: token,
         lifetimes: SessionLifetimes())
       tokens.append(token)
     }

@@ -125,7 +125,7 @@ extension ClientStore {
       }
       let token = Secrets.token()
       let session = try createSession(
-        accountID: account.id, kind: "native", platform: request.platform, appVersion: request.appVersion,
+        accountID: account.id, kind: .native, platform: request.platform, appVersion: request.appVersion,
         token: token, lifetimes: lifetimes)
       let sealed = Seal.seal(Array(token.utf8), key: Seal.key(verifier: request.codeVerifier))
       try db.query(

@@ -1,23 +1,5 @@
 import Store
 
-/// A person in a school, with the fewest fields the People screen needs.
-public struct Member: Sendable, Equatable {
-  public let accountID: String
-  public let displayName: String
-  public let email: String
-  public let role: Role
-}
-
-/// An invitation to a school (never its token).
-public struct Invitation: Sendable, Equatable {
-  public let id: String
-  public let schoolID: String
-  public let email: String
-  public let role: Role
-  public let createdAt: Int
-  public let expiresAt: Int
-}
-
 /// What inviting someone came to.
 public enum InvitationOutcome: Sendable, Equatable {
   /// A new invitation; `token` is for the mail only, and only its digest is kept.
@@ -348,7 +330,7 @@ extension ClientStore {
         actor: "invitation:\(invitation.id)")
       try grant(invitation, to: account.id)
       let session = try createSession(
-        accountID: account.id, kind: "web", platform: nil, appVersion: nil, token: sessionToken,
+        accountID: account.id, kind: .web, platform: nil, appVersion: nil, token: sessionToken,
         lifetimes: lifetimes, browser: browser, network: network)
       try audit(actor: account.id, action: "sign_in.succeeded", subject: session.id, detail: "invitation")
       return .accepted(invitation, accountID: account.id)

@@ -1,42 +1,13 @@
 import Store
 
-/// How long sessions live (client-api-v1.md, "Lifetimes and clocks"); all four are configurable.
-public struct SessionLifetimes: Sendable, Equatable {
-  public var nativeIdle = 30 * 86400
-  public var nativeAbsolute = 180 * 86400
-  public var webIdle = 12 * 3600
-  public var webAbsolute = 7 * 86400
-
-  /// The contract's defaults.
-  public init() {}
-}
-
-/// What `GET /session` answers from: the live session, its account and the account's live
-/// memberships.
-public struct SessionView: Sendable, Equatable {
-  public let session: SessionRecord
-  public let account: Account
-  public let memberships: [Membership]
-}
-
-/// Which sessions an operator means.
-public enum SessionFilter: Sendable, Equatable {
-  case account(email: EmailAddress)
-  /// Every session of the account with this ID.
-  case accountID(String)
-  case all
-  /// Native sessions of a platform, optionally only those with an app version below `version`.
-  case platform(String, below: String?)
-}
-
 extension ClientStore {
   /// Starts a session for `accountID`; the token's digest is stored, never the token.
   public func createSession(
-    accountID: String, kind: String, platform: String?, appVersion: String?, token: String,
+    accountID: String, kind: SessionRecord.Kind, platform: String?, appVersion: String?, token: String,
     lifetimes: SessionLifetimes, browser: String? = nil, network: String? = nil
   ) throws(StoreError) -> SessionRecord {
     let now = clock()
-    let absolute = kind == "native" ? lifetimes.nativeAbsolute : lifetimes.webAbsolute
+    let absolute = lifetimes.absolute(kind)
     let record = SessionRecord(
       id: Secrets.identifier("ses"), accountID: accountID, kind: kind, platform: platform,
       appVersion: appVersion,
@@ -50,12 +21,12 @@ extension ClientStore {
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """,
         [
-          .text(record.id), .blob(Secrets.digest(token)), .text(accountID), .text(kind),
+          .text(record.id), .blob(Secrets.digest(token)), .text(accountID), .text(kind.rawValue),
           platform.map { .text($0) } ?? .null, appVersion.map { .text($0) } ?? .null, .integer(Int64(now)),
           .integer(Int64(now)), .integer(Int64(record.expiresAt)), browser.map { .text($0) } ?? .null,
           network.map { .text($0) } ?? .null,
         ])
-      try audit(actor: accountID, action: "session.created", subject: record.id, detail: kind)
+      try audit(actor: accountID, action: "session.created", subject: record.id, detail: kind.rawValue)
     }
     return record
   }
@@ -145,7 +116,7 @@ extension ClientStore {
     _ record: SessionRecord, _ account: Account, _ lifetimes: SessionLifetimes, network: String?
   ) throws(StoreError) -> Int? {
     let now = clock()
-    let idle = record.kind == "native" ? lifetimes.nativeIdle : lifetimes.webIdle
+    let idle = lifetimes.idle(record.kind)
     guard !account.disabled, now < record.expiresAt, now - record.lastSeenAt < idle else { return nil }
     guard now - record.lastSeenAt >= ClientStore.seenResolution else { return record.lastSeenAt }
     try db.query(
@@ -254,7 +225,8 @@ extension ClientStore {
 
   package static func session(_ row: [DatabaseValue], revokedAt: Int?, reason: String?) -> SessionRecord {
     SessionRecord(
-      id: row[0].text ?? "", accountID: row[1].text ?? "", kind: row[2].text ?? "", platform: row[3].text,
+      id: row[0].text ?? "", accountID: row[1].text ?? "",
+      kind: row[2].text.flatMap(SessionRecord.Kind.init(rawValue:)) ?? .web, platform: row[3].text,
       appVersion: row[4].text, createdAt: row[5].int ?? 0, lastSeenAt: row[6].int ?? 0,
       expiresAt: row[7].int ?? 0, revokedAt: revokedAt, revokedReason: reason,
       browser: row.count > 8 ? row[8].text : nil, network: row.count > 9 ? row[9].text : nil)

@@ -124,7 +124,7 @@ extension ClientStore {
         try audit(actor: accountID, action: "account.password_rehashed", subject: accountID)
       }
       let session = try createSession(
-        accountID: accountID, kind: "web", platform: nil, appVersion: nil, token: token, lifetimes: lifetimes,
+        accountID: accountID, kind: .web, platform: nil, appVersion: nil, token: token, lifetimes: lifetimes,
         browser: browser, network: network)
       try audit(actor: accountID, action: "sign_in.succeeded", subject: session.id, detail: "web")
       return session

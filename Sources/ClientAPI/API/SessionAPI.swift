@@ -112,7 +112,7 @@ public struct SessionAPI: Sendable {
         let answer = PrebuiltResponse(SessionJSON.response(body), cacheClass: .private)
         let lifetimes = context.lifetimes
         let session = view.session
-        let idle = session.kind == "native" ? lifetimes.nativeIdle : lifetimes.webIdle
+        let idle = lifetimes.idle(session.kind)
         let validUntil = min(session.expiresAt, session.lastSeenAt + min(idle, ClientStore.seenResolution))
         context.sessionCache.store(answer, for: Secrets.digest(token), stamp: stamp, validUntil: validUntil)
         answers[index] = answer.response
@@ -126,7 +126,7 @@ public struct SessionAPI: Sendable {
 
   static func device(_ session: SessionRecord, current: Bool) -> JSONValue {
     .object([
-      "id": .string(session.id), "kind": .string(session.kind),
+      "id": .string(session.id), "kind": .string(session.kind.rawValue),
       "platform": session.platform.map { .string($0) } ?? .null,
       "appVersion": session.appVersion.map { .string($0) } ?? .null,
       "browser": session.browser.map { .string($0) } ?? .null,

@@ -492,7 +492,7 @@ public struct WebPages: Sendable {
   /// How the account page names a session: the app and its version, or the browser and system
   /// the store kept for a web session (`browser`, see `BrowserLabel`), else "Web browser".
   static func deviceName(_ session: SessionRecord) -> String {
-    guard session.kind == "native" else {
+    guard session.kind == .native else {
       guard let label = session.browser, !label.isEmpty else { return "Web browser" }
       return label
     }
