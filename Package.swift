@@ -53,7 +53,13 @@ let package = Package(
     .testTarget(name: "EdgeTests", dependencies: ["Edge", "CLinux", "COpenSSL", "CNGHTTP2"]),
     .testTarget(name: "ShellTests", dependencies: ["Shell", "Edge"]),
     .testTarget(name: "LinkAssocTests", dependencies: ["LinkAssoc", "Edge"]),
+    // What the store-bound suites share: the engines to run on, temporary directories, a clock.
+    // A plain target (no Testing, no @testable), since release builds compile every target.
+    .target(name: "TestSupport", dependencies: ["Store", "Accounts"], path: "Tests/Support"),
+    .testTarget(name: "StoreTests", dependencies: ["Store", "Accounts", "TestSupport"]),
+    .testTarget(name: "AccountsTests", dependencies: ["Accounts", "Store", "Edge", "TestSupport"]),
     .testTarget(
-      name: "ClientAPITests", dependencies: ["ClientAPI", "Accounts", "Store", "Edge", "LinkAssoc"]),
+      name: "ClientAPITests",
+      dependencies: ["ClientAPI", "Accounts", "Store", "Edge", "LinkAssoc", "TestSupport"]),
   ]
 )

@@ -1,4 +1,5 @@
 import Edge
+import TestSupport
 import Testing
 
 @testable import Accounts

@@ -1,6 +1,7 @@
 import Edge
 import Foundation
 import LinkAssoc
+import TestSupport
 import Testing
 
 @testable import Accounts

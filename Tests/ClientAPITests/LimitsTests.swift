@@ -1,5 +1,6 @@
 import Edge
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import Accounts

@@ -1,5 +1,6 @@
 import Edge
 import LinkAssoc
+import TestSupport
 import Testing
 
 @testable import Accounts

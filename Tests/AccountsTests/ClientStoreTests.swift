@@ -1,25 +1,10 @@
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import Accounts
-@testable import ClientAPI
 @testable import Store
-
-/// A wall clock for the store that tests move by hand.
-final class TestClock: Sendable {
-  let seconds = Mutex(1_800_000_000)
-  func advance(_ by: Int) { seconds.withLock { $0 += by } }
-  var read: @Sendable () -> Int { { [self] in seconds.withLock { $0 } } }
-}
-
-/// A fresh store on `engine` (see `Engine.location`), the clock it reads, and where it lives (for
-/// a second connection: `ClientStore(database: location.open(), ...)`).
-func makeStore(_ engine: Engine) throws -> (ClientStore, TestClock, DatabaseLocation) {
-  let location = try engine.location()
-  let clock = TestClock()
-  return (try ClientStore(database: try location.open(), clock: clock.read), clock, location)
-}
 
 @Suite("Client store")
 struct ClientStoreTests {

@@ -1,11 +1,8 @@
 import Foundation
+import TestSupport
 import Testing
 
-@testable import ClientAPI
 @testable import Store
-
-/// The test server's libpq URI (build/test starts one: `start_test_postgres` in build/lib/common.sh).
-let testPostgresURI = ProcessInfo.processInfo.environment["BAND_EDGE_TEST_POSTGRES"]
 
 /// A connection to the test server. Tables the tests make are TEMP: they vanish with it.
 func testPostgres() throws -> PostgresConnection {

@@ -1,9 +1,9 @@
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import Accounts
-@testable import ClientAPI
 @testable import Store
 
 /// A schema of its own on the test PostgreSQL, as a URI every connection of a test can open.
@@ -89,7 +89,7 @@ struct FleetStoreTests {
   func counter(engine: Engine, operation: Operation) throws {
     let (db, finish) = try engine.database()
     defer { finish() }
-    let (store, clock) = try StoreEngineTests.store(db)
+    let (store, clock) = try makeStore(on: db)
     let ada = try store.createAccount(
       email: "ada@example.test", displayName: "Ada", passwordHash: "x", actor: "t")
     _ = try store.createSchool(name: "North", slug: "north", actor: "t")
@@ -107,7 +107,7 @@ struct FleetStoreTests {
   func jobOncePerPeriod(engine: Engine) throws {
     let (db, finish) = try engine.database()
     defer { finish() }
-    let (store, clock) = try StoreEngineTests.store(db)
+    let (store, clock) = try makeStore(on: db)
     let runs = Mutex(0)
     func start() throws -> Bool {
       try store.runJob("retention", oncePer: 3000) { () throws(StoreError) -> Int in

@@ -1,8 +1,8 @@
 import Edge
+import TestSupport
 import Testing
 
 @testable import Accounts
-@testable import ClientAPI
 @testable import Store
 
 /// The store's counts reach the metrics only when their transaction commits, once.

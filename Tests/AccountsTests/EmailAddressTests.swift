@@ -1,7 +1,7 @@
+import TestSupport
 import Testing
 
 @testable import Accounts
-@testable import ClientAPI
 
 @Suite("Email addresses: one normalisation")
 struct EmailAddressTests {

@@ -1,8 +1,8 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import Accounts
-@testable import ClientAPI
 @testable import Store
 
 #if canImport(Glibc)

@@ -1,14 +1,14 @@
+import TestSupport
 import Testing
 
 @testable import Accounts
-@testable import ClientAPI
 @testable import Store
 
 @Suite("Single-use tokens and the outbox, on every engine")
 struct MailFoundationTests {
   static func store(_ engine: Engine) throws -> (ClientStore, TestClock, Account, () -> Void) {
     let (db, finish) = try engine.database()
-    let (store, clock) = try StoreEngineTests.store(db)
+    let (store, clock) = try makeStore(on: db)
     let ada = try store.createAccount(
       email: "ada@example.test", displayName: "Ada", passwordHash: "x", actor: "t")
     return (store, clock, ada, finish)

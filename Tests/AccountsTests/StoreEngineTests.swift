@@ -1,19 +1,13 @@
 import Dispatch
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import Accounts
-@testable import ClientAPI
 @testable import Store
 
 @Suite("The store's rules on every engine")
 struct StoreEngineTests {
-  /// A store over `db` with a clock the test moves.
-  static func store(_ db: any Database) throws -> (ClientStore, TestClock) {
-    let clock = TestClock()
-    return (try ClientStore(database: db, clock: clock.read), clock)
-  }
-
   @Test("migrations apply once, in order, and a second start applies nothing", arguments: Engine.available)
   func migrations(engine: Engine) throws {
     let (db, finish) = try engine.database()
@@ -28,7 +22,7 @@ struct StoreEngineTests {
   func accountsAndSessions(engine: Engine) throws {
     let (db, finish) = try engine.database()
     defer { finish() }
-    let (store, _) = try Self.store(db)
+    let (store, _) = try makeStore(on: db)
     let ada = try store.createAccount(
       email: "ada@example.test", displayName: "Ada", passwordHash: "x", actor: "t")
     #expect(throws: StoreError.self) {
@@ -61,7 +55,7 @@ struct StoreEngineTests {
   func sessionViews(engine: Engine) throws {
     let (db, finish) = try engine.database()
     defer { finish() }
-    let (store, _) = try Self.store(db)
+    let (store, _) = try makeStore(on: db)
     _ = try store.createSchool(name: "Northfield Primary", slug: "northfield", actor: "t")
     _ = try store.createSchool(name: "Aldgate Music", slug: "aldgate", actor: "t")
     var tokens: [String] = []
@@ -107,7 +101,7 @@ struct StoreEngineTests {
   func lockout(engine: Engine) throws {
     let (db, finish) = try engine.database()
     defer { finish() }
-    let (store, clock) = try Self.store(db)
+    let (store, clock) = try makeStore(on: db)
     for i in 1...5 {
       #expect(try store.recordSignInFailure(accountID: nil, email: "tom@example.test") == (i == 5))
     }

@@ -1,6 +1,4 @@
-import ClientAPI
-
-@testable import Accounts
+import Accounts
 
 /// Tests name addresses as literals; production code must go through `EmailAddress.init?`.
 extension EmailAddress: ExpressibleByStringLiteral {

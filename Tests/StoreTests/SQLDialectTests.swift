@@ -1,6 +1,6 @@
+import TestSupport
 import Testing
 
-@testable import ClientAPI
 @testable import Store
 
 @Suite("SQL dialects: the schema written once, translated for PostgreSQL")

@@ -1,7 +1,7 @@
+import TestSupport
 import Testing
 
 @testable import Accounts
-@testable import ClientAPI
 @testable import Store
 
 /// The text in `value`, or a test failure.
@@ -15,7 +15,7 @@ struct StoreCopyTests {
   /// A store on `db` holding a row in every table, with text that travels badly (quotes, accents,
   /// an emoji); returns the session's token and the locked-out email.
   static func seed(_ db: any Database) throws -> (token: String, locked: EmailAddress) {
-    let (store, clock) = try StoreEngineTests.store(db)
+    let (store, clock) = try makeStore(on: db)
     let ada = try store.createAccount(
       email: "ada@example.test", displayName: "Ada O'Example \"ü\" 🎸", passwordHash: "x", actor: "t")
     _ = try store.createAccount(
@@ -224,7 +224,7 @@ struct StoreCopyTests {
       #expect(try StoreCopy.summary(of: table, in: target) == StoreCopy.summary(of: table, in: source))
     }
     #expect(try target.schemaVersion() == Migrations.latest)
-    let (store, _) = try StoreEngineTests.store(target)
+    let (store, _) = try makeStore(on: target)
     #expect(
       try store.sessionView(token: token, lifetimes: SessionLifetimes())?.account.email == "ada@example.test")
     #expect(try store.isLocked(email: locked), "the server keys came along, so the failure key matches")
@@ -243,7 +243,7 @@ struct StoreCopyTests {
     let (target, finishTarget) = try engine.database()
     defer { finishTarget() }
     // A store that was only ever opened already holds its server keys.
-    _ = try StoreEngineTests.store(target)
+    _ = try makeStore(on: target)
     let before = try StoreCopy.tables().map { table throws in try StoreCopy.summary(of: table, in: target) }
     #expect {
       try StoreCopy.copy(from: source, to: target, sourceName: "source", targetName: "target")

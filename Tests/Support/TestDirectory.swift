@@ -6,9 +6,9 @@ import Foundation
 
 /// Temporary directories for tests, all inside one per-process directory that is removed when
 /// the test process exits (pass or fail); one left by a run that was killed is removed by the next.
-enum TestDirectory {
+package enum TestDirectory {
   /// The test process's own directory, made on first use.
-  static let root: URL = {
+  package static let root: URL = {
     let fm = FileManager.default
     let top = fm.temporaryDirectory
     // Directories of earlier runs whose process is gone (a killed run cannot remove its own).
@@ -25,7 +25,7 @@ enum TestDirectory {
   }()
 
   /// A new, empty directory named after `purpose`.
-  static func make(_ purpose: String) throws -> URL {
+  package static func make(_ purpose: String) throws -> URL {
     let directory = root.appendingPathComponent("\(purpose)-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     return directory
