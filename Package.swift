@@ -33,6 +33,11 @@ let package = Package(
       dependencies: ["Edge", "LinkAssoc", "CSQLite", "CPostgres", "CArgon2", "COpenSSL", "CCurl"]),
     .executableTarget(name: "band-edge", dependencies: ["Edge", "Shell", "LinkAssoc", "ClientAPI"]),
 
+    // Data compiled into a target (the one static binary has no resource bundle): the target's
+    // embedded-files.txt names the files, EmbedTool turns them into Swift at build time.
+    .plugin(name: "EmbedFiles", capability: .buildTool(), dependencies: ["EmbedTool"]),
+    .executableTarget(name: "EmbedTool"),
+
     // libFuzzer target for the HTTP/1.1 parser: build/fuzz builds it with --sanitize=fuzzer.
     .executableTarget(name: "EdgeFuzz", dependencies: ["Edge"]),
 
@@ -40,5 +45,6 @@ let package = Package(
     .testTarget(name: "ShellTests", dependencies: ["Shell", "Edge"]),
     .testTarget(name: "LinkAssocTests", dependencies: ["LinkAssoc", "Edge"]),
     .testTarget(name: "ClientAPITests", dependencies: ["ClientAPI", "Edge", "LinkAssoc"]),
+    .testTarget(name: "EmbedFilesTests", exclude: ["Fixtures"], plugins: ["EmbedFiles"]),
   ]
 )
