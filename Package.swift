@@ -30,7 +30,8 @@ let package = Package(
     .target(name: "LinkAssoc", dependencies: ["Edge"]),
     .target(
       name: "ClientAPI",
-      dependencies: ["Edge", "LinkAssoc", "CSQLite", "CPostgres", "CArgon2", "COpenSSL", "CCurl"]),
+      dependencies: ["Edge", "LinkAssoc", "CSQLite", "CPostgres", "CArgon2", "COpenSSL", "CCurl"],
+      plugins: ["EmbedFiles"]),
     .executableTarget(name: "band-edge", dependencies: ["Edge", "Shell", "LinkAssoc", "ClientAPI"]),
 
     // Data compiled into a target (the one static binary has no resource bundle): the target's
