@@ -41,11 +41,18 @@ let package = Package(
     // The domain: accounts, schools, roles, sessions, invitations; authentication; mail.
     .target(
       name: "Accounts",
-      dependencies: ["Store", "Edge", "LinkAssoc", "CSQLite", "CArgon2", "COpenSSL", "CCurl"]),
+      dependencies: ["Store", "Edge", "LinkAssoc", "CSQLite", "CArgon2", "COpenSSL", "CCurl"],
+      plugins: ["EmbedFiles"]),
     // The client API and the server-rendered pages: HTTP only, over Accounts.
-    .target(name: "ClientAPI", dependencies: ["Accounts", "Store", "Edge", "LinkAssoc"]),
+    .target(
+      name: "ClientAPI", dependencies: ["Accounts", "Store", "Edge", "LinkAssoc"], plugins: ["EmbedFiles"]),
     .executableTarget(
       name: "band-edge", dependencies: ["Edge", "Shell", "LinkAssoc", "Store", "Accounts", "ClientAPI"]),
+
+    // Data compiled into a target (the one static binary has no resource bundle): the target's
+    // embedded-files.txt names the files, EmbedTool turns them into Swift at build time.
+    .plugin(name: "EmbedFiles", capability: .buildTool(), dependencies: ["EmbedTool"]),
+    .executableTarget(name: "EmbedTool"),
 
     // libFuzzer target for the HTTP/1.1 parser: build/fuzz builds it with --sanitize=fuzzer.
     .executableTarget(name: "EdgeFuzz", dependencies: ["Edge"]),
@@ -61,5 +68,6 @@ let package = Package(
     .testTarget(
       name: "ClientAPITests",
       dependencies: ["ClientAPI", "Accounts", "Store", "Edge", "LinkAssoc", "TestSupport"]),
+    .testTarget(name: "EmbedFilesTests", exclude: ["Fixtures"], plugins: ["EmbedFiles"]),
   ]
 )

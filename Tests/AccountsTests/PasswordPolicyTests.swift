@@ -54,6 +54,9 @@ struct PasswordPolicyTests {
     #expect(CommonPasswords.all.count >= 300)
     for entry in CommonPasswords.all {
       #expect(entry == entry.lowercased() && entry.count >= PasswordPolicy.minimumCharacters, "\(entry)")
+      // common-passwords.txt is one entry a line: no stray space or CR kept as part of one.
+      #expect(
+        entry.first?.isWhitespace == false && entry.last?.isWhitespace == false, "\(entry.debugDescription)")
     }
   }
 }

@@ -12,10 +12,18 @@ struct OpenAPITests {
   static let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     .deletingLastPathComponent().appendingPathComponent("docs/client-api-v1.openapi.json")
 
-  @Test("the served document is the repository's file (run build/lib/embed_openapi.py after editing it)")
+  @Test("the served document is the repository's file byte for byte (Plugins/EmbedFiles compiles it in)")
   func embedded() throws {
-    let text = try String(contentsOf: Self.file, encoding: .utf8)
-    #expect(OpenAPIDocument.json + "\n" == text)
+    let file = try Data(contentsOf: Self.file)
+    #expect(
+      Data(OpenAPIDocument.json.utf8) == file, "\(OpenAPIDocument.json.utf8.count) bytes, not \(file.count)")
+    let route = try #require(OpenAPIDocument.routes.first)
+    guard case .fixed(let prebuilt) = route.handler else {
+      Issue.record("the document is not a prebuilt response")
+      return
+    }
+    let served = Data(prebuilt.response.body.contents)
+    #expect(served == file, "\(served.count) bytes served, not \(file.count)")
   }
 
   @Test("every /api/ route in the router is documented, and every documented operation is routed")

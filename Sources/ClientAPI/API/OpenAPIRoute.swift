@@ -9,7 +9,7 @@ extension OpenAPIDocument {
         .get, "/api/client/v1/openapi.json", cacheClass: .private,
         fixed: Response(
           status: .ok, headers: [("Content-Type", "application/json; charset=utf-8")],
-          body: .bytes(Array((json + "\n").utf8))))
+          body: .bytes(Array(json.utf8))))
     ]
   }
 }
