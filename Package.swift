@@ -27,18 +27,22 @@ let package = Package(
       // loop-owned connection objects is dropped in release builds (each is touched by one thread).
       swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
     .target(name: "Shell", dependencies: ["Edge", "CZlib", "CBrotli", "COpenSSL"]),
-    .target(name: "LinkAssoc", dependencies: ["Edge"]),
+    // The deployment configuration: its values, its loader and validation. Needs no HTTP.
+    .target(name: "Deployment"),
+    .target(name: "LinkAssoc", dependencies: ["Edge", "Deployment"]),
     .target(
       name: "ClientAPI",
-      dependencies: ["Edge", "LinkAssoc", "CSQLite", "CPostgres", "CArgon2", "COpenSSL", "CCurl"]),
-    .executableTarget(name: "band-edge", dependencies: ["Edge", "Shell", "LinkAssoc", "ClientAPI"]),
+      dependencies: ["Edge", "Deployment", "CSQLite", "CPostgres", "CArgon2", "COpenSSL", "CCurl"]),
+    .executableTarget(
+      name: "band-edge", dependencies: ["Edge", "Shell", "Deployment", "LinkAssoc", "ClientAPI"]),
 
     // libFuzzer target for the HTTP/1.1 parser: build/fuzz builds it with --sanitize=fuzzer.
     .executableTarget(name: "EdgeFuzz", dependencies: ["Edge"]),
 
     .testTarget(name: "EdgeTests", dependencies: ["Edge", "CNGHTTP2"]),
     .testTarget(name: "ShellTests", dependencies: ["Shell", "Edge"]),
-    .testTarget(name: "LinkAssocTests", dependencies: ["LinkAssoc", "Edge"]),
-    .testTarget(name: "ClientAPITests", dependencies: ["ClientAPI", "Edge", "LinkAssoc"]),
+    .testTarget(name: "DeploymentTests", dependencies: ["Deployment"]),
+    .testTarget(name: "LinkAssocTests", dependencies: ["LinkAssoc", "Deployment", "Edge"]),
+    .testTarget(name: "ClientAPITests", dependencies: ["ClientAPI", "Edge", "Deployment", "LinkAssoc"]),
   ]
 )

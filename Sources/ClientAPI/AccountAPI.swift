@@ -1,5 +1,5 @@
+import Deployment
 import Edge
-import LinkAssoc
 
 /// `PATCH /api/client/v1/account` (client-api-v1.md, "School-scoped endpoints"): the person's own
 /// display name, for the apps. Authenticated like `/session` (a Bearer token, or the cookie with a

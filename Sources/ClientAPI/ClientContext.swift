@@ -1,5 +1,5 @@
+import Deployment
 import Edge
-import LinkAssoc
 import Synchronization
 
 #if canImport(Glibc)

@@ -1,5 +1,5 @@
+import Deployment
 import Edge
-import LinkAssoc
 
 /// Server-rendered pages (sign-in, account, errors, link fallbacks): no script at all, the shell's
 /// stylesheet, header, footer, favicon and manifest, the deployment label outside production, and

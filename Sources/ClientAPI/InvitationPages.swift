@@ -1,5 +1,5 @@
+import Deployment
 import Edge
-import LinkAssoc
 
 /// `/invitations/accept`: where an invitation's link leads. The link's token leaves the URL at
 /// once: `GET ?token=` answers `303` to the bare path (no referrer) and keeps the token in a

@@ -1,5 +1,5 @@
+import Deployment
 import Edge
-import LinkAssoc
 
 /// The web page behind every approved app-link path (links-and-shell.md, `verifiedLinkPaths`) that
 /// nothing else answers: a person who opens such a link without the app (a scanned card, a link

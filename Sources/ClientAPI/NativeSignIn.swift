@@ -1,5 +1,5 @@
+import Deployment
 import Edge
-import LinkAssoc
 
 /// The parameters a native app opens `/native/sign-in` with, validated as a whole before anything
 /// is shown (client-api-v1.md, "Native sign-in handoff", step 2).

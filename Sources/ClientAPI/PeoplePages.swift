@@ -1,5 +1,5 @@
+import Deployment
 import Edge
-import LinkAssoc
 
 /// A school's "People" page (`/schools/{schoolId}/people`), for its administrators: the members
 /// with their roles (changed or removed here), the pending invitations (withdrawn here) and a form

@@ -1,5 +1,5 @@
+import Deployment
 import Edge
-import LinkAssoc
 
 /// The first school-scoped endpoints (client-api-v1.md, "School-scoped endpoints"): a school's
 /// members and invitations, for its administrators. Every route resolves the caller through

@@ -1,5 +1,5 @@
+import Deployment
 import Edge
-import LinkAssoc
 
 /// `GET` and `DELETE /api/client/v1/session` (client-api-v1.md, "Session") and the person's devices
 /// (`GET /api/client/v1/sessions`, `DELETE /api/client/v1/sessions/{id}`), authenticated by a Bearer

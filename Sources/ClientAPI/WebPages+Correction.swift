@@ -1,5 +1,5 @@
+import Deployment
 import Edge
-import LinkAssoc
 
 /// Corrections on `/account` (issue 14, "Correction"): the display name, the password (the current
 /// one required, every other session ends) and the email (a link to the new address confirms it

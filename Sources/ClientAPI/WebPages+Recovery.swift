@@ -1,5 +1,5 @@
+import Deployment
 import Edge
-import LinkAssoc
 
 /// Where a single-use link lands (issue 14): `GET path?token=..` checks the link and moves its
 /// token out of the URL at once — a `303` to `path` that leaves it in an HttpOnly cookie — so

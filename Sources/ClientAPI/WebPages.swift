@@ -1,5 +1,5 @@
+import Deployment
 import Edge
-import LinkAssoc
 
 /// The browser's sign-in and account pages (client-api-v1.md, "Web sign-in and account pages"):
 /// `GET/POST /sign-in`, `POST /sign-out`, `GET /account` and `POST /account/sessions/revoke`.

@@ -1,6 +1,6 @@
 import COpenSSL
+import Deployment
 import Edge
-import LinkAssoc
 
 /// The browser side of authentication (client-api-v1.md, "Web sign-in and account pages"): the
 /// session cookie, CSRF tokens, the same-origin check and form bodies.

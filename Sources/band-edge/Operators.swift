@@ -1,6 +1,6 @@
 import ClientAPI
+import Deployment
 import Edge
-import LinkAssoc
 
 #if canImport(Glibc)
   import Glibc

@@ -1,4 +1,5 @@
 import ClientAPI
+import Deployment
 import Dispatch
 import Edge
 import FoundationEssentials
