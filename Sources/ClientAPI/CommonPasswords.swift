@@ -1,4 +1,4 @@
-/// Passwords too common to choose (issue 14): about a thousand passwords and phrases of 12
+/// Passwords too common to choose: about a thousand passwords and phrases of 12
 /// characters or more that appear in breach lists and guessing dictionaries, and obvious words of
 /// this product, all lower-case. `PasswordPolicy` compares a lower-cased candidate against them.
 enum CommonPasswords {

@@ -1,7 +1,7 @@
 import Deployment
 import Edge
 
-/// `GET` and `DELETE /api/client/v1/session` (client-api-v1.md, "Session") and the person's devices
+/// `GET` and `DELETE /api/client/v1/session` (docs/client-api-v1.openapi.json) and the person's devices
 /// (`GET /api/client/v1/sessions`, `DELETE /api/client/v1/sessions/{id}`), authenticated by a Bearer
 /// token or the web session cookie. Pooled: each worker thread reads through its own connection.
 public struct SessionAPI: Sendable {
@@ -176,8 +176,8 @@ public struct SessionAPI: Sendable {
     Response(status: .ok, headers: [("Content-Type", "application/json; charset=utf-8")], body: .bytes(body))
   }
 
-  /// Exactly the contract's fields (client-api-v1.md, "Session"), written straight to bytes in
-  /// canonical order (the same text `JSONValue.canonical` gives; a test holds them equal).
+  /// Exactly the contract's fields (`Session` in docs/client-api-v1.openapi.json), written straight
+  /// to bytes in canonical order (the same text `JSONValue.canonical` gives; a test holds them equal).
   func sessionBody(_ account: Account, _ memberships: [Membership]) -> [UInt8] {
     var out: [UInt8] = []
     out.reserveCapacity(320 + memberships.count * 128)
