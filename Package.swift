@@ -5,7 +5,7 @@ import PackageDescription
 ///
 /// The dependency lists below are the layering, lowest first (docs/architecture.md):
 /// - Edge (the HTTP engine) and Store (the databases) know nothing of the application;
-/// - Shell, LinkAssoc: the web app's files and the verified-link files;
+/// - Deployment (the configuration); Shell, LinkAssoc: the web app's files and the verified-link files;
 /// - Accounts: the domain, over Store; ClientAPI: HTTP over Accounts;
 /// - band-edge: the executable that composes them.
 /// `build/check-layers` (run by build/test) fails when a file imports a module of this package
@@ -35,19 +35,23 @@ let package = Package(
       // loop-owned connection objects is dropped in release builds (each is touched by one thread).
       swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
     .target(name: "Shell", dependencies: ["Edge", "CZlib", "CBrotli", "COpenSSL"]),
-    .target(name: "LinkAssoc", dependencies: ["Edge"]),
+    // The deployment configuration: its values, its loader and validation. Needs no HTTP.
+    .target(name: "Deployment"),
+    .target(name: "LinkAssoc", dependencies: ["Edge", "Deployment"]),
     // The store: the `Database` seam, SQLite, PostgreSQL, the schema's migrations, store copy.
     .target(name: "Store", dependencies: ["CSQLite", "CPostgres", "COpenSSL"]),
     // The domain: accounts, schools, roles, sessions, invitations; authentication; mail.
     .target(
       name: "Accounts",
-      dependencies: ["Store", "Edge", "LinkAssoc", "CSQLite", "CArgon2", "COpenSSL", "CCurl"],
+      dependencies: ["Store", "Edge", "Deployment", "CSQLite", "CArgon2", "COpenSSL", "CCurl"],
       plugins: ["EmbedFiles"]),
     // The client API and the server-rendered pages: HTTP only, over Accounts.
     .target(
-      name: "ClientAPI", dependencies: ["Accounts", "Store", "Edge", "LinkAssoc"], plugins: ["EmbedFiles"]),
+      name: "ClientAPI", dependencies: ["Accounts", "Store", "Edge", "Deployment"],
+      plugins: ["EmbedFiles"]),
     .executableTarget(
-      name: "band-edge", dependencies: ["Edge", "Shell", "LinkAssoc", "Store", "Accounts", "ClientAPI"]),
+      name: "band-edge",
+      dependencies: ["Edge", "Shell", "Deployment", "LinkAssoc", "Store", "Accounts", "ClientAPI"]),
 
     // Data compiled into a target (the one static binary has no resource bundle): the target's
     // embedded-files.txt names the files, EmbedTool turns them into Swift at build time.
@@ -59,15 +63,17 @@ let package = Package(
 
     .testTarget(name: "EdgeTests", dependencies: ["Edge", "CLinux", "COpenSSL", "CNGHTTP2"]),
     .testTarget(name: "ShellTests", dependencies: ["Shell", "Edge"]),
-    .testTarget(name: "LinkAssocTests", dependencies: ["LinkAssoc", "Edge"]),
+    .testTarget(name: "DeploymentTests", dependencies: ["Deployment"]),
+    .testTarget(name: "LinkAssocTests", dependencies: ["LinkAssoc", "Deployment", "Edge"]),
     // What the store-bound suites share: the engines to run on, temporary directories, a clock.
     // A plain target (no Testing, no @testable), since release builds compile every target.
     .target(name: "TestSupport", dependencies: ["Store", "Accounts"], path: "Tests/Support"),
     .testTarget(name: "StoreTests", dependencies: ["Store", "Accounts", "TestSupport"]),
-    .testTarget(name: "AccountsTests", dependencies: ["Accounts", "Store", "Edge", "TestSupport"]),
+    .testTarget(
+      name: "AccountsTests", dependencies: ["Accounts", "Store", "Edge", "Deployment", "TestSupport"]),
     .testTarget(
       name: "ClientAPITests",
-      dependencies: ["ClientAPI", "Accounts", "Store", "Edge", "LinkAssoc", "TestSupport"]),
+      dependencies: ["ClientAPI", "Accounts", "Store", "Edge", "Deployment", "LinkAssoc", "TestSupport"]),
     .testTarget(name: "EmbedFilesTests", exclude: ["Fixtures"], plugins: ["EmbedFiles"]),
   ]
 )

@@ -1,5 +1,5 @@
+import Deployment
 import Edge
-import LinkAssoc
 import Store
 import Synchronization
 

@@ -1,6 +1,6 @@
 import Accounts
+import Deployment
 import Edge
-import LinkAssoc
 import Store
 import Synchronization
 

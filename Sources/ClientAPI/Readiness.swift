@@ -6,7 +6,7 @@ import Synchronization
   import Glibc
 #endif
 
-/// `GET /readyz` (architecture.md, "Operating it"): 200 when the configuration is loaded (it is,
+/// `GET /readyz` (docs/operations.md): 200 when the configuration is loaded (it is,
 /// or no route would answer) and the store answers; 503 with `Retry-After` otherwise, so a load
 /// balancer stops sending sign-ins to an instance whose database has gone. `/healthz` stays
 /// "alive". Pooled: asking the store blocks.

@@ -1,3 +1,4 @@
+import Deployment
 import Edge
 
 /// The verified-link files and the public bootstrap a deployment implies, generated once per

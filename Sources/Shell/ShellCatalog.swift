@@ -30,7 +30,7 @@ public struct ShellCatalog: Sendable {
   /// The manifest it was loaded from.
   public let manifest: ShellManifest
 
-  /// Headers on every HTML response (links-and-shell.md, "Security headers"): no inline script or
+  /// Headers on every HTML response: no inline script or
   /// style, no framing, no referrer beyond the site, no camera, microphone or geolocation, an
   /// isolated window.
   public static let htmlSecurityHeaders: [(name: String, value: String)] = [

@@ -53,7 +53,7 @@ public enum DatabaseValue: Sendable, Equatable {
   public var blob: [UInt8]? { if case .blob(let b) = self { b } else { nil } }
 }
 
-/// The narrow seam the store's rules are written against (architecture.md, "Data"): one
+/// The narrow seam the store's rules are written against, once for SQLite and PostgreSQL: one
 /// connection, used by one thread at a time. SQL is written once, with `?` placeholders and the
 /// dialect both engines share (`ON CONFLICT ... DO UPDATE`, `RETURNING`-free statements); what
 /// differs — placeholders, how a write transaction begins, where the schema version lives, how the

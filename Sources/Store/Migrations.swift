@@ -123,7 +123,7 @@ public enum Migrations {
       seen_at INTEGER NOT NULL
     );
     """,
-    // 9: the account lifecycle (issue 14). A verified flag; the mail outbox, written in the same
+    // 9: the account lifecycle. A verified flag; the mail outbox, written in the same
     // transaction as the action that causes each message, its body erased once delivered;
     // single-use action tokens (recovery, set-password, email change), kept as digests; and
     // invitations to a school.

@@ -1,6 +1,6 @@
 import COpenSSL
 
-/// Moving a deployment from one store to another (`band-edge admin copy-store`, issue 13): every
+/// Moving a deployment from one store to another (`band-edge admin copy-store`): every
 /// table the migrations make, through the `Database` seam only, so any engine to any engine.
 ///
 /// - The table list is read from `Migrations.steps` (`tables(upTo:)`), never kept by hand.

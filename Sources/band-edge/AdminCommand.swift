@@ -47,7 +47,30 @@ enum AdminCommand {
     prints what it changed. Exit status: 0 done; 1 refused (one line on stderr says why); 2 usage error.
     """
 
+  /// The store and the command from `arguments`, then the command, run against the store.
   static func run(_ arguments: Arguments) throws(UsageError) -> Int32 {
+    let (database, words) = try readStore(arguments)
+    guard let noun = words.first, noun != "--help", noun != "-h" else {
+      print(help)
+      return words.isEmpty ? 2 : 0
+    }
+    let options = Options(words.dropFirst())
+    if noun == "copy-store" { return try copyStore(options) }
+    do {
+      let store = try open(database)
+      try perform(noun, options, store: store, database: database, words: words)
+      return 0
+    } catch let error as UsageError {
+      throw error
+    } catch {
+      fail("\(error)")
+      return 1
+    }
+  }
+
+  /// The store (`--data`, `--database`, else `BAND_LICENCE_DATABASE_URL`, else `sqlite:data`) and
+  /// the other words: the command and its options.
+  static func readStore(_ arguments: Arguments) throws(UsageError) -> (DatabaseLocation, [String]) {
     var arguments = arguments
     var location: DatabaseLocation? = nil
     var words: [String] = []
@@ -65,172 +88,31 @@ enum AdminCommand {
     if location == nil, let text = ProcessEnvironment.value("BAND_LICENCE_DATABASE_URL"), !text.isEmpty {
       location = try databaseLocation(text, "BAND_LICENCE_DATABASE_URL")
     }
-    let database = location ?? .sqlite(directory: "data")
-    guard let noun = words.first, noun != "--help", noun != "-h" else {
-      print(help)
-      return words.isEmpty ? 2 : 0
-    }
-    let options = Options(words.dropFirst())
-    if noun == "copy-store" { return try copyStore(options) }
-    do {
-      let store = try open(database)
-      switch (noun, options.verb) {
-      case ("account", "create"):
-        let email = try options.email("--email")
-        let name = try options.required("--name")
-        if options.flag("--send-set-password") {
-          guard let displayName = AccountRules.displayName(name) else {
-            throw UsageError(AccountRules.nameProblem)
-          }
-          let origin: String
-          switch ConfigCommand.load(options.value("--config")) {
-          case .success(let deployment): origin = deployment.origin
-          case .failure(let problems): throw StoreError(problems.lines.joined(separator: "; "))
-          }
-          let account = try store.createAccountWithSetPasswordLink(
-            email: email, displayName: displayName, unknownHash: PasswordHasher().decoy(), actor: "cli",
-            origin: origin)
-          print("created account \(account.id) \(account.email); a set-password link is in the outbox")
-          return 0
-        }
-        let password = readPassword()
-        if let problem = PasswordPolicy.problem(password, email: email) { throw StoreError(problem) }
-        let account = try store.createAccount(
-          email: email, displayName: name, passwordHash: PasswordHasher().hash(password), actor: "cli")
-        print("created account \(account.id) \(account.email)")
-      case ("account", "disable"), ("account", "enable"):
-        let disable = options.verb == "disable"
-        let account =
-          if let id = options.value("--id") {
-            try store.setDisabled(id: id, disable, actor: "cli", force: options.flag("--force"))
-          } else {
-            try store.setDisabled(
-              email: try options.email("--email"), disable, actor: "cli", force: options.flag("--force"))
-          }
-        print("\(disable ? "disabled" : "enabled") account \(account.id) \(account.email)")
-      case ("school", "create"):
-        let school = try store.createSchool(
-          name: try options.required("--name"), slug: try options.required("--slug"), actor: "cli")
-        print("created school \(school.id) \(school.slug)")
-      case ("member", "add"):
-        guard let role = Role(rawValue: try options.required("--role")) else {
-          throw UsageError("--role takes administrator, teacher or read_only")
-        }
-        let (email, slug) = (try options.email("--email"), try options.required("--school"))
-        try store.addMember(email: email, schoolSlug: slug, role: role, actor: "cli")
-        print("granted \(role.rawValue) in \(slug) to \(email)")
-      case ("member", "revoke"):
-        let (email, slug) = (try options.email("--email"), try options.required("--school"))
-        try store.revokeMember(email: email, schoolSlug: slug, actor: "cli")
-        print("revoked the membership of \(email) in \(slug)")
-      case ("sessions", "list"):
-        for s in try store.sessions(try options.sessionFilter()) {
-          print(
-            "\(s.id) \(s.accountID) \(s.kind) \(s.platform ?? "-") \(s.appVersion ?? "-") created \(s.createdAt) seen \(s.lastSeenAt)"
-          )
-        }
-      case ("sessions", "revoke"):
-        let count = try store.revokeSessions(try options.sessionFilter(), reason: "operator", actor: "cli")
-        print("revoked \(count) session\(count == 1 ? "" : "s")")
-      case ("audit", _):
-        let since = Int(options.value("--since") ?? "0") ?? 0
-        for e in try store.auditEvents(since: since) {
-          if options.flag("--json") {
-            print(
-              "{\"at\":\(e.at),\"actor\":\"\(Log.escape(e.actor ?? ""))\",\"action\":\"\(Log.escape(e.action))\","
-                + "\"subject\":\"\(Log.escape(e.subject ?? ""))\",\"detail\":\"\(Log.escape(e.detail ?? ""))\"}"
-            )
-          } else {
-            print("\(e.at) \(e.actor ?? "-") \(e.action) \(e.subject ?? "-") \(e.detail ?? "")")
-          }
-        }
-      case ("seed-demo", _):
-        try seedDemo(store)
-      case ("outbox", "list"):
-        for m in try store.outbox(limit: Int(options.value("--limit") ?? "50") ?? 50) {
-          let state = m.sentAt.map { "sent \($0)" } ?? "waiting (\(m.attempts) attempts)"
-          print("\(m.id) \(m.kind) \(m.to) \(state) \(m.messageID)")
-        }
-      case ("outbox", "test"):
-        // The operator's check of the relay: a message the running servers deliver like any other.
-        let to = try options.email("--to")
-        let message = MailTemplates.message(
-          kind: "relay_test", to: to, name: nil, subject: "Band Licence: a test message",
-          paragraphs: ["This message checks that Band Licence can send mail. There is nothing to do."],
-          reason: "An operator of this Band Licence service sent it with band-edge admin outbox test.")
-        let id = try store.enqueueMail(message, host: "band-edge.invalid")
-        print("queued \(id) to \(to)")
-      case ("outbox", "show"):
-        guard let id = Int(try options.required("--id")), let m = try store.outboxEntry(id: id) else {
-          throw StoreError("no message with that number in the outbox")
-        }
-        print("Message-ID: \(m.messageID)\nKind: \(m.kind)\nTo: \(m.to)\nSubject: \(m.subject)")
-        print(
-          "Created: \(m.createdAt)\nAttempts: \(m.attempts)\nSent: \(m.sentAt.map(String.init) ?? "not yet")")
-        if let error = m.lastError { print("Last error: \(error)") }
-        // The body holds a link with a token: only an outbox said to be a development one shows it
-        // (BAND_LICENCE_ENV=development); unset is not enough, since a production host may set its
-        // environment in the configuration file only.
-        let environment = ProcessEnvironment.value("BAND_LICENCE_ENV") ?? ""
-        if environment == "development" {
-          print("\n" + (m.text ?? "(the body was erased once the message was delivered)"))
-        } else if environment.isEmpty {
-          print("\n(bodies are shown in development only: run with BAND_LICENCE_ENV=development to see it)")
-        } else {
-          print("\n(bodies are shown in development only; this is \(environment))")
-        }
-      case ("retention", _):
-        var days = 30
-        if let text = options.value("--days") {
-          days = try Arguments.integer(text, "--days", min: 0, max: 36500)
-        }
-        var every = 0
-        if let text = options.value("--once-per") {
-          every = try Arguments.integer(text, "--once-per", min: 1, max: 86400 * 366)
-        }
-        // With --once-per (serve's hourly job): once per period for every instance on this database.
-        let ran = try store.runJob("retention", oncePer: every) { () throws(StoreError) -> Int in
-          let erased = try store.eraseDeletedAccounts(window: days * 86400)
-          try store.pruneExpired()
-          return erased
-        }
-        if !options.flag("--quiet") {
-          if let erased = ran {
-            print("erased \(erased) deleted account\(erased == 1 ? "" : "s")")
-          } else {
-            print("retention already ran within the last \(every) seconds (another instance); nothing done")
-          }
-        }
-      case ("migrate", _):
-        // Serve runs this at every start: a store that cannot write is a failed start, not a 500 later.
-        try store.checkServable(path: database.description)
-        // Accounts written before emails had one normalisation, which nobody can sign in to now:
-        // said at every start (IDs only, never an address) until an operator deals with them.
-        let unusable = try store.accountsWithUnusableEmails()
-        if !unusable.isEmpty {
-          Log.event(
-            "warning", "emails_not_addresses",
-            [
-              ("count", "\(unusable.count)"), ("accounts", unusable.prefix(20).joined(separator: " ")),
-              (
-                "advice",
-                "these accounts' stored email is not an address band-edge accepts, so they cannot sign in; "
-                  + "disable them with band-edge admin account disable --id ID"
-              ),
-            ])
-        }
-        // --quiet when serve runs it: the server's standard output is the JSON access log.
-        if !options.flag("--quiet") { print("schema version \(Migrations.latest)") }
-      default:
-        throw UsageError(
-          "unknown admin command '\(words.joined(separator: " "))'; see band-edge admin --help")
-      }
-      return 0
-    } catch let error as UsageError {
-      throw error
-    } catch {
-      fail("\(error)")
-      return 1
+    return (location ?? .sqlite(directory: "data"), words)
+  }
+
+  /// Runs the command `noun` (`options.verb`) against `store`; `words` name it in the refusal of
+  /// an unknown one.
+  static func perform(
+    _ noun: String, _ options: Options, store: ClientStore, database: DatabaseLocation, words: [String]
+  ) throws {
+    switch (noun, options.verb) {
+    case ("account", "create"): try createAccount(options, store)
+    case ("account", "disable"), ("account", "enable"): try setDisabled(options, store)
+    case ("school", "create"): try createSchool(options, store)
+    case ("member", "add"): try addMember(options, store)
+    case ("member", "revoke"): try revokeMember(options, store)
+    case ("sessions", "list"): try listSessions(options, store)
+    case ("sessions", "revoke"): try revokeSessions(options, store)
+    case ("audit", _): try audit(options, store)
+    case ("seed-demo", _): try seedDemo(store)
+    case ("outbox", "list"): try listOutbox(options, store)
+    case ("outbox", "test"): try queueTestMail(options, store)
+    case ("outbox", "show"): try showOutboxEntry(options, store)
+    case ("retention", _): try retention(options, store)
+    case ("migrate", _): try migrate(options, store, database: database)
+    default:
+      throw UsageError("unknown admin command '\(words.joined(separator: " "))'; see band-edge admin --help")
     }
   }
 

@@ -1,4 +1,5 @@
 import ClientAPI
+import Deployment
 import LinkAssoc
 
 #if canImport(Glibc)

@@ -101,283 +101,140 @@ struct Limit: Sendable {
 /// The table of every limit, in the order help and docs list them.
 enum LimitTable {
   static let all: [Limit] = [
-    count("threads", 1...256, note: "one per core", "event loops") {
-      $0.server.threads
-    } set: {
-      $0.server.threads = $1
-    },
-    count("pool-threads", 1...1024, note: "cores, at least 2", "worker threads for pooled (database) routes")
-    {
-      $0.server.poolThreads
-    } set: {
-      $0.server.poolThreads = $1
-    },
+    count("threads", 1...256, note: "one per core", "event loops", \.server.threads),
     count(
-      "pool-queue", 1...1_000_000, "pooled requests that may wait for a worker; one more gets 503 at once"
-    ) {
-      $0.server.poolQueue
-    } set: {
-      $0.server.poolQueue = $1
-    },
+      "pool-threads", 1...1024, note: "cores, at least 2", "worker threads for pooled (database) routes",
+      \.server.poolThreads),
+    count(
+      "pool-queue", 1...1_000_000, "pooled requests that may wait for a worker; one more gets 503 at once",
+      \.server.poolQueue),
     count(
       "background-threads", 1...1024, note: "cores / 2, at least 1",
-      "low-priority (nice 19) threads for password checks"
-    ) {
-      $0.server.backgroundThreads
-    } set: {
-      $0.server.backgroundThreads = $1
-    },
-    count("background-queue", 1...1_000_000, "password checks that may wait; one more gets 503") {
-      $0.server.backgroundQueue
-    } set: {
-      $0.server.backgroundQueue = $1
-    },
-    seconds("busy-hold", 0...86400, "a 503 for a full queue is held this long before it is sent (0: at once)")
-    {
-      $0.server.limits.busyHold
-    } set: {
-      $0.server.limits.busyHold = $1
-    },
-    seconds("drain-timeout", 0.001...86400, "after SIGTERM, the longest wait for requests in flight") {
-      $0.server.drainTimeout
-    } set: {
-      $0.server.drainTimeout = $1
-    },
-    seconds("ticket-rotation", 1...86400, "TLS session-ticket keys are replaced this often") {
-      $0.server.ticketKeyRotation
-    } set: {
-      $0.server.ticketKeyRotation = $1
-    },
+      "low-priority (nice 19) threads for password checks", \.server.backgroundThreads),
+    count(
+      "background-queue", 1...1_000_000, "password checks that may wait; one more gets 503",
+      \.server.backgroundQueue),
+    seconds(
+      "busy-hold", 0...86400, "a 503 for a full queue is held this long before it is sent (0: at once)",
+      \.server.limits.busyHold),
+    seconds(
+      "drain-timeout", 0.001...86400, "after SIGTERM, the longest wait for requests in flight",
+      \.server.drainTimeout),
+    seconds(
+      "ticket-rotation", 1...86400, "TLS session-ticket keys are replaced this often",
+      \.server.ticketKeyRotation),
 
-    bytes("max-target-bytes", 64...1_048_576, "longest request-target, else 414") {
-      $0.server.limits.maxTargetBytes
-    } set: {
-      $0.server.limits.maxTargetBytes = $1
-    },
-    bytes("max-header-bytes", 256...1_048_576, "header section size (trailers too), else 431") {
-      $0.server.limits.maxHeaderBytes
-    } set: {
-      $0.server.limits.maxHeaderBytes = $1
-    },
-    count("max-header-count", 1...10000, "header field lines (trailers too), else 431") {
-      $0.server.limits.maxHeaderCount
-    } set: {
-      $0.server.limits.maxHeaderCount = $1
-    },
-    bytes("max-body-bytes", 0...1_073_741_824, "request body size, else 413") {
-      $0.server.limits.maxBodyBytes
-    } set: {
-      $0.server.limits.maxBodyBytes = $1
-    },
-    bytes("max-chunk-extension-bytes", 0...65536, "extensions on one chunk-size line, else 400") {
-      $0.server.limits.maxChunkExtensionBytes
-    } set: {
-      $0.server.limits.maxChunkExtensionBytes = $1
-    },
+    bytes(
+      "max-target-bytes", 64...1_048_576, "longest request-target, else 414", \.server.limits.maxTargetBytes),
+    bytes(
+      "max-header-bytes", 256...1_048_576, "header section size (trailers too), else 431",
+      \.server.limits.maxHeaderBytes),
+    count(
+      "max-header-count", 1...10000, "header field lines (trailers too), else 431",
+      \.server.limits.maxHeaderCount),
+    bytes("max-body-bytes", 0...1_073_741_824, "request body size, else 413", \.server.limits.maxBodyBytes),
+    bytes(
+      "max-chunk-extension-bytes", 0...65536, "extensions on one chunk-size line, else 400",
+      \.server.limits.maxChunkExtensionBytes),
     bytes(
       "max-buffered-request-bytes", 65536...1_099_511_627_776,
-      "request bytes all connections together may hold (bodies being read or waiting for a worker); a new body beyond it gets 503"
-    ) {
-      $0.server.limits.maxBufferedRequestBytes
-    } set: {
-      $0.server.limits.maxBufferedRequestBytes = $1
-    },
-    count("max-connections", 1...1_000_000, "open connections per event loop; one more is closed at once") {
-      $0.server.limits.maxConnectionsPerLoop
-    } set: {
-      $0.server.limits.maxConnectionsPerLoop = $1
-    },
+      "request bytes all connections together may hold (bodies being read or waiting for a worker); a new body beyond it gets 503",
+      \.server.limits.maxBufferedRequestBytes),
+    count(
+      "max-connections", 1...1_000_000, "open connections per event loop; one more is closed at once",
+      \.server.limits.maxConnectionsPerLoop),
     count(
       "h2-max-concurrent-streams", 1...2_147_483_647,
-      "HTTP/2 streams open at once per connection (SETTINGS_MAX_CONCURRENT_STREAMS); more are refused"
-    ) {
-      $0.server.limits.http2MaxConcurrentStreams
-    } set: {
-      $0.server.limits.http2MaxConcurrentStreams = $1
-    },
+      "HTTP/2 streams open at once per connection (SETTINGS_MAX_CONCURRENT_STREAMS); more are refused",
+      \.server.limits.http2MaxConcurrentStreams),
     bytes(
       "h2-initial-window-bytes", 0...2_147_483_647,
-      "HTTP/2 flow-control window of each stream a client opens (SETTINGS_INITIAL_WINDOW_SIZE)"
-    ) {
-      $0.server.limits.http2InitialWindowBytes
-    } set: {
-      $0.server.limits.http2InitialWindowBytes = $1
-    },
+      "HTTP/2 flow-control window of each stream a client opens (SETTINGS_INITIAL_WINDOW_SIZE)",
+      \.server.limits.http2InitialWindowBytes),
     bytes(
-      "h2-max-frame-bytes", 16384...16_777_215, "largest HTTP/2 frame payload taken (SETTINGS_MAX_FRAME_SIZE)"
-    ) {
-      $0.server.limits.http2MaxFrameBytes
-    } set: {
-      $0.server.limits.http2MaxFrameBytes = $1
-    },
+      "h2-max-frame-bytes", 16384...16_777_215,
+      "largest HTTP/2 frame payload taken (SETTINGS_MAX_FRAME_SIZE)", \.server.limits.http2MaxFrameBytes),
     bytes(
       "h2-header-table-bytes", 0...65536,
-      "HPACK dynamic table, each direction (SETTINGS_HEADER_TABLE_SIZE; the encoder never uses more)"
-    ) {
-      $0.server.limits.http2HeaderTableBytes
-    } set: {
-      $0.server.limits.http2HeaderTableBytes = $1
-    },
+      "HPACK dynamic table, each direction (SETTINGS_HEADER_TABLE_SIZE; the encoder never uses more)",
+      \.server.limits.http2HeaderTableBytes),
     count(
       "h2-max-continuation-frames", 0...8,
-      "CONTINUATION frames one header block may take (libnghttp2 stops at 8 itself; the block's bytes are bounded by max-header-bytes); more: GOAWAY ENHANCE_YOUR_CALM"
-    ) {
-      $0.server.limits.http2MaxContinuationFrames
-    } set: {
-      $0.server.limits.http2MaxContinuationFrames = $1
-    },
+      "CONTINUATION frames one header block may take (libnghttp2 stops at 8 itself; the block's bytes are bounded by max-header-bytes); more: GOAWAY ENHANCE_YOUR_CALM",
+      \.server.limits.http2MaxContinuationFrames),
     bytes(
       "h2-max-queued-bytes", 65536...1_073_741_824,
-      "bytes queued for one HTTP/2 connection's socket before its frames stop being read"
-    ) {
-      $0.server.limits.http2MaxQueuedBytes
-    } set: {
-      $0.server.limits.http2MaxQueuedBytes = $1
-    },
+      "bytes queued for one HTTP/2 connection's socket before its frames stop being read",
+      \.server.limits.http2MaxQueuedBytes),
     count(
       "h2-glitch-burst", 1...1_000_000,
-      "HTTP/2 frames that carry no request (RST_STREAM, PING, SETTINGS, PRIORITY, idle WINDOW_UPDATE, empty DATA, invalid) a connection may send at once; then GOAWAY ENHANCE_YOUR_CALM"
-    ) {
-      $0.server.limits.http2GlitchBurst
-    } set: {
-      $0.server.limits.http2GlitchBurst = $1
-    },
-    count("h2-glitches-per-second", 1...1_000_000, "... and regains per second") {
-      $0.server.limits.http2GlitchesPerSecond
-    } set: {
-      $0.server.limits.http2GlitchesPerSecond = $1
-    },
+      "HTTP/2 frames that carry no request (RST_STREAM, PING, SETTINGS, PRIORITY, idle WINDOW_UPDATE, empty DATA, invalid) a connection may send at once; then GOAWAY ENHANCE_YOUR_CALM",
+      \.server.limits.http2GlitchBurst),
+    count(
+      "h2-glitches-per-second", 1...1_000_000, "... and regains per second",
+      \.server.limits.http2GlitchesPerSecond),
     seconds(
-      "head-timeout", 0.001...86400, "to receive a request head, from its first byte (or accept); then 408"
-    ) {
-      $0.server.limits.headTimeout
-    } set: {
-      $0.server.limits.headTimeout = $1
-    },
-    seconds("body-timeout", 0.001...86400, "longest pause while receiving a body; then 408") {
-      $0.server.limits.bodyTimeout
-    } set: {
-      $0.server.limits.bodyTimeout = $1
-    },
-    seconds("idle-timeout", 0.001...86400, "keep-alive wait for the next request") {
-      $0.server.limits.idleTimeout
-    } set: {
-      $0.server.limits.idleTimeout = $1
-    },
-    seconds("write-timeout", 0.001...86400, "longest pause while a client reads a response") {
-      $0.server.limits.writeTimeout
-    } set: {
-      $0.server.limits.writeTimeout = $1
-    },
-    seconds("linger-timeout", 0.001...86400, "draining unread input before closing (RFC 9112 §9.6)") {
-      $0.server.limits.lingerTimeout
-    } set: {
-      $0.server.limits.lingerTimeout = $1
-    },
+      "head-timeout", 0.001...86400, "to receive a request head, from its first byte (or accept); then 408",
+      \.server.limits.headTimeout),
+    seconds(
+      "body-timeout", 0.001...86400, "longest pause while receiving a body; then 408",
+      \.server.limits.bodyTimeout),
+    seconds(
+      "idle-timeout", 0.001...86400, "keep-alive wait for the next request", \.server.limits.idleTimeout),
+    seconds(
+      "write-timeout", 0.001...86400, "longest pause while a client reads a response",
+      \.server.limits.writeTimeout),
+    seconds(
+      "linger-timeout", 0.001...86400, "draining unread input before closing (RFC 9112 §9.6)",
+      \.server.limits.lingerTimeout),
 
-    wholeSeconds("web-session-idle", "a web session ends after this long unused") {
-      $0.lifetimes.webIdle
-    } set: {
-      $0.lifetimes.webIdle = $1
-    },
-    wholeSeconds("web-session-lifetime", "a web session ends after this long in all (the cookie's Max-Age)") {
-      $0.lifetimes.webAbsolute
-    } set: {
-      $0.lifetimes.webAbsolute = $1
-    },
-    wholeSeconds("native-session-idle", "a native session ends after this long unused") {
-      $0.lifetimes.nativeIdle
-    } set: {
-      $0.lifetimes.nativeIdle = $1
-    },
-    wholeSeconds("native-session-lifetime", "a native session ends after this long in all") {
-      $0.lifetimes.nativeAbsolute
-    } set: {
-      $0.lifetimes.nativeAbsolute = $1
-    },
-    Limit(
-      name: "sign-in-burst", unit: .count, range: 1...1_000_000, defaultNote: nil,
-      help: "sign-in attempts (web and native forms) one client address may make at once; then 429",
-      read: { $0.signInLimit.burst }, write: { $0.signInLimit.burst = $1 }),
-    Limit(
-      name: "sign-in-per-minute", unit: .count, range: 1...1_000_000, defaultNote: nil,
-      help: "... and regains per minute", read: { $0.signInLimit.perSecond * 60 },
-      write: { $0.signInLimit.perSecond = $1 / 60 }),
-    Limit(
-      name: "exchange-burst", unit: .count, range: 1...1_000_000, defaultNote: nil,
-      help: "native exchanges one client address may make at once; then 429",
-      read: { $0.exchangeLimit.burst },
-      write: { $0.exchangeLimit.burst = $1 }),
-    Limit(
-      name: "exchange-per-minute", unit: .count, range: 1...1_000_000, defaultNote: nil,
-      help: "... and regains per minute", read: { $0.exchangeLimit.perSecond * 60 },
-      write: { $0.exchangeLimit.perSecond = $1 / 60 }),
-    seconds("rate-limited-hold", 0...86400, "a 429 is held this long before it is sent (0: at once)") {
-      $0.refusalHold
-    } set: {
-      $0.refusalHold = $1
-    },
-    count("invitations-per-inviter", 1...1_000_000, "invitations one person may send per hour; then 429") {
-      $0.invitationLimits.perInviter
-    } set: {
-      $0.invitationLimits.perInviter = $1
-    },
-    count("invitations-per-school", 1...1_000_000, "invitations one school may send per hour; then 429") {
-      $0.invitationLimits.perSchool
-    } set: {
-      $0.invitationLimits.perSchool = $1
-    },
+    wholeSeconds("web-session-idle", "a web session ends after this long unused", \.lifetimes.webIdle),
+    wholeSeconds(
+      "web-session-lifetime", "a web session ends after this long in all (the cookie's Max-Age)",
+      \.lifetimes.webAbsolute),
+    wholeSeconds(
+      "native-session-idle", "a native session ends after this long unused", \.lifetimes.nativeIdle),
+    wholeSeconds(
+      "native-session-lifetime", "a native session ends after this long in all", \.lifetimes.nativeAbsolute),
+    burst(
+      "sign-in-burst",
+      "sign-in attempts (web and native forms) one client address may make at once; then 429",
+      \.signInLimit.burst),
+    perMinute("sign-in-per-minute", "... and regains per minute", \.signInLimit.perSecond),
+    burst(
+      "exchange-burst", "native exchanges one client address may make at once; then 429",
+      \.exchangeLimit.burst),
+    perMinute("exchange-per-minute", "... and regains per minute", \.exchangeLimit.perSecond),
+    seconds(
+      "rate-limited-hold", 0...86400, "a 429 is held this long before it is sent (0: at once)", \.refusalHold),
+    count(
+      "invitations-per-inviter", 1...1_000_000, "invitations one person may send per hour; then 429",
+      \.invitationLimits.perInviter),
+    count(
+      "invitations-per-school", 1...1_000_000, "invitations one school may send per hour; then 429",
+      \.invitationLimits.perSchool),
     count(
       "invitations-per-address", 1...1_000_000,
-      "invitations one email address may receive per hour, from every school together; then 429"
-    ) {
-      $0.invitationLimits.perAddress
-    } set: {
-      $0.invitationLimits.perAddress = $1
-    },
-    Limit(
-      name: "retention-days", unit: .days, range: 0...36500, defaultNote: nil,
-      help: "deleted accounts' personal fields are erased this many days after deletion",
-      read: { Double($0.retentionDays) }, write: { $0.retentionDays = Int($1) }),
+      "invitations one email address may receive per hour, from every school together; then 429",
+      \.invitationLimits.perAddress),
+    days(
+      "retention-days", 0...36500,
+      "deleted accounts' personal fields are erased this many days after deletion", \.retentionDays),
     count(
       "session-cache-entries", 0...1_000_000,
-      "GET /session answers the loops keep (0: every read goes to the pool)"
-    ) {
-      $0.sessionCacheEntries
-    } set: {
-      $0.sessionCacheEntries = $1
-    },
-    seconds("mail-interval", 0.01...3600, "the outbox is looked at this often for mail to send") {
-      $0.mailInterval
-    } set: {
-      $0.mailInterval = $1
-    },
-    seconds("mail-retry", 0.01...3600, "first wait after a failed delivery; it doubles, up to an hour") {
-      $0.mailRetry
-    } set: {
-      $0.mailRetry = $1
-    },
-    seconds("mail-timeout", 1...3600, "longest one SMTP delivery may take, connecting included") {
-      $0.mailTimeout
-    } set: {
-      $0.mailTimeout = $1
-    },
+      "GET /session answers the loops keep (0: every read goes to the pool)", \.sessionCacheEntries),
+    seconds(
+      "mail-interval", 0.01...3600, "the outbox is looked at this often for mail to send", \.mailInterval),
+    seconds(
+      "mail-retry", 0.01...3600, "first wait after a failed delivery; it doubles, up to an hour", \.mailRetry),
+    seconds(
+      "mail-timeout", 1...3600, "longest one SMTP delivery may take, connecting included", \.mailTimeout),
     seconds(
       "database-connect-timeout", 1...3600,
-      "PostgreSQL: longest wait for a connection (the URI's connect_timeout wins)"
-    ) {
-      $0.database.connectTimeout
-    } set: {
-      $0.database.connectTimeout = $1
-    },
+      "PostgreSQL: longest wait for a connection (the URI's connect_timeout wins)", \.database.connectTimeout),
     seconds(
       "database-statement-timeout", 0.001...3600,
-      "PostgreSQL: a statement running longer is cancelled; then 503"
-    ) {
-      $0.database.statementTimeout
-    } set: {
-      $0.database.statementTimeout = $1
-    },
+      "PostgreSQL: a statement running longer is cancelled; then 503", \.database.statementTimeout),
   ]
 
   /// The limit called `name`, if any.
@@ -460,45 +317,64 @@ enum LimitTable {
 
   // MARK: building the table
 
-  /// A limit held as an `Int` in the settings: a count, bytes or whole seconds.
+  /// A limit held as an `Int` in the settings, at `path`: a count, bytes, whole seconds or days.
   private static func whole(
     _ unit: Limit.Unit, _ name: String, _ range: ClosedRange<Double>, note: String?, _ help: String,
-    get: @escaping @Sendable (ServeSettings) -> Int,
-    set: @escaping @Sendable (inout ServeSettings, Int) -> Void
+    _ path: WritableKeyPath<ServeSettings, Int> & Sendable
   ) -> Limit {
     Limit(
-      name: name, unit: unit, range: range, defaultNote: note, help: help, read: { Double(get($0)) },
-      write: { set(&$0, Int($1)) })
+      name: name, unit: unit, range: range, defaultNote: note, help: help,
+      read: { Double($0[keyPath: path]) }, write: { $0[keyPath: path] = Int($1) })
   }
 
   private static func count(
     _ name: String, _ range: ClosedRange<Double>, note: String? = nil, _ help: String,
-    get: @escaping @Sendable (ServeSettings) -> Int,
-    set: @escaping @Sendable (inout ServeSettings, Int) -> Void
-  ) -> Limit { whole(.count, name, range, note: note, help, get: get, set: set) }
+    _ path: WritableKeyPath<ServeSettings, Int> & Sendable
+  ) -> Limit { whole(.count, name, range, note: note, help, path) }
 
   private static func bytes(
     _ name: String, _ range: ClosedRange<Double>, _ help: String,
-    get: @escaping @Sendable (ServeSettings) -> Int,
-    set: @escaping @Sendable (inout ServeSettings, Int) -> Void
-  ) -> Limit { whole(.bytes, name, range, note: nil, help, get: get, set: set) }
+    _ path: WritableKeyPath<ServeSettings, Int> & Sendable
+  ) -> Limit { whole(.bytes, name, range, note: nil, help, path) }
 
   private static func wholeSeconds(
-    _ name: String, _ help: String, get: @escaping @Sendable (ServeSettings) -> Int,
-    set: @escaping @Sendable (inout ServeSettings, Int) -> Void
-  ) -> Limit { whole(.wholeSeconds, name, 1...2_147_483_648, note: nil, help, get: get, set: set) }
+    _ name: String, _ help: String, _ path: WritableKeyPath<ServeSettings, Int> & Sendable
+  ) -> Limit { whole(.wholeSeconds, name, 1...2_147_483_648, note: nil, help, path) }
 
+  private static func days(
+    _ name: String, _ range: ClosedRange<Double>, _ help: String,
+    _ path: WritableKeyPath<ServeSettings, Int> & Sendable
+  ) -> Limit { whole(.days, name, range, note: nil, help, path) }
+
+  /// A limit held as a `Duration` at `path`; fractions of a second are kept to the nanosecond.
   private static func seconds(
     _ name: String, _ range: ClosedRange<Double>, _ help: String,
-    get: @escaping @Sendable (ServeSettings) -> Duration,
-    set: @escaping @Sendable (inout ServeSettings, Duration) -> Void
+    _ path: WritableKeyPath<ServeSettings, Duration> & Sendable
   ) -> Limit {
     Limit(
       name: name, unit: .seconds, range: range, defaultNote: nil, help: help,
       read: {
-        let (s, attoseconds) = get($0).components
+        let (s, attoseconds) = $0[keyPath: path].components
         return Double(s) + Double(attoseconds) / 1e18
       },
-      write: { set(&$0, .nanoseconds(Int64(($1 * 1e9).rounded()))) })
+      write: { $0[keyPath: path] = .nanoseconds(Int64(($1 * 1e9).rounded())) })
+  }
+
+  /// A rate limit's burst, a count held as a `Double` at `path`.
+  private static func burst(
+    _ name: String, _ help: String, _ path: WritableKeyPath<ServeSettings, Double> & Sendable
+  ) -> Limit {
+    Limit(
+      name: name, unit: .count, range: 1...1_000_000, defaultNote: nil, help: help,
+      read: { $0[keyPath: path] }, write: { $0[keyPath: path] = $1 })
+  }
+
+  /// A rate limit's refill, given per minute and held per second at `path`.
+  private static func perMinute(
+    _ name: String, _ help: String, _ path: WritableKeyPath<ServeSettings, Double> & Sendable
+  ) -> Limit {
+    Limit(
+      name: name, unit: .count, range: 1...1_000_000, defaultNote: nil, help: help,
+      read: { $0[keyPath: path] * 60 }, write: { $0[keyPath: path] = $1 / 60 })
   }
 }

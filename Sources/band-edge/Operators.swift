@@ -1,7 +1,7 @@
 import Accounts
 import ClientAPI
+import Deployment
 import Edge
-import LinkAssoc
 
 #if canImport(Glibc)
   import Glibc

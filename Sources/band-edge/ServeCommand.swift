@@ -1,5 +1,6 @@
 import Accounts
 import ClientAPI
+import Deployment
 import Dispatch
 import Edge
 import FoundationEssentials
@@ -78,263 +79,248 @@ enum ServeCommand {
     """
   }
 
+  /// Serve, step by step: the flags, the configuration, the listeners and limits it adds, the
+  /// store, the routes, then the server until it has drained.
   static func run(_ arguments: Arguments) throws(UsageError) -> Int32 {
-    var arguments = arguments
-    var settings = ServeSettings()
-    var listen: [SocketAddress] = []
-    var tlsListen: [SocketAddress] = []
-    var certificates: [String] = []
-    var keyFiles: [String] = []
-    var testRoutes = false
-    var http2 = true
-    var shellDirectory = ShellCommand.defaultDestination
-    var configFlag: String? = nil
-    var databaseFlag: DatabaseLocation? = nil
-    var listenURI: String? = nil
-    var smtpFlag: String? = nil
-    var givenLimits: Set<String> = []
-    var printRoutes = false
-    var trustedProxies: Set<String> = []
-    var adminListenFlag: String? = nil
-    var adminAllowFlag: [String]? = nil
-    var metricsOn = true
-    while let word = arguments.next() {
-      let (flag, inline) = split(word)
-      func value() throws(UsageError) -> String { try arguments.value(of: flag, inline: inline) }
-      if flag.hasPrefix("--"), let limit = LimitTable.named(String(flag.dropFirst(2))) {
-        switch limit.parse(try value()) {
-        case .failure(let problem): throw problem
-        case .success(let number): limit.write(&settings, number)
-        }
-        givenLimits.insert(limit.name)
-        continue
-      }
-      switch flag {
-      case "--help", "-h":
-        print(help)
-        return 0
-      case "--listen":
-        let text = try value()
-        guard let address = SocketAddress(text) else {
-          throw UsageError(
-            "--listen takes a numeric host:port such as 127.0.0.1:8080 or [::1]:8080, not '\(text)'")
-        }
-        listen.append(address)
-      case "--tls-listen":
-        let text = try value()
-        guard let address = SocketAddress(text) else {
-          throw UsageError("--tls-listen takes a numeric host:port such as 0.0.0.0:443, not '\(text)'")
-        }
-        tlsListen.append(address)
-      case "--cert": certificates.append(try value())
-      case "--key": keyFiles.append(try value())
-      case "--no-access-log": settings.server.accessLog = false
-      case "--h2c": settings.server.http2Cleartext = true
-      case "--http2": http2 = true
-      case "--no-http2": http2 = false
-      case "--trusted-proxy":
-        let text = try value()
-        guard SocketAddress(text.contains(":") ? "[\(text)]:1" : "\(text):1") != nil else {
-          throw UsageError("--trusted-proxy takes a numeric IP address, not '\(text)'")
-        }
-        trustedProxies.insert(text)
-      case "--admin-listen": adminListenFlag = try value()
-      case "--admin-allow":
-        adminAllowFlag = (adminAllowFlag ?? []) + (try value()).split(separator: ",").map(String.init)
-      case "--no-metrics": metricsOn = false
-      case "--test-routes": testRoutes = true
-      case "--print-routes": printRoutes = true
-      case "--shell": shellDirectory = try value()
-      case "--config": configFlag = try value()
-      case "--data": databaseFlag = .sqlite(directory: try value())
-      case "--database": databaseFlag = try AdminCommand.databaseLocation(try value(), "--database")
-      case "--smtp":
-        let url = try value()
-        guard url.hasPrefix("smtp://") || url.hasPrefix("smtps://") else {
-          throw UsageError("--smtp takes an smtp:// or smtps:// URL")
-        }
-        smtpFlag = url
-      case "--database-unprepared":
-        settings.database.preparedStatements = false
-        // The migrate and retention children read it from their environment.
-        setenv("BAND_LICENCE_DATABASE_UNPREPARED", "1", 1)
-      case "--database-listen":
-        let uri = try value()
-        guard case .postgres = DatabaseLocation(uri) else {
-          throw UsageError("--database-listen takes a postgresql:// URI")
-        }
-        listenURI = uri
-      default:
-        throw UsageError("serve does not know '\(word)'; see band-edge serve --help")
-      }
+    guard var options = try ServeOptions.read(arguments) else {
+      print(help)
+      return 0
     }
-    let configPath = ConfigCommand.configPath(configFlag)
-    let deployment: Deployment
+    do throws(StartFailure) {
+      let deployment = try loadConfiguration(options.configFlag)
+      try applyListeners(deployment, to: &options)
+      try applyLimits(deployment, to: &options)
+      try requireLoopback(options.settings.server.listen, in: deployment)
+      let tlsPairs = try applyTLS(deployment, to: &options)
+      let hasAdminListener = try applyAdminListener(deployment, to: &options)
+      Metrics.process.enabled = options.metricsOn
+      // Off, the registry still serves its gauges (queue depths among them); no thread gets a shard.
+      options.settings.server.metrics = Metrics.process
+      if options.testRoutes && deployment.environment != .development {
+        throw StartFailure("--test-routes is for development only, not \(deployment.environment.rawValue)")
+      }
+      let smtp = try mail(deployment, options)
+      let store = try openStore(deployment, options)
+      let services = makeServices(options, store: store, smtp: smtp)
+      let router = try routes(deployment, options, services: services)
+      if options.printRoutes {
+        printRoutes(router)
+        return 0
+      }
+      let adminRouter = hasAdminListener ? try adminRoutes(deployment, services: services) : nil
+      let reload = ServeReload(
+        configPath: ConfigCommand.configPath(options.configFlag), started: deployment,
+        shellDirectory: options.shellDirectory, services: services, testRoutes: options.testRoutes,
+        http2: options.http2, tlsFiles: options.settings.server.tls == nil ? nil : tlsPairs)
+      return try serve(deployment, options, router: router, adminRouter: adminRouter, reload: reload)
+    } catch {
+      for line in error.lines { fail(line) }
+      return 1
+    }
+  }
+
+  /// Why serve does not start: the lines it prints (none when a child printed its own); exit 1.
+  struct StartFailure: Error {
+    let lines: [String]
+
+    init(_ line: String) { lines = [line] }
+    init(lines: [String]) { self.lines = lines }
+  }
+
+  /// The deployment, or every problem with it.
+  static func loadConfiguration(_ configFlag: String?) throws(StartFailure) -> Deployment {
     switch ConfigCommand.load(configFlag) {
     case .failure(let problems):
-      for line in problems.lines { fail(line) }
-      fail(
-        "refusing to start: the configuration has \(problems.lines.count) problem\(problems.lines.count == 1 ? "" : "s")"
-      )
-      return 1
-    case .success(let loaded):
-      deployment = loaded
+      let count = problems.lines.count
+      throw StartFailure(
+        lines: problems.lines + [
+          "refusing to start: the configuration has \(count) problem\(count == 1 ? "" : "s")"
+        ])
+    case .success(let deployment):
+      return deployment
     }
-    // The file's listeners and limits apply where no flag said otherwise.
-    if listen.isEmpty {
+  }
+
+  /// The file's listeners apply where no flag said otherwise.
+  static func applyListeners(_ deployment: Deployment, to options: inout ServeOptions) throws(StartFailure) {
+    if options.listen.isEmpty {
       for text in deployment.listen {
         guard let address = SocketAddress(text) else {
-          fail("listen address '\(text)' in the configuration is not a numeric host:port")
-          return 1
+          throw StartFailure("listen address '\(text)' in the configuration is not a numeric host:port")
         }
-        listen.append(address)
+        options.listen.append(address)
       }
     }
-    if !listen.isEmpty { settings.server.listen = listen }
+    if !options.listen.isEmpty { options.settings.server.listen = options.listen }
+  }
+
+  /// The file's limits apply where no flag said otherwise, and must work together.
+  static func applyLimits(_ deployment: Deployment, to options: inout ServeOptions) throws(StartFailure) {
     // Checked already by ConfigCommand.load: only the applying is left.
-    _ = LimitTable.apply(file: deployment.limits, except: givenLimits, to: &settings)
-    let conflicts = LimitTable.crossCheck(settings)
-    guard conflicts.isEmpty else {
-      for line in conflicts { fail(line) }
-      return 1
+    _ = LimitTable.apply(file: deployment.limits, except: options.givenLimits, to: &options.settings)
+    let conflicts = LimitTable.crossCheck(options.settings)
+    guard conflicts.isEmpty else { throw StartFailure(lines: conflicts) }
+  }
+
+  /// Development listens on loopback only.
+  static func requireLoopback(_ addresses: [SocketAddress], in deployment: Deployment) throws(StartFailure) {
+    if deployment.environment == .development, let open = addresses.first(where: { !$0.isLoopback }) {
+      throw StartFailure("development listens on loopback only (127.0.0.0/8 or ::1), not \(open)")
     }
-    if deployment.environment == .development,
-      let open = settings.server.listen.first(where: { !$0.isLoopback })
-    {
-      fail("development listens on loopback only (127.0.0.0/8 or ::1), not \(open)")
-      return 1
-    }
-    // The file's TLS settings apply where no flag said otherwise.
-    if tlsListen.isEmpty {
+  }
+
+  /// The file's TLS settings apply where no flag said otherwise; with any of them, the TLS
+  /// context. Returns the certificate/key pairs.
+  static func applyTLS(_ deployment: Deployment, to options: inout ServeOptions) throws(StartFailure)
+    -> [(certificate: String, key: String)]
+  {
+    if options.tlsListen.isEmpty {
       for text in deployment.tls.listen {
         guard let address = SocketAddress(text) else {
-          fail("tls.listen address '\(text)' in the configuration is not a numeric host:port")
-          return 1
+          throw StartFailure("tls.listen address '\(text)' in the configuration is not a numeric host:port")
         }
-        tlsListen.append(address)
+        options.tlsListen.append(address)
       }
     }
-    if certificates.isEmpty, let file = deployment.tls.certificate { certificates = [file] }
-    if keyFiles.isEmpty, let file = deployment.tls.key { keyFiles = [file] }
-    let tlsPairs = zip(certificates, keyFiles).map { (certificate: $0, key: $1) }
-    if !tlsListen.isEmpty || !certificates.isEmpty || !keyFiles.isEmpty {
-      guard !certificates.isEmpty, certificates.count == keyFiles.count, !tlsListen.isEmpty else {
-        fail("TLS needs --tls-listen and as many --cert as --key (at least one of each)")
-        return 1
-      }
-      switch tlsContext(pairs: tlsPairs, origin: deployment.origin, http2: http2) {
-      case .failure(let problem):
-        fail(problem.description)
-        return 1
-      case .success(let context):
-        settings.server.tls = context
-        settings.server.tlsListen = tlsListen
-        // Staging and production serve nothing in clear text but a redirect (and /healthz);
-        // development keeps plain HTTP on loopback.
-        if deployment.environment != .development { settings.server.httpsRedirect = deployment.origin }
-      }
-      if deployment.environment == .development, let open = tlsListen.first(where: { !$0.isLoopback }) {
-        fail("development listens on loopback only (127.0.0.0/8 or ::1), not \(open)")
-        return 1
-      }
+    if options.certificates.isEmpty, let file = deployment.tls.certificate { options.certificates = [file] }
+    if options.keyFiles.isEmpty, let file = deployment.tls.key { options.keyFiles = [file] }
+    let pairs = zip(options.certificates, options.keyFiles).map { (certificate: $0, key: $1) }
+    guard !options.tlsListen.isEmpty || !options.certificates.isEmpty || !options.keyFiles.isEmpty else {
+      return pairs
     }
-    var admin: (SocketAddress, [IPNetwork])? = nil
-    if let text = adminListenFlag ?? deployment.admin.listen {
-      switch Operators.admin(listen: text, allow: adminAllowFlag ?? deployment.admin.allow) {
-      case .failure(let problem):
-        fail(problem.message)
-        return 1
-      case .success(let found): admin = found
-      }
+    guard !options.certificates.isEmpty, options.certificates.count == options.keyFiles.count,
+      !options.tlsListen.isEmpty
+    else {
+      throw StartFailure("TLS needs --tls-listen and as many --cert as --key (at least one of each)")
     }
-    if let (address, networks) = admin {
-      if deployment.environment == .development && !address.isLoopback {
-        fail("development listens on loopback only (127.0.0.0/8 or ::1), not \(address)")
-        return 1
-      }
-      settings.server.adminListen = [address]
-      settings.server.adminAllow = networks
-    }
-    Metrics.process.enabled = metricsOn
-    // Off, the registry still serves its gauges (queue depths among them); no thread gets a shard.
-    settings.server.metrics = Metrics.process
-    if testRoutes && deployment.environment != .development {
-      fail("--test-routes is for development only, not \(deployment.environment.rawValue)")
-      return 1
-    }
-    var smtp: SMTPSettings?
-    switch mailSettings(deployment: deployment, flag: smtpFlag) {
-    case .success(let found):
-      smtp = found
-      smtp?.interval = settings.mailInterval
-      smtp?.firstRetry = settings.mailRetry
-      smtp?.timeout = settings.mailTimeout
+    switch tlsContext(pairs: pairs, origin: deployment.origin, http2: options.http2) {
     case .failure(let problem):
-      fail(problem.message)
-      return 1
+      throw StartFailure(problem.description)
+    case .success(let context):
+      options.settings.server.tls = context
+      options.settings.server.tlsListen = options.tlsListen
+      // Staging and production serve nothing in clear text but a redirect (and /healthz);
+      // development keeps plain HTTP on loopback.
+      if deployment.environment != .development { options.settings.server.httpsRedirect = deployment.origin }
     }
+    try requireLoopback(options.tlsListen, in: deployment)
+    return pairs
+  }
 
-    // Migrations run at every start, before any worker opens its own connection, in a child process.
+  /// The admin listener (the flag, else the file) and the networks it serves; false when there is none.
+  static func applyAdminListener(_ deployment: Deployment, to options: inout ServeOptions)
+    throws(StartFailure)
+    -> Bool
+  {
+    guard let text = options.adminListenFlag ?? deployment.admin.listen else { return false }
+    switch Operators.admin(listen: text, allow: options.adminAllowFlag ?? deployment.admin.allow) {
+    case .failure(let problem):
+      throw StartFailure(problem.message)
+    case .success(let (address, networks)):
+      try requireLoopback([address], in: deployment)
+      options.settings.server.adminListen = [address]
+      options.settings.server.adminAllow = networks
+      return true
+    }
+  }
+
+  /// The mail relay (see `mailSettings`), with the outbox's timing from the limits.
+  static func mail(_ deployment: Deployment, _ options: ServeOptions) throws(StartFailure) -> SMTPSettings? {
+    switch mailSettings(deployment: deployment, flag: options.smtpFlag) {
+    case .failure(let problem):
+      throw StartFailure(problem.message)
+    case .success(var smtp):
+      smtp?.interval = options.settings.mailInterval
+      smtp?.firstRetry = options.settings.mailRetry
+      smtp?.timeout = options.settings.mailTimeout
+      return smtp
+    }
+  }
+
+  /// The store (`--database`/`--data`, else `BAND_LICENCE_DATABASE_URL`, else the file), migrated.
+  /// Migrations run at every start, before any worker opens its own connection, in a child process
+  /// (which prints its own error line). Then the retention job starts, unless serve only prints routes.
+  static func openStore(_ deployment: Deployment, _ options: ServeOptions) throws(StartFailure)
+    -> DatabaseLocation
+  {
     let store: DatabaseLocation
     switch StoreChoice.resolve(
-      flag: databaseFlag, environment: ProcessEnvironment.value("BAND_LICENCE_DATABASE_URL"),
+      flag: options.databaseFlag, environment: ProcessEnvironment.value("BAND_LICENCE_DATABASE_URL"),
       file: deployment.database)
     {
     case .success(let choice): store = choice.location
-    case .failure(let problem):
-      fail(problem.message)
-      return 1
+    case .failure(let problem): throw StartFailure(problem.message)
     }
-    settings.database.listenURI = listenURI
-    guard migrateInChild(store) else { return 1 }
-    // The retention job: at start, then hourly, each run a short-lived child.
-    // With several instances on one database, the first to reach each hour runs it (--once-per).
-    let retention = ["retention", "--days", String(settings.retentionDays), "--once-per", "3000", "--quiet"]
+    guard migrateInChild(store) else { throw StartFailure(lines: []) }
+    if !options.printRoutes { startRetention(days: options.settings.retentionDays, store: store) }
+    return store
+  }
+
+  /// The retention job: at start, then hourly, each run a short-lived child. With several
+  /// instances on one database, the first to reach each hour runs it (--once-per).
+  static func startRetention(days: Int, store: DatabaseLocation) {
+    let retention = ["retention", "--days", String(days), "--once-per", "3000", "--quiet"]
     @Sendable func retain() {
       if !adminInChild(retention, database: store) { Log.event("error", "retention_failed", []) }
       DispatchQueue.global().asyncAfter(deadline: .now() + 3600, execute: retain)
     }
-    if !printRoutes { retain() }
-    // What lives as long as the process (store connections, the session cache, the rate limiters'
-    // buckets) is built once here; a reload builds only what the configuration determines.
-    let services = ClientServices(
+    retain()
+  }
+
+  /// What lives as long as the process (store connections, the session cache, the rate limiters'
+  /// buckets) is built once here; a reload builds only what the configuration determines.
+  static func makeServices(_ options: ServeOptions, store: DatabaseLocation, smtp: SMTPSettings?)
+    -> ClientServices
+  {
+    let settings = options.settings
+    return ClientServices(
       database: store, settings: settings.database, lifetimes: settings.lifetimes,
       sessionCacheEntries: settings.sessionCacheEntries,
       signInLimit: settings.signInLimit, exchangeLimit: settings.exchangeLimit,
-      trustedProxies: trustedProxies,
+      trustedProxies: options.trustedProxies,
       refusalHold: settings.refusalHold, invitationLimits: settings.invitationLimits, smtp: smtp,
       clock: { Int(time(nil)) })
-    let router: Router
+  }
+
+  /// The first snapshot's routes (see `snapshot`).
+  static func routes(_ deployment: Deployment, _ options: ServeOptions, services: ClientServices)
+    throws(StartFailure) -> Router
+  {
     do {
-      router = try snapshot(
-        deployment: deployment, shellDirectory: shellDirectory, services: services, testRoutes: testRoutes)
+      return try snapshot(
+        deployment: deployment, shellDirectory: options.shellDirectory, services: services,
+        testRoutes: options.testRoutes)
     } catch {
-      fail("\(error)")
-      return 1
+      throw StartFailure("\(error)")
     }
-    if printRoutes {
-      for route in router.routes {
-        let execution = "\(route.execution)"
-        print("\(route.method.rawValue) \(route.pattern) \(route.cacheClass.cacheControl) \(execution)")
-      }
-      return 0
+  }
+
+  /// `--print-routes`: one line per route: method, path, cache class, execution.
+  static func printRoutes(_ router: Router) {
+    for route in router.routes {
+      let execution = "\(route.execution)"
+      print("\(route.method.rawValue) \(route.pattern) \(route.cacheClass.cacheControl) \(execution)")
     }
-    var adminRouter: Router? = nil
-    if admin != nil {
-      let client = ClientContext(services: services, deployment: deployment, stylesheet: nil)
-      Operators.publishProcess(Metrics.process, readiness: ReadinessWatch(client))
-      do {
-        adminRouter = try Operators.router(readiness: Readiness.routes(client), metrics: Metrics.process)
-      } catch {
-        fail("\(error)")
-        return 1
-      }
+  }
+
+  /// The admin listener's routes, with the process gauges published for it.
+  static func adminRoutes(_ deployment: Deployment, services: ClientServices) throws(StartFailure) -> Router {
+    let client = ClientContext(services: services, deployment: deployment, stylesheet: nil)
+    Operators.publishProcess(Metrics.process, readiness: ReadinessWatch(client))
+    do {
+      return try Operators.router(readiness: Readiness.routes(client), metrics: Metrics.process)
+    } catch {
+      throw StartFailure("\(error)")
     }
-    Operators.publish(deployment, tls: settings.server.tls, to: Metrics.process)
-    let server = Server(configuration: settings.server, router: router, adminRouter: adminRouter)
-    // The reload hook reads fixed values.
-    let (shellPath, withTestRoutes, offersHTTP2) = (shellDirectory, testRoutes, http2)
-    let tlsFiles = settings.server.tls == nil ? nil : tlsPairs
+  }
+
+  /// Serves until SIGTERM or SIGINT has drained the server; SIGHUP calls `reload`.
+  static func serve(
+    _ deployment: Deployment, _ options: ServeOptions, router: Router, adminRouter: Router?,
+    reload: ServeReload
+  ) throws(StartFailure) -> Int32 {
+    Operators.publish(deployment, tls: options.settings.server.tls, to: Metrics.process)
+    let server = Server(configuration: options.settings.server, router: router, adminRouter: adminRouter)
     do {
       return try server.run(
         onListening: { _ in
@@ -349,62 +335,12 @@ enum ServeCommand {
           Log.event(
             "info", "password_hashing", [("priority", IdlePriority.available ? "sched_idle" : "nice_19")])
         },
-        reload: {
-          // SIGHUP: a whole new snapshot, validated off the loops; the old one serves until it is ready.
-          switch ConfigCommand.load(configPath) {
-          case .failure(let problems):
-            Log.event("error", "reload_refused", [("problems", problems.lines.joined(separator: "; "))])
-            return nil
-          case .success(let next):
-            do {
-              let router = try snapshot(
-                deployment: next, shellDirectory: shellPath, services: services, testRoutes: withTestRoutes)
-              // Certificates are read again with the rest; a bad one refuses the whole reload.
-              var tls: TLSContext? = nil
-              if let pairs = tlsFiles {
-                switch tlsContext(pairs: pairs, origin: next.origin, http2: offersHTTP2) {
-                case .failure(let problem):
-                  Log.event("error", "reload_refused", [("problems", problem.description)])
-                  return nil
-                case .success(let context): tls = context
-                }
-              }
-              Log.event(
-                "info", "deployment",
-                [("environment", next.environment.rawValue), ("origin", next.origin), ("label", next.label)])
-              // Limits and listeners are fixed at start: say which changes wait for a restart.
-              let changed =
-                Set(next.limits.keys).union(deployment.limits.keys)
-                .filter { next.limits[$0] != deployment.limits[$0] }.sorted()
-                + (next.listen != deployment.listen ? ["listen"] : [])
-                + (next.tls.listen != deployment.tls.listen ? ["tls.listen"] : [])
-                + (next.admin != deployment.admin ? ["admin"] : [])
-              if !changed.isEmpty {
-                Log.event(
-                  "warning", "restart_needed",
-                  [
-                    ("settings", changed.joined(separator: " ")),
-                    ("advice", "these take effect at the next start"),
-                  ])
-              }
-              Operators.publish(next, tls: tls, to: Metrics.process)
-              return Snapshot(
-                router: router, tls: tls,
-                httpsRedirect: tls != nil && next.environment != .development ? next.origin : nil)
-            } catch {
-              Log.event("error", "reload_refused", [("problems", "\(error)")])
-              return nil
-            }
-          }
-        })
+        reload: { reload.next() })
     } catch {
-      fail("could not start: \(error)")
-      return 1
+      throw StartFailure("could not start: \(error)")
     }
   }
 
-  /// Everything one configuration serves: health, the shell, the link files and /config, over the
-  /// process's `services`.
   /// The relay from `--smtp` (winning) or the file's `"mail"`, its sender and its password (read
   /// from `passwordFile`); nil in development without one. Staging and production need both a
   /// relay and a sender: mail is how people recover their accounts.
@@ -436,6 +372,8 @@ enum ServeCommand {
     return .success(settings)
   }
 
+  /// Everything one configuration serves: health, the shell, the link files and /config, over the
+  /// process's `services`.
   static func snapshot(
     deployment: Deployment, shellDirectory: String, services: ClientServices, testRoutes: Bool
   ) throws -> Router {
@@ -492,10 +430,5 @@ enum ServeCommand {
         TLSError(message: "the certificate \(names) does not cover \(host), the configured origin's host"))
     }
     return .success(context)
-  }
-
-  private static func split(_ word: String) -> (String, String?) {
-    guard word.hasPrefix("--"), let eq = word.firstIndex(of: "=") else { return (word, nil) }
-    return (String(word[..<eq]), String(word[word.index(after: eq)...]))
   }
 }

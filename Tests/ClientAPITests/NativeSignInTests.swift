@@ -1,6 +1,6 @@
+import Deployment
 import Edge
 import Foundation
-import LinkAssoc
 import TestSupport
 import Testing
 

@@ -2,7 +2,7 @@ import Testing
 
 @testable import Edge
 
-/// Issue 12, point 5: out of descriptors, a loop pauses accepting and logs once per interval.
+/// Out of descriptors, a loop pauses accepting and logs once per interval.
 @Suite("Accept back-off")
 struct AcceptBackoffTests {
   static func at(_ ms: UInt64) -> Instant { Instant(nanoseconds: 1_000_000_000 + ms * 1_000_000) }

@@ -510,7 +510,7 @@ struct OutputQueueTests {
     #expect(HTTPDate.format(784_111_777) == "Sun, 06 Nov 1994 08:49:37 GMT")
   }
 
-  // MARK: answers on the head (issue 15)
+  // MARK: answers on the head
 
   @Test("a body for a path that does not exist is answered on its head, without 100 Continue, and closed")
   func notFoundBeforeContinue() {

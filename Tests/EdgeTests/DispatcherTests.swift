@@ -2,7 +2,7 @@ import Testing
 
 @testable import Edge
 
-/// Issue 15, the dispatcher: the head alone decides 501, `OPTIONS *`, the redirect, 404, 405, 413
+/// The dispatcher: the head alone decides 501, `OPTIONS *`, the redirect, 404, 405, 413
 /// and 415, before any body is read; everything else is routed with its body limit.
 @Suite("Dispatcher")
 struct DispatcherTests {

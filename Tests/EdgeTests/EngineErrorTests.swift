@@ -2,7 +2,7 @@ import Testing
 
 @testable import Edge
 
-/// Issue 12, points 8 and 11: the shape of the engine's own errors, 501 for unknown methods,
+/// The shape of the engine's own errors, 501 for unknown methods,
 /// `OPTIONS *`.
 @Suite("Engine errors")
 struct EngineErrorTests {
@@ -36,7 +36,7 @@ struct EngineErrorTests {
         #""error":"request_header_fields_too_large""#
       ),
       ("GET /x HTTP/1.1\r\nHost: a\r\nX: " + String(repeating: "b", count: 17000), "431", "too large.\n"),
-      // A browser's 414 and 431 get its page: Accept is read from what arrived (points 8 and 12).
+      // A browser's 414 and 431 get its page: Accept is read from what arrived.
       (
         "GET /" + String(repeating: "a", count: 9000) + " HTTP/1.1\r\nHost: a\r\nAccept: text/html\r\n\r\n",
         "414", "page 414"
@@ -154,7 +154,7 @@ struct EngineErrorTests {
   }
 }
 
-/// Issue 12, point 6: bodies are counted in one process-wide budget.
+/// Bodies are counted in one process-wide budget.
 @Suite("Request budget")
 struct RequestBudgetTests {
   @Test("a body that would pass the process-wide budget gets 503 at once; finished bodies give it back")

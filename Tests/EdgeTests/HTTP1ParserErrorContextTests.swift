@@ -23,7 +23,7 @@ private var tight: Limits {
 
 private let filler = "X: " + String(repeating: "b", count: 80) + "\r\n"
 
-/// Issue 12, points 8 and 12: a head refused before it is complete still shows its `Accept`.
+/// A head refused before it is complete still shows its `Accept`.
 let errorContextCases: [ErrorContextCase] = [
   .init(
     name: "a 414's Accept after the over-long target is found in what arrived with it",

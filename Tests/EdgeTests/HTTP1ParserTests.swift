@@ -373,7 +373,7 @@ let parserCases: [ParserCase] =
       expected: [fail(.unsupportedExpectation)]),
   ]
 
-/// Issue 12, point 11: a request line is refused at its first impossible byte; methods, fragments
+/// A request line is refused at its first impossible byte; methods, fragments
 /// and empty hosts.
 let strictnessCases: [ParserCase] = [
   .init(
@@ -411,7 +411,7 @@ let strictnessCases: [ParserCase] = [
     input: "BREW / HTTP/1.1\r\nHost: a\r\n\r\n", expected: [ok("BREW / 1.1 [host=a] body=")]),
 ]
 
-/// Issue 12, point 6: chunk framing is bounded and counted against the body limit.
+/// Chunk framing is bounded and counted against the body limit.
 let framingCases: [ParserCase] = [
   .init(
     name: "a chunked body of exactly the limit, framing included",

@@ -3,7 +3,7 @@ import Testing
 
 @testable import Edge
 
-/// Issue 15: an HTTP/2 connection decides each stream on its head (404, 413 before the body) and
+/// An HTTP/2 connection decides each stream on its head (404, 413 before the body) and
 /// keeps HTTP/1's deadlines per stream and per connection, on a clock the test moves.
 @Suite("HTTP/2 connection (deadlines and routing on the head)")
 struct HTTP2ConnectionTests {

@@ -42,7 +42,7 @@ enum RawFrames {
   }
 }
 
-/// Issue 15, HTTP/2 defences and settings in the session: what the library does not bound.
+/// HTTP/2 defences and settings in the session: what the library does not bound.
 @Suite("HTTP/2 defences (in memory)")
 struct HTTP2DefenceTests {
   static func feed(_ server: HTTP2Session, _ bytes: [UInt8], at seconds: UInt64 = 1) -> [UInt8] {

@@ -2,7 +2,7 @@ import Testing
 
 @testable import Edge
 
-/// Issue 12, point 10: which ALPN protocol is chosen from a client's list (RFC 7301 §3.1).
+/// Which ALPN protocol is chosen from a client's list (RFC 7301 §3.1).
 @Suite("TLS")
 struct TLSContextTests {
   static func wire(_ names: [String]) -> [UInt8] {

@@ -4,7 +4,7 @@ import Testing
 
 @testable import Edge
 
-/// Issue 15: an idle TLS connection keeps no record buffers (SSL_MODE_RELEASE_BUFFERS: about 34 KiB
+/// An idle TLS connection keeps no record buffers (SSL_MODE_RELEASE_BUFFERS: about 34 KiB
 /// allocated, 9 KiB resident, per connection), and records still arrive whole and in order when
 /// several come in one read (read ahead) or a write is larger than a record.
 @Suite("TLS session")

@@ -4,7 +4,7 @@ import Testing
 
 @testable import Edge
 
-/// Issue 15: the transport layer under the protocols. A plain socket's reads say when they drained
+/// The transport layer under the protocols. A plain socket's reads say when they drained
 /// it (edge-triggered epoll raises no new edge until more arrives) and tell EOF from "nothing now".
 @Suite("Transport")
 struct TransportTests {

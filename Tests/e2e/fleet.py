@@ -1,4 +1,4 @@
-"""Helpers for the fleet tests (issue 13): several band-edge instances on one PostgreSQL schema, an
+"""Helpers for the fleet tests (docs/fleet.md): several band-edge instances on one PostgreSQL schema, an
 nginx in front of them, a private PostgreSQL a test may restart, and a small HTTP client that
 carries cookies from one instance to the next."""
 

@@ -327,7 +327,7 @@ def test_server_rendered_pages_are_accessible(browser, path):
         server.stop()
 
 
-# Issue 12, point 16: no signed-out flash, a visible focus ring everywhere, buttons under forced
+# No signed-out flash, a visible focus ring everywhere, buttons under forced
 # colours.
 
 def sign_in(browser, server):

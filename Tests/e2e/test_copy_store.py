@@ -1,4 +1,4 @@
-"""Moving up (issue 13, point 5): `band-edge admin copy-store --from LOCATION --to LOCATION` copies a
+"""Moving up to another store: `band-edge admin copy-store --from LOCATION --to LOCATION` copies a
 whole deployment into an empty store, and the copy serves the sessions the old store issued."""
 
 import os

@@ -1,4 +1,4 @@
-"""Several band-edge instances on one PostgreSQL (issue 13, "Fleet tests with three instances"):
+"""Several band-edge instances on one PostgreSQL (the fleet, three instances, docs/fleet.md):
 concurrent start, exact lockout, retries that land elsewhere, kill -9 under write load, PostgreSQL
 restarted under load, and the rolling restart behind nginx."""
 

@@ -1,4 +1,4 @@
-"""Per-address limits hold for the fleet (issue 13, point 4): three instances on one PostgreSQL
+"""Per-address limits hold for the fleet: three instances on one PostgreSQL
 count each other by heartbeat and each applies its share, so one address spread over all three
 gets about the configured rate in all; the 429 is still decided on each event loop."""
 

@@ -1,4 +1,4 @@
-"""Revocation is immediate everywhere (issue 13, point 4): three instances on one PostgreSQL, each
+"""Revocation is immediate everywhere: three instances on one PostgreSQL, each
 with its loop-side session cache on; a sign-out on one makes the others answer 401 on their next
 request, also while the change listener's connection is being killed over and over, and under a
 steady read load (the figures docs/fleet.md quotes are printed by these tests)."""
@@ -213,7 +213,7 @@ def revoked_under_load(servers, revoker, browser):
 
 def test_a_revocation_under_a_steady_read_load_is_a_401_everywhere_within_the_stale_bound(fleet):
     """Bounded: three instances, three steady readers in another process and one watcher per
-    instance on loopback, LOAD_TRIALS revocations. Asserts only what the design promises (every
+    instance on loopback, LOAD_TRIALS revocations. Asserts only what the fleet promises (every
     instance says 401, and none says 200 to a request sent more than STALE_BOUND after the commit);
     prints the delays, which depend on the machine."""
     import multiprocessing

@@ -1,5 +1,5 @@
-"""The same request over HTTP/1.1 and over HTTP/2 (h2c, one server) gets the same answer (issue 15:
-"byte for byte as over HTTP/1"): status, every header field but Date and the connection-specific
+"""The same request over HTTP/1.1 and over HTTP/2 (h2c, one server) gets the same answer, byte
+for byte: status, every header field but Date and the connection-specific
 ones RFC 9113 §8.2.2 forbids in HTTP/2, and the body. Runs in either pass: it speaks both itself."""
 
 import json

@@ -34,14 +34,14 @@ REJECTIONS = [
     ("body too large", b"POST /_test/echo HTTP/1.1\r\nHost: a\r\nContent-Length: 2000000\r\n\r\n", 413),
     ("unknown transfer coding", b"POST /_test/echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: foo, chunked\r\n\r\n0\r\n\r\n", 501),
     ("unknown expectation", b"POST /_test/echo HTTP/1.1\r\nHost: a\r\nExpect: 200-ok\r\nContent-Length: 1\r\n\r\na", 417),
-    # Issue 12, point 11: refused at the first byte that cannot belong to a request line (a 408 after
+    # Refused at the first byte that cannot belong to a request line (a 408 after
     # the 10 s head timeout would never arrive within the client's 5 s).
     ("TLS ClientHello on the plain port", bytes.fromhex("16030100a5010000a10303") + b"\x00" * 32, 400),
     ("fragment in the target", b"GET /healthz#top HTTP/1.1\r\nHost: a\r\n\r\n", 400),
     ("empty Host", b"GET /healthz HTTP/1.1\r\nHost:\r\n\r\n", 400),
     ("over-long method", b"M" * 100 + b" /healthz HTTP/1.1\r\nHost: a\r\n\r\n", 501),
     ("over-long method, unterminated", b"M" * 100, 501),
-    # Issue 12, point 6: chunk extensions are bounded.
+    # Chunk extensions are bounded.
     ("chunk extension too long",
      b"POST /_test/echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n1;" + b"e" * 300, 400),
 ]
@@ -131,7 +131,7 @@ def test_expect_100_continue(server):
     assert final.body == b"hello"
 
 
-# Issue 15: the head alone decides these, before any body is read and before 100 Continue; a client
+# The head alone decides these, before any body is read and before 100 Continue; a client
 # waiting for 100 Continue is answered and the connection closed (its body would be read as the
 # next request). (name, head, status, error code, extra field that must be there)
 HEAD_ANSWERS = [
@@ -309,7 +309,7 @@ API_ERRORS = [
 
 @pytest.mark.parametrize("name,raw,status,code,closes", API_ERRORS, ids=[e[0] for e in API_ERRORS])
 def test_engine_errors_under_api_are_json(server, name, raw, status, code, closes):
-    """Issue 12, point 8: every refusal the engine writes under /api/ has the contract's shape."""
+    """Every refusal the engine writes under /api/ has the contract's shape."""
     client = server.connect()
     client.send(raw)
     response = client.read_response()
@@ -349,7 +349,7 @@ EARLY_REFUSALS = [
 @pytest.mark.parametrize("name,raw,status,content_type", EARLY_REFUSALS, ids=[r[0] for r in EARLY_REFUSALS])
 def test_a_head_refused_before_its_end_takes_its_shape_from_the_accept_that_arrived(
         server, name, raw, status, content_type):
-    """Issue 12, points 8 and 12: a browser's 414 and 431 are pages; /api/ is JSON; others plain."""
+    """A browser's 414 and 431 are pages; /api/ is JSON; others plain."""
     client = server.connect()
     client.send(raw)
     response = client.read_response()

@@ -1,4 +1,4 @@
-"""HTTP/2 through the real binary (issue 15, first part): h2c with prior knowledge on a plain listener
+"""HTTP/2 through the real binary: h2c with prior knowledge on a plain listener
 with --h2c, driven by curl and nghttp. The same routes, the same dispatcher, the same answers as
 HTTP/1.1; the pool answers streams out of order; TLS with ALPN h2; slow clients cut as HTTP/1 cuts
 them. (The flood defences are tested in memory, EdgeTests' HTTP2DefenceTests/HTTP2FloodTests, and in

@@ -1,4 +1,4 @@
-"""The rest of the account lifecycle in headless Chromium (issue 14, "Tests"): removing a member
+"""The rest of the account lifecycle in headless Chromium: removing a member
 and inviting a person who already has an account from the People page, and changing one's email
 address from /account through the link mailed to the new address — each page axe-clean, over
 plain HTTP and HTTPS (the fixtures of test_browser.py). With BAND_EDGE_SCREENSHOTS=DIR the pages

@@ -238,7 +238,7 @@ def test_listens_on_ipv6_loopback_too(tmp_path):
 
 
 def test_full_pool_queue_answers_503_in_json_under_api(make_server):
-    """Issue 12, point 8: the pool's 503 under /api/ has the contract's shape."""
+    """The pool's 503 under /api/ has the contract's shape."""
     _, running, waiting, refused = full_pool(make_server)
     refused.send(request("DELETE", "/api/client/v1/session"))
     busy = refused.read_response()
@@ -255,7 +255,7 @@ def chunked(path, chunks, extension=b""):
 
 
 def test_chunk_framing_counts_against_the_body_limit(make_server):
-    """Issue 12, point 6: 300 one-byte chunks with extensions are 300 bytes of data but ~5 KB sent."""
+    """300 one-byte chunks with extensions are 300 bytes of data but ~5 KB sent."""
     server = make_server("--max-body-bytes", "4096")
     small = server.connect()
     small.send(chunked("/_test/echo", [b"x"] * 300))  # 300 x 6 bytes of framing and data: fits
@@ -268,7 +268,7 @@ def test_chunk_framing_counts_against_the_body_limit(make_server):
     api.send(chunked("/api/_test/echo", [b"x"] * 300, b";e=" + b"v" * 10))
     refused = api.read_response()
     assert refused.status == 413 and json.loads(refused.body)["error"] == "payload_too_large"
-    # Issue 15: a path that does not exist is answered on its head (404, before the body); the
+    # A path that does not exist is answered on its head (404, before the body); the
     # body is then read past and dropped, and passing the limit ends the connection without a
     # second answer.
     nowhere = server.connect()
@@ -280,7 +280,7 @@ def test_chunk_framing_counts_against_the_body_limit(make_server):
 
 
 def test_bodies_past_the_process_wide_budget_get_503_and_give_it_back(make_server):
-    """Issue 12, point 6: what connections buffer is capped for the whole process. Two bodies, each
+    """What connections buffer is capped for the whole process. Two bodies, each
     within the body limit, are half sent at once; together they pass the allowance, so whichever
     arrived second is refused (503, JSON under /api/, close) while the first goes on."""
     server = make_server("--threads", "1", "--max-body-bytes", "140000", "--max-buffered-request-bytes", "200000")
@@ -311,7 +311,7 @@ def test_bodies_past_the_process_wide_budget_get_503_and_give_it_back(make_serve
 
 
 def test_out_of_descriptors_the_server_backs_off_logs_a_little_and_recovers(make_server):
-    """Issue 12, point 5: under a small descriptor limit (soft = hard, so it cannot be raised) the
+    """Under a small descriptor limit (soft = hard, so it cannot be raised) the
     server warns at start, pauses accepting instead of spinning, logs a bounded number of lines,
     and serves again once clients go away."""
     limit = 64

@@ -1,4 +1,4 @@
-"""The outbox's delivery (issue 14, points 1 and 2) through a real SMTP server on loopback
+"""The outbox's delivery through a real SMTP server on loopback
 (aiosmtpd): a message arrives once with a stable Message-ID, an SMTP outage delays but loses
 nothing, a restart keeps what was queued, two instances sharing one outbox send each message
 once, and no body reaches a log."""

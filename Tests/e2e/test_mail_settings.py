@@ -1,4 +1,4 @@
-"""Mail settings (issue 14, point 2): staging and production refuse to start without a relay and a
+"""Mail settings: staging and production refuse to start without a relay and a
 sender; `--smtp` wins over the file; in development without a relay mail stays in the outbox,
 which `admin outbox` shows — with its text only in development."""
 

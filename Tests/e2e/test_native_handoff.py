@@ -267,7 +267,7 @@ def test_nothing_secret_in_logs_or_audit(server):
         assert secret not in captured
 
 
-# Issue 12, point 15: a refused link speaks to the person, lists every reason for the developer,
+# A refused link speaks to the person, lists every reason for the developer,
 # and offers a way back to the app when the state can carry it.
 
 def test_a_refused_link_lists_every_reason_and_offers_the_way_back(server):

@@ -1,4 +1,4 @@
-"""The whole server on PostgreSQL (issue 13, first step): --database URL, migrations at start, the
+"""The whole server on PostgreSQL: --database URL, migrations at start, the
 operator CLI and the web sign-in against one schema of the test server; the password never shows."""
 
 import json

@@ -157,7 +157,7 @@ def test_anything_outside_the_catalog_is_a_404_no_store_never_the_shell(server, 
     if path.startswith(("/.well-known/", "/api/")):
         assert not response.header("content-type").startswith("text/html")
     else:
-        # A browser gets the error page (issue 12, point 12); other clients plain text (below).
+        # A browser gets the error page; other clients plain text (below).
         assert b"<h1>Page not found</h1>" in response.body
         assert fetch(server, path).header("content-type") == "text/plain; charset=utf-8"
 
@@ -213,7 +213,7 @@ def test_no_shell_refuses_to_start_and_names_the_command(tmp_path):
     assert "band-edge shell build" in result.stderr
 
 
-# Issue 12, points 12, 13 and 16: browsers get pages for errors, app links get a web page, and the
+# Browsers get pages for errors, app links get a web page, and the
 # favicon answers under its stable name.
 
 HTML = {"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}

@@ -390,7 +390,7 @@ def test_deletion_re_asks_the_password_ends_everything_and_retention_erases(web)
             if json.loads(line)["action"] == "account.erased"] == [row[0]]
 
 
-# Issue 12, points 14 and 16: the form keeps the typed email, and sign-in returns the person to
+# The form keeps the typed email, and sign-in returns the person to
 # the page they asked for, never to another site.
 
 def test_a_failed_attempt_keeps_the_typed_email_escaped_and_never_the_password(web):

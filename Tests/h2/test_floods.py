@@ -2,7 +2,7 @@
 
 RFC 9113 10.5 lets an endpoint treat abusive, legal-looking traffic as a
 connection error ENHANCE_YOUR_CALM. These tests describe band-edge's
-intended defences (issue 15): each flood is bounded in count and time, and
+intended defences: each flood is bounded in count and time, and
 the server MUST end the connection (GOAWAY ENHANCE_YOUR_CALM, or a TCP
 close) before the bound. A reference server may not defend against every
 flood; its expected-failures file says which.

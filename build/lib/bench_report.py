@@ -56,8 +56,8 @@ def main() -> None:
               f"(paired rounds {', '.join(f'{x:.3f}' for x in paired)}; median {statistics.median(paired):.3f}), "
               f"p99 {med[first]['p99'] / med[other]['p99']:.3f}, CPU per request {med[first]['cpu'] / med[other]['cpu']:.3f}")
         if other == "edge-nometrics":
-            # What counting costs: the same server with --no-metrics, turn by turn (issue 16's bounds:
-            # at most 2% fewer requests per second, at most 0.1 us more CPU per request).
+            # What counting costs: the same server with --no-metrics, turn by turn (the bounds metrics
+            # must stay within: at most 2% fewer requests per second, at most 0.1 us more CPU per request).
             cpu = [results[first][r]["cpu"] - results[other][r]["cpu"] for r in range(rounds)]
             print(f"metrics    on vs off: requests/s on/off {statistics.median(paired):.3f} (bound: at least 0.98), "
                   f"CPU per request {statistics.median(cpu):+.3f} us (turns {', '.join(f'{x:+.3f}' for x in cpu)}; "

@@ -1,5 +1,5 @@
+import Deployment
 import Edge
-import LinkAssoc
 import Store
 
 /// What a request presents as proof of a session.

@@ -1,6 +1,5 @@
 /// An email address in its one normalised form: the only way a typed address reaches the store,
-/// so that lookup, the lockout counter, memberships and every later use see the same bytes
-/// (client-api-v1.md, "Credentials, lockout, rate limits").
+/// so that lookup, the lockout counter, memberships and every later use see the same bytes.
 ///
 /// Normalising trims white space at both ends and lower-cases ASCII; what remains must be a
 /// plausible mailbox: `local@domain`, at most 254 bytes, printable ASCII only. The local part is

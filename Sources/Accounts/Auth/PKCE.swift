@@ -1,7 +1,7 @@
 import COpenSSL
 
-/// The parameters of the native sign-in handoff (RFC 7636; client-api-v1.md, "Native sign-in
-/// handoff"): pure checks, so that every rule has a table test.
+/// The parameters of the native sign-in handoff (RFC 7636): pure checks, so that every rule has a
+/// table test.
 public enum PKCE {
   /// RFC 3986 unreserved characters: `A-Z a-z 0-9 - . _ ~`.
   static func isUnreserved(_ byte: UInt8) -> Bool {

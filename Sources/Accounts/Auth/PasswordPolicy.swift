@@ -1,4 +1,4 @@
-/// What a new password must be (issue 14), checked wherever a password is set — recovery, a first
+/// What a new password must be, checked wherever a password is set — recovery, a first
 /// password, a change on `/account`, an accepted invitation — and never at sign-in, so that
 /// passwords chosen before the policy keep working.
 public enum PasswordPolicy {

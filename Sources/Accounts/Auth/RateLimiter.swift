@@ -5,7 +5,7 @@ import Synchronization
   import Glibc
 #endif
 
-/// How much one client address may try (client-api-v1.md, "Credentials, lockout, rate limits").
+/// How much one client address may try: a bucket of `burst` attempts that refills at `perSecond`.
 public struct RateLimit: Sendable, Equatable {
   /// Attempts allowed at once.
   public var burst: Double
@@ -181,7 +181,7 @@ struct BucketTable {
   }
 }
 
-/// The address rate limits count (client-api-v1.md, "Lifetimes and clocks"): the socket peer,
+/// The address rate limits count: the socket peer,
 /// unless the peer is a trusted proxy, in which case the right-most `X-Forwarded-For` entry that
 /// is not itself a trusted proxy.
 public enum ClientAddress {

@@ -1,8 +1,8 @@
 import Store
 
-/// The one access check of every school-scoped endpoint and page (client-api-v1.md, "School-scoped
-/// endpoints"): the caller's live membership and role in `{schoolId}`, read from the store in the
-/// same request, never a school ID or role the client merely sends.
+/// The one access check of every school-scoped endpoint and page (`/api/client/v1/schools/{schoolId}/`
+/// and the People pages): the caller's live membership and role in `{schoolId}`, read from the
+/// store in the same request, never a school ID or role the client merely sends.
 ///
 /// A school's administrators manage its people; the member and invitation lists name colleagues'
 /// email addresses, so they are the administrators' too (the fewest fields a screen needs: teachers

@@ -1,8 +1,8 @@
 import COpenSSL
+import Deployment
 import Edge
-import LinkAssoc
 
-/// The browser side of authentication (client-api-v1.md, "Web sign-in and account pages"): the
+/// The browser side of authentication: the
 /// session cookie, CSRF tokens, the same-origin check and form bodies.
 public enum WebSecurity {
   /// The web session's cookie: `__Host-` so that it is Secure, host-only and `Path=/` by rule.

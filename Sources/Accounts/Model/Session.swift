@@ -25,7 +25,8 @@ public struct SessionRecord: Equatable, Sendable {
   }
 }
 
-/// How long sessions live (client-api-v1.md, "Lifetimes and clocks"); all four are configurable.
+/// How long sessions live, in seconds: a native or a web session ends once unused for its idle time
+/// or at its lifetime, whichever comes first; all four are limits (docs/limits.md).
 public struct SessionLifetimes: Sendable, Equatable {
   public var nativeIdle = 30 * 86400
   public var nativeAbsolute = 180 * 86400

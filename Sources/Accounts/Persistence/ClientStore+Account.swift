@@ -38,7 +38,7 @@ extension ClientStore {
   /// At most this many unused recovery links per email address per hour.
   public static let recoveryLinksPerHour = 3
 
-  /// A recovery request for `email` (issue 14, "Recovery"), in one transaction whatever it finds,
+  /// A recovery request for `email`, in one transaction whatever it finds,
   /// so that a known and an unknown address cost the same: the account is looked up, its unused
   /// links of the last hour counted, the request audited (subject: the account, if any); for a
   /// live account under its limit, a recovery token is issued and `mail(account, token)` enqueued.
@@ -91,7 +91,7 @@ extension ClientStore {
     return account
   }
 
-  /// Sets a password through a recovery or set-password link (issue 14), in one transaction: the
+  /// Sets a password through a recovery or set-password link, in one transaction: the
   /// link is used, the hash set, everything the old credentials issued ended (`endCredentials`:
   /// sessions, links, handoff codes, trusted devices, invitations sent), the lockout counter
   /// cleared, the email marked verified (a link sent to it was followed), `mail(account)` enqueued
@@ -149,7 +149,7 @@ extension ClientStore {
     ).isEmpty)
   }
 
-  /// Asks to move `account` to `newEmail` (issue 14, "Correction"), in one transaction, answering
+  /// Asks to move `account` to `newEmail`, in one transaction, answering
   /// alike whether or not another account has the address: any earlier pending change
   /// is cancelled; when the address is free an email-change token for it is issued and
   /// `confirm(token)` enqueued to it, else `inUse` is enqueued to it (its owner learns that

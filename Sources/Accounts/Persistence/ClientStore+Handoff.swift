@@ -1,7 +1,8 @@
 import Edge
 import Store
 
-/// What a native exchange asks for (client-api-v1.md, "Native sign-in handoff", step 5).
+/// What a native exchange asks for (`POST /api/client/v1/native/exchange`): the one-time code,
+/// its PKCE verifier, and the state, platform and app version the handoff was started with.
 public struct ExchangeRequest: Sendable {
   public var code: String
   public var codeVerifier: String

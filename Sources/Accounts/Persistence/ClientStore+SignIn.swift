@@ -1,6 +1,6 @@
 import Store
 
-/// The lockout schedule (client-api-v1.md, "Credentials, lockout, rate limits"): the 5th failure
+/// The lockout schedule: the 5th failure
 /// in a row locks the email for 1 minute; a failure while it is locked changes nothing; each
 /// failure after a lock has run out locks it again for twice as long, up to 15 minutes. So a lock
 /// always ends at most 15 minutes after the failure that set it, whatever is tried meanwhile.

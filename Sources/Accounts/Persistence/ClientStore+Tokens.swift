@@ -1,6 +1,6 @@
 import Store
 
-/// What a single-use link proves (issue 14): recovering a forgotten password, setting a first
+/// What a single-use link proves: recovering a forgotten password, setting a first
 /// password (an account an operator made), confirming a new email address, or the old
 /// address taking the account back after its email was changed.
 public enum TokenPurpose: String, Sendable, CaseIterable {

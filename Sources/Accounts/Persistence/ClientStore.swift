@@ -290,7 +290,7 @@ public final class ClientStore {
   static let changesSessionAnswers: Set<String> = [
     "session.revoked", "account.disabled", "account.enabled", "account.deletion_requested", "account.erased",
     "membership.granted", "membership.revoked", "membership.role_changed", "invitation.accepted",
-    // Issue 14: a password set by link or changed ends sessions; a new name or email is in the answer.
+    // A password set by link or changed ends sessions; a new name or email is in the answer.
     "account.password_reset", "account.password_set", "account.password_changed", "account.name_changed",
     "account.email_changed", "account.email_restored",
   ]

@@ -1,8 +1,8 @@
 import Accounts
+import Deployment
 import Edge
-import LinkAssoc
 
-/// `PATCH /api/client/v1/account` (client-api-v1.md, "School-scoped endpoints"): the person's own
+/// `PATCH /api/client/v1/account` (docs/client-api-v1.openapi.json): the person's own
 /// display name, for the apps. Authenticated like `/session` (a Bearer token, or the cookie with a
 /// same-origin `Origin`); answers `200` with the session body, as `GET /session` would now.
 public struct AccountAPI: Sendable {

@@ -1,6 +1,6 @@
 import Accounts
+import Deployment
 import Edge
-import LinkAssoc
 
 /// JSON responses of the client API.
 enum JSONBody {

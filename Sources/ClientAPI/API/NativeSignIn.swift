@@ -1,10 +1,10 @@
 import Accounts
+import Deployment
 import Edge
-import LinkAssoc
 import Store
 
-/// The parameters a native app opens `/native/sign-in` with, validated as a whole before anything
-/// is shown (client-api-v1.md, "Native sign-in handoff", step 2).
+/// The parameters a native app opens `/native/sign-in` with in the system browser, validated as a
+/// whole before anything is shown.
 struct HandoffParameters: Equatable {
   let state: String
   let challenge: String
@@ -84,7 +84,9 @@ struct HandoffParameters: Equatable {
 }
 
 /// `GET/POST /native/sign-in`, `GET /native/callback` and `POST /api/client/v1/native/exchange`:
-/// the system-browser handoff with PKCE S256 (client-api-v1.md, "Native sign-in handoff").
+/// the system-browser handoff with PKCE S256. The app opens `/native/sign-in` with a challenge;
+/// once signed in, the browser is sent to `/native/callback` with a one-time code, which the app
+/// exchanges, with the verifier, for a session.
 public struct NativeSignIn: Sendable {
   let context: ClientContext
   let json: SessionJSON

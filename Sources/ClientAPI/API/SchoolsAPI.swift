@@ -1,9 +1,9 @@
 import Accounts
+import Deployment
 import Edge
-import LinkAssoc
 import Store
 
-/// The first school-scoped endpoints (client-api-v1.md, "School-scoped endpoints"): a school's
+/// The first school-scoped endpoints (docs/client-api-v1.openapi.json): a school's
 /// members and invitations, for its administrators. Every route resolves the caller through
 /// `SchoolAccess`; all are private (`no-store`) and pooled. Changes write the same audit events as
 /// the People page's.

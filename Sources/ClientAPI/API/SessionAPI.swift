@@ -1,8 +1,8 @@
 import Accounts
+import Deployment
 import Edge
-import LinkAssoc
 
-/// `GET` and `DELETE /api/client/v1/session` (client-api-v1.md, "Session") and the person's devices
+/// `GET` and `DELETE /api/client/v1/session` (docs/client-api-v1.openapi.json) and the person's devices
 /// (`GET /api/client/v1/sessions`, `DELETE /api/client/v1/sessions/{id}`), authenticated by a Bearer
 /// token or the web session cookie. Pooled: each worker thread reads through its own connection.
 public struct SessionAPI: Sendable {

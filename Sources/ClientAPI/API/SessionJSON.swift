@@ -1,8 +1,8 @@
 import Accounts
+import Deployment
 import Edge
-import LinkAssoc
 
-/// The session body of the contract (client-api-v1.md, "Session"): what `GET /session`, the
+/// The session body of the contract (`Session` in docs/client-api-v1.openapi.json): what `GET /session`, the
 /// native exchange and `PATCH /account` answer. The parts only the snapshot decides (capabilities,
 /// deployment) are serialised once.
 struct SessionJSON: Sendable {
@@ -24,8 +24,8 @@ struct SessionJSON: Sendable {
     Response(status: .ok, headers: [("Content-Type", "application/json; charset=utf-8")], body: .bytes(body))
   }
 
-  /// Exactly the contract's fields (client-api-v1.md, "Session"), written straight to bytes in
-  /// canonical order (the same text `JSONValue.canonical` gives; a test holds them equal).
+  /// Exactly the contract's fields (`Session` in docs/client-api-v1.openapi.json), written straight
+  /// to bytes in canonical order (the same text `JSONValue.canonical` gives; a test holds them equal).
   func body(_ account: Account, _ memberships: [Membership]) -> [UInt8] {
     var out: [UInt8] = []
     out.reserveCapacity(320 + memberships.count * 128)

@@ -1,6 +1,6 @@
 import Accounts
+import Deployment
 import Edge
-import LinkAssoc
 
 /// The HTML pages for errors a browser is answered with (404, 405, 400, 413, 503, ...): a title,
 /// a plain sentence and a link home inside the shell's header and footer. The engine calls the

@@ -1,10 +1,10 @@
 import Accounts
+import Deployment
 import Edge
-import LinkAssoc
 
 /// Server-rendered pages (sign-in, account, errors, link fallbacks): no script at all, the shell's
 /// stylesheet, header, footer, favicon and manifest, the deployment label outside production, and
-/// the design's security headers.
+/// the security headers below.
 struct HTMLPage {
   let title: String
   var body = ""
@@ -14,7 +14,7 @@ struct HTMLPage {
   /// Whether the page says that something was refused (`alert`): the title then starts "Error: " too.
   var refused = false
 
-  /// Headers on every page (client-api-v1.md, "Web sign-in and account pages"): nothing may run,
+  /// Headers on every page: nothing may run,
   /// frame or post elsewhere; no referrer leaves the site. `same-origin` rather than `no-referrer`:
   /// under `no-referrer` browsers send `Origin: null` with our own form posts (Fetch §3.1), which
   /// the same-origin check must refuse. The native callback page (which sees codes) will send none.

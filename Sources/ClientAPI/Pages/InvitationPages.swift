@@ -1,6 +1,6 @@
 import Accounts
+import Deployment
 import Edge
-import LinkAssoc
 import Store
 
 /// `/invitations/accept`: where an invitation's link leads. The link's token leaves the URL at

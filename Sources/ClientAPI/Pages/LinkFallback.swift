@@ -1,8 +1,8 @@
 import Accounts
+import Deployment
 import Edge
-import LinkAssoc
 
-/// The web page behind every approved app-link path (links-and-shell.md, `verifiedLinkPaths`) that
+/// The web page behind every approved app-link path (the deployment's `verifiedLinkPaths`) that
 /// nothing else answers: a person who opens such a link without the app (a scanned card, a link
 /// in a message) learns what it is for and how to get the app. The page is prebuilt, the same for
 /// every path it covers: nothing is read from the path and nothing is echoed. No third-party link

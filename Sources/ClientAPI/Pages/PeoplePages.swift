@@ -1,6 +1,6 @@
 import Accounts
+import Deployment
 import Edge
-import LinkAssoc
 import Store
 
 /// A school's "People" page (`/schools/{schoolId}/people`), for its administrators: the members

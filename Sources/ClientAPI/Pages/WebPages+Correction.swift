@@ -1,9 +1,9 @@
 import Accounts
+import Deployment
 import Edge
-import LinkAssoc
 import Store
 
-/// Corrections on `/account` (issue 14, "Correction"): the display name, the password (the current
+/// Corrections on `/account`: the display name, the password (the current
 /// one required, every other session ends) and the email (a link to the new address confirms it
 /// from a signed-in session of the account; the old address is told when it is asked for and when
 /// it takes effect, with a way back; nothing changes until the link is followed).

@@ -1,9 +1,9 @@
 import Accounts
+import Deployment
 import Edge
-import LinkAssoc
 import Store
 
-/// Where a single-use link lands (issue 14): `GET path?token=..` checks the link and moves its
+/// Where a single-use link lands: `GET path?token=..` checks the link and moves its
 /// token out of the URL at once — a `303` to `path` that leaves it in an HttpOnly cookie — so
 /// that the address bar, the history and every later request's `Referer` never hold it. The form
 /// at `path` then posts with the cookie, and its CSRF token is bound to the link's token.

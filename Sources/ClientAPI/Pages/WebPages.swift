@@ -1,9 +1,9 @@
 import Accounts
+import Deployment
 import Edge
-import LinkAssoc
 import Store
 
-/// The browser's sign-in and account pages (client-api-v1.md, "Web sign-in and account pages"):
+/// The browser's sign-in and account pages:
 /// `GET/POST /sign-in`, `POST /sign-out`, `GET /account` and `POST /account/sessions/revoke`.
 /// Every route is private (`no-store`) and pooled: they read the store and hash passwords.
 /// Every POST needs a same-origin `Origin` (or `Referer`) and the CSRF token, and answers `303`.

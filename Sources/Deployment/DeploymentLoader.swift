@@ -125,8 +125,9 @@ public enum DeploymentLoader {
     }
   }
 
+  /// The deployment the variables in `env` and the file in `r` describe, nil when `r.problems`
+  /// holds at least one problem. One section of the file after the other (see `Sections`).
   static func validate(environment env: [String: String], reader r: inout Reader) -> Deployment? {
-    var problems: [String] = []
     // Environment: the variable wins over the file; development by default.
     let environmentName =
       env["BAND_LICENCE_ENV"].flatMap { $0.isEmpty ? nil : $0 } ?? r.string("environment") ?? "development"
@@ -134,197 +135,24 @@ public enum DeploymentLoader {
       r.problems.append("environment '\(environmentName)' must be development, staging or production")
       return nil
     }
-    let strict = environment != .development
+    var s = Sections(reader: r, environment: environment)
+    let origin = s.origin(variable: env["BAND_LICENCE_APP_URL"].flatMap { $0.isEmpty ? nil : $0 })
+    let label = s.label()
+    let appIDs = s.appleAppIDs()
+    let (packageName, fingerprints) = s.android()
+    s.knownIdentities(appIDs: appIDs, packageName: packageName)
+    let paths = s.verifiedLinkPaths()
+    let (capabilities, killSwitches) = s.capabilities()
+    s.requireIdentities(capabilities, appIDs: appIDs, packageName: packageName)
+    let (ios, androidVersion) = s.minimumVersions()
+    let (handoff, maxAge) = s.lifetimes()
+    let (listen, tls, admin) = s.listeners()
+    let limits = s.limits()
+    let mail = s.mail()
+    let timezone = s.timezone()
 
-    let originText = env["BAND_LICENCE_APP_URL"].flatMap { $0.isEmpty ? nil : $0 } ?? r.string("origin")
-    let origin = checkOrigin(originText, environment: environment, problems: &problems)
-
-    let label = r.string("label") ?? Deployment.defaultLabel(environment)
-    if label.allSatisfy(\.isWhitespace) || label.count > 40 {
-      problems.append("label must be 1 to 40 characters")
-    }
-    // Staging must look visibly different from production (the shell also colours it by environment).
-    if environment == .staging && label.lowercased().contains("production") {
-      problems.append("staging must not be labelled '\(label)': people must see it is not production")
-    }
-
-    // Apple
-    let apple = r.object("apple", known: ["appIDs"])
-    let appIDs = r.strings("appIDs", in: apple ?? [:], path: "apple.appIDs") ?? []
-    for (id, count) in counts(appIDs) where count > 1 {
-      problems.append("apple app ID '\(id)' is listed twice")
-    }
-    for id in appIDs {
-      if !isAppID(id) {
-        problems.append("apple app ID '\(id)' must be <10-character team ID>.<bundle ID>")
-      } else if strict && isPlaceholderAppID(id) {
-        problems.append("apple app ID '\(id)' is still a placeholder")
-      }
-    }
-
-    // Android
-    let android = r.object("android", known: ["packageName", "sha256CertFingerprints"])
-    let packageName = r.string("packageName", in: android ?? [:], path: "android.packageName")
-    let fingerprints =
-      r.strings("sha256CertFingerprints", in: android ?? [:], path: "android.sha256CertFingerprints") ?? []
-    if let packageName {
-      if !isPackageName(packageName) {
-        problems.append("android package name '\(packageName)' is not a valid application ID")
-      } else if strict && isPlaceholderName(packageName) {
-        problems.append("android package name '\(packageName)' is still a placeholder")
-      }
-    }
-    if (packageName == nil) != fingerprints.isEmpty {
-      problems.append("android needs both packageName and sha256CertFingerprints, or neither")
-    }
-    for (fp, count) in counts(fingerprints) where count > 1 {
-      problems.append("android fingerprint '\(fp)' is listed twice")
-    }
-    for fp in fingerprints {
-      if !isFingerprint(fp) {
-        problems.append("android fingerprint '\(fp)' must be 32 upper-case hex bytes joined by colons")
-      } else if strict && Set(fp.split(separator: ":")).count == 1 {
-        problems.append("android fingerprint '\(fp)' is still a placeholder")
-      }
-    }
-
-    // Staging and production must not share identities (checked when the other side is known).
-    if let known = r.object("knownIdentities", known: ["staging", "production"]) {
-      for other in [Environment.staging, .production] where other != environment {
-        guard
-          let identities = r.object(
-            other.rawValue, known: ["appleBundleIDs", "androidPackageName"], in: known,
-            path: "knownIdentities.\(other.rawValue)")
-        else { continue }
-        let bundles = Set(
-          r.strings(
-            "appleBundleIDs", in: identities, path: "knownIdentities.\(other.rawValue).appleBundleIDs") ?? [])
-        for id in appIDs {
-          let bundle = id.split(separator: ".", maxSplits: 1).dropFirst().first.map(String.init) ?? ""
-          if bundles.contains(bundle) {
-            problems.append("\(environment.rawValue) uses \(other.rawValue)'s bundle ID '\(bundle)'")
-          }
-        }
-        if let otherPackage = r.string(
-          "androidPackageName", in: identities, path: "knownIdentities.\(other.rawValue).androidPackageName"),
-          otherPackage == packageName
-        {
-          problems.append("\(environment.rawValue) uses \(other.rawValue)'s package name '\(otherPackage)'")
-        }
-      }
-    }
-
-    // Link paths
-    let paths = r.strings("verifiedLinkPaths") ?? ["/native/callback", "/qr/*"]
-    for (path, count) in counts(paths) where count > 1 {
-      problems.append("verified link path '\(path)' is listed twice")
-    }
-    for path in paths
-    where !path.hasPrefix("/") || path.contains(where: { $0 == " " || $0 == "?" || $0 == "#" }) {
-      problems.append("verified link path '\(path)' must start with / and hold no spaces, ? or #")
-    }
-
-    // Capabilities and kill switches
-    var capabilities = Capabilities.defaults
-    if let configured = r.object("capabilities", known: Set(Capabilities.names)) {
-      for (name, value) in configured {
-        guard case .bool(let flag) = value else {
-          if Capabilities.names.contains(name) {
-            problems.append("capability '\(name)' must be true or false")
-          }
-          continue
-        }
-        capabilities[name] = flag
-      }
-    }
-    let killSwitches = r.strings("killSwitches") ?? []
-    for (name, count) in counts(killSwitches) where count > 1 {
-      problems.append("kill switch '\(name)' is listed twice")
-    }
-    for name in killSwitches {
-      if capabilities[name] == nil {
-        problems.append("kill switch '\(name)' names no capability")
-      } else {
-        capabilities[name] = false
-      }
-    }
-
-    // Identities are needed once verified links or native sign-in are on outside development.
-    if strict && (capabilities["verifiedLinks"] == true || capabilities["nativeSignIn"] == true) {
-      if appIDs.isEmpty {
-        problems.append(
-          "no Apple app IDs: \(environment.rawValue) with verified links or native sign-in needs them")
-      }
-      if packageName == nil {
-        problems.append(
-          "no Android app: \(environment.rawValue) with verified links or native sign-in needs its package and fingerprints"
-        )
-      }
-    }
-
-    // Versions and lifetimes
-    let versions = r.object("minimumAppVersion", known: ["ios", "android"])
-    let ios = r.string("ios", in: versions ?? [:], path: "minimumAppVersion.ios") ?? "1.0.0"
-    let androidVersion =
-      r.string("android", in: versions ?? [:], path: "minimumAppVersion.android") ?? "1.0.0"
-    for (platform, version) in [("ios", ios), ("android", androidVersion)] where !isVersion(version) {
-      problems.append("minimumAppVersion.\(platform) '\(version)' must be MAJOR.MINOR[.PATCH]")
-    }
-    let handoff = r.integer("handoffLifetimeSeconds") ?? 120
-    if strict && handoff != 120 {
-      problems.append("handoffLifetimeSeconds must be 120 in \(environment.rawValue)")
-    } else if !(1...120).contains(handoff) {
-      problems.append("handoffLifetimeSeconds must be 1 to 120")
-    }
-    let maxAge = r.integer("linkFileMaxAgeSeconds") ?? 3600
-    if !(60...86400).contains(maxAge) { problems.append("linkFileMaxAgeSeconds must be 60 to 86400") }
-
-    let listen = r.strings("listen") ?? []
-    var tls = TLSSettings()
-    if let configured = r.object("tls", known: ["listen", "certificate", "key"]) {
-      tls.listen = r.strings("listen", in: configured, path: "tls.listen") ?? []
-      tls.certificate = r.string("certificate", in: configured, path: "tls.certificate")
-      tls.key = r.string("key", in: configured, path: "tls.key")
-    }
-    var admin = AdminSettings()
-    if let configured = r.object("admin", known: ["listen", "allow"]) {
-      admin.listen = r.string("listen", in: configured, path: "admin.listen")
-      admin.allow = r.strings("allow", in: configured, path: "admin.allow") ?? []
-    }
-    // Which names exist, their units and ranges are the executable's limit table's to say (one
-    // table feeds the flags and the file); here each value must be a number.
-    var limits: [String: Double] = [:]
-    if case .object(let configured)? = r.members["limits"] {
-      for (key, value) in configured.sorted(by: { $0.key < $1.key }) {
-        guard case .number(let n) = value else {
-          problems.append("limits.\(key) must be a number")
-          continue
-        }
-        limits[key] = n
-      }
-    } else if let other = r.members["limits"], other != .null {
-      problems.append("'limits' must be an object")
-    }
-
-    var mail = MailSettings()
-    if let configured = r.object("mail", known: ["smtp", "from", "username", "passwordFile"]) {
-      mail.smtp = r.string("smtp", in: configured, path: "mail.smtp")
-      mail.from = r.string("from", in: configured, path: "mail.from")
-      mail.username = r.string("username", in: configured, path: "mail.username")
-      mail.passwordFile = r.string("passwordFile", in: configured, path: "mail.passwordFile")
-      if let smtp = mail.smtp, !(smtp.hasPrefix("smtp://") || smtp.hasPrefix("smtps://")) {
-        problems.append("mail.smtp must be an smtp:// or smtps:// URL")
-      }
-      // Bytes, not Characters: "\r\n" is one Character, equal to neither "\r" nor "\n".
-      if let from = mail.from, !from.contains("@") || from.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
-        problems.append("mail.from must be an email address (optionally 'Name <address>')")
-      }
-    }
-
-    let timezone = r.string("timezone") ?? "Europe/London"
-    if let problem = checkTimezone(timezone) { problems.append(problem) }
-
-    r.problems += problems
+    r = s.reader
+    r.problems += s.problems
     guard let origin, r.problems.isEmpty else { return nil }
     return Deployment(
       environment: environment, origin: origin, label: label, appleAppIDs: appIDs,

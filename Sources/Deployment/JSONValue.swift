@@ -1,4 +1,3 @@
-import Edge
 import FoundationEssentials
 
 /// A JSON value: read from a configuration file with every key kept (so unknown keys can be

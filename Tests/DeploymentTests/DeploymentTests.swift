@@ -1,6 +1,6 @@
 import Testing
 
-@testable import LinkAssoc
+@testable import Deployment
 
 let fingerprint =
   "14:6D:E9:83:C5:73:06:50:D8:EE:B9:95:2F:34:FC:64:16:A0:83:42:E6:1D:BE:A8:8A:04:96:B2:3F:CF:44:E5"
@@ -271,54 +271,5 @@ struct DeploymentValidationTests {
       return
     }
     #expect(try load(staging, env: ["BAND_LICENCE_ENV": "development"]).get().environment == .development)
-  }
-}
-
-@Suite("Link files")
-struct LinkFileTests {
-  @Test("exact bytes for a known configuration")
-  func exactBytes() throws {
-    let files = LinkFiles(try load(production()).get())
-    #expect(
-      String(decoding: files.apple, as: UTF8.self)
-        == #"{"applinks":{"details":[{"appIDs":["K7QW2X9P4M.test.bandlicence.app"],"components":[{"/":"/native/callback","comment":"Band Licence verified link"},{"/":"/qr/*","comment":"Band Licence verified link"}]}]},"webcredentials":{"apps":["K7QW2X9P4M.test.bandlicence.app"]}}"#
-    )
-    #expect(
-      String(decoding: files.android, as: UTF8.self)
-        == #"[{"relation":["delegate_permission/common.get_login_creds","delegate_permission/common.handle_all_urls"],"target":{"namespace":"android_app","package_name":"test.bandlicence.app","sha256_cert_fingerprints":["\#(fingerprint)"]}}]"#
-    )
-  }
-
-  @Test("verified links switched off: both files list nothing")
-  func killSwitch() throws {
-    let files = LinkFiles(try load(production(["killSwitches": "[\"verifiedLinks\"]"])).get())
-    #expect(
-      String(decoding: files.apple, as: UTF8.self)
-        == #"{"applinks":{"details":[]},"webcredentials":{"apps":[]}}"#)
-    #expect(String(decoding: files.android, as: UTF8.self) == "[]")
-  }
-
-  @Test("the same configuration gives the same bytes")
-  func stable() throws {
-    let a = LinkFiles(try load(production()).get())
-    let b = LinkFiles(try load(production()).get())
-    #expect(a.apple == b.apple && a.android == b.android && a.clientConfig == b.clientConfig)
-  }
-
-  @Test("/config has exactly the contract's fields")
-  func clientConfig() throws {
-    let files = LinkFiles(try load(production()).get())
-    guard case .object(let members) = try JSONValue.parse(files.clientConfig) else {
-      Issue.record("not an object")
-      return
-    }
-    #expect(
-      Set(members.keys) == [
-        "contractVersion", "appName", "origin", "deployment", "paths", "handoff", "verifiedLinkPaths",
-        "capabilities",
-        "minimumAppVersion",
-      ])
-    #expect(members["contractVersion"] == .number(2))
-    #expect(members["origin"] == .string("https://app.bandlicence.test"))
   }
 }

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import LinkAssoc
+@testable import Deployment
 
 @Suite("JSON parsing")
 struct JSONValueTests {
