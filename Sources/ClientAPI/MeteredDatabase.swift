@@ -11,7 +11,7 @@ final class MeteredDatabase: Database {
   private let clock = MonotonicClock()
   private let name: Int
   private var depth = 0
-  private var pending: [(MetricID, Int, UInt64)] = []
+  private var pending: [(MetricHandle, Int, UInt64)] = []
 
   init(_ engine: any Database, metrics: Metrics = .process) {
     self.engine = engine
@@ -21,7 +21,7 @@ final class MeteredDatabase: Database {
 
   /// Counts `n` in series `series` of `id` once the current transaction commits (at once outside
   /// one).
-  func note(_ id: MetricID, _ series: Int = 0, by n: UInt64 = 1) {
+  func note(_ id: MetricHandle, _ series: Int = 0, by n: UInt64 = 1) {
     guard n > 0 else { return }
     if depth == 0 {
       metrics.shard()?.count(id, series, by: n)

@@ -31,7 +31,7 @@ public enum RouteNames {
 }
 
 /// One thread's counters: a fixed block of cells, one per series (a histogram's series take its
-/// buckets, `+Inf` and the sum), laid out by `MetricFamily.all`.
+/// buckets, `+Inf` and the sum), laid out by `MetricCatalog`.
 ///
 /// Only the thread that owns a shard writes it, so an increment is a relaxed load and store, never
 /// a locked instruction; a scrape on another thread reads every cell with relaxed loads and sums
@@ -42,7 +42,7 @@ public enum RouteNames {
 public final class MetricShard: @unchecked Sendable {
   private let cells: UnsafeMutablePointer<Atomic<UInt64>>
 
-  init(count: Int = MetricFamily.cells) {
+  init(count: Int = MetricCatalog.shardCells) {
     // Zeroed by calloc, which for a block this size maps fresh pages: the cells of series never
     // counted (most of the requests family's) take no memory, where initialising each would have
     // made the whole ~700 KiB resident in every thread that counts. An `Atomic<UInt64>` is its
@@ -72,19 +72,25 @@ public final class MetricShard: @unchecked Sendable {
 
   /// Records `value` (in the family's integer unit: nanoseconds, bytes) in histogram `id`'s series.
   public func observe(_ id: MetricID, _ series: Int, _ value: UInt64) {
-    let family = MetricFamily.all[id.rawValue]
-    let base = family.offset + series * family.width
-    let scaled = Double(value) / family.scale
-    var bucket = 0
-    let buckets = family.buckets
-    while bucket < buckets.count && scaled > buckets[bucket] { bucket += 1 }
-    add(base + bucket)
-    add(base + buckets.count + 1, value)
+    observe(Self.handles[id.rawValue], series, value)
+  }
+
+  /// Counts `n` in series `series` of the registered family `family`.
+  @inline(__always)
+  public func count(_ family: MetricHandle, _ series: Int = 0, by n: UInt64 = 1) {
+    add(family.offset + series, n)
+  }
+
+  /// Records `value` (in the family's integer unit: nanoseconds, bytes) in the series `series` of
+  /// the registered histogram `family`.
+  public func observe(_ family: MetricHandle, _ series: Int, _ value: UInt64) {
+    observe(family.offset + series * family.width, family.bounds, value)
   }
 
   // What the per-request path needs, read once: plain integers, so that counting a request copies
   // no family (whose strings and arrays would each be retained and released).
-  private static let offsets = MetricFamily.all.map(\.offset)
+  private static let handles = MetricCatalog.engine.map(MetricHandle.init)
+  private static let offsets = MetricCatalog.engine.map(\.offset)
   private static let requestsBase = offsets[MetricID.requests.rawValue]
   private static let durationBase = offsets[MetricID.requestDuration.rawValue]
   private static let sizeBase = offsets[MetricID.responseSize.rawValue]
@@ -186,6 +192,16 @@ public final class Metrics: Sendable {
     process.shard()?.observe(id, series, value)
   }
 
+  /// Counts `n` in series `series` of the registered family `family`, in this thread's shard.
+  public static func count(_ family: MetricHandle, _ series: Int = 0, by n: UInt64 = 1) {
+    process.shard()?.count(family, series, by: n)
+  }
+
+  /// Records `value` in the registered histogram `family`'s series, in this thread's shard.
+  public static func observe(_ family: MetricHandle, _ series: Int, _ value: UInt64) {
+    process.shard()?.observe(family, series, value)
+  }
+
   /// Gauges read at every scrape, in place of any of the same name.
   public func set(_ gauge: GaugeFamily) {
     gauges.withLock { list in
@@ -199,7 +215,7 @@ public final class Metrics: Sendable {
 
   /// Every cell summed over the shards.
   public func totals() -> [UInt64] {
-    var sum = [UInt64](repeating: 0, count: MetricFamily.cells)
+    var sum = [UInt64](repeating: 0, count: MetricCatalog.cells)
     for shard in shards.list.withLock({ $0 }) {
       for i in 0..<sum.count { sum[i] &+= shard.load(i) }
     }
@@ -208,7 +224,11 @@ public final class Metrics: Sendable {
 
   /// The sum of every series of `id` (a test's and a gauge's view).
   public func total(_ id: MetricID, series: Int? = nil) -> UInt64 {
-    let family = MetricFamily.all[id.rawValue]
+    total(MetricHandle(MetricCatalog.engine[id.rawValue]), series: series)
+  }
+
+  /// The sum of every series of the registered family `family`, or of one.
+  public func total(_ family: MetricHandle, series: Int? = nil) -> UInt64 {
     let sum = totals()
     if let series { return sum[family.offset + series * family.width] }
     return (0..<family.series).reduce(0) { $0 &+ sum[family.offset + $1 * family.width] }
@@ -216,15 +236,16 @@ public final class Metrics: Sendable {
 
   /// The Prometheus text exposition of everything now.
   public func exposition() -> String {
-    let sum = enabled ? totals() : [UInt64](repeating: 0, count: MetricFamily.cells)
+    let families = MetricCatalog.families
+    let sum = enabled ? totals() : []
     let routes = RouteNames.names
     var out = ""
     out.reserveCapacity(16384)
     func derived(_ id: MetricID, _ series: Int = 0) -> UInt64 {
-      sum[MetricFamily.all[id.rawValue].offset + series]
+      sum[MetricCatalog.engine[id.rawValue].offset + series]
     }
     if enabled {
-      for family in MetricFamily.all {
+      for family in families {
         guard let name = family.name else { continue }
         Self.write(family, name: name, sum: sum, routes: routes, to: &out)
       }

@@ -253,6 +253,8 @@ enum ServeCommand {
       settings.server.adminListen = [address]
       settings.server.adminAllow = networks
     }
+    // The application's metric families join the engine's before anything counts or is shown.
+    AccountMetrics.register()
     Metrics.process.enabled = metricsOn
     // Off, the registry still serves its gauges (queue depths among them); no thread gets a shard.
     settings.server.metrics = Metrics.process

@@ -17,8 +17,10 @@ struct MetricsTests {
 
   @Test("every exposed family has HELP and TYPE once, names under band_edge_, counters ending in _total")
   func families() {
+    // Listed first: a family another test registers meanwhile is not in this exposition.
+    let families = MetricCatalog.families
     let text = Metrics().exposition()
-    for family in MetricFamily.all {
+    for family in families {
       guard let name = family.name else { continue }
       #expect(name.hasPrefix("band_edge_"))
       #expect(family.kind != .counter || name.hasSuffix("_total"), "\(name)")
@@ -56,7 +58,7 @@ struct MetricsTests {
     let a = RouteNames.index("/metrics-test/a")
     #expect(RouteNames.index("/metrics-test/a") == a)
     #expect(RouteNames.names[a] == "/metrics-test/a")
-    let family = MetricFamily.all[MetricID.requests.rawValue]
+    let family = MetricCatalog.engine[MetricID.requests.rawValue]
     let series = MetricFamily.requestSeries(route: a, method: .get, protocol: .h2, status: 204)
     #expect(
       family.labelValues(series, routes: RouteNames.names).map { "\($0.0)=\($0.1)" } == [
@@ -103,6 +105,53 @@ struct MetricsTests {
     }
     #expect(metrics.total(.h2Streams) == 4000)
     #expect(Self.value(metrics, "band_edge_h2_streams_total") == "4000")
+  }
+
+  /// Families registered as the composition registers its application's: once per process.
+  static let widgets = MetricCatalog.register(
+    MetricFamily(
+      name: "band_edge_test_widgets_total", kind: .counter, help: "Widgets made, by colour.",
+      labels: [MetricLabel("colour", ["red", "blue"])]))
+  static let waits = MetricCatalog.register(
+    MetricFamily(
+      name: "band_edge_test_wait_seconds", kind: .histogram, help: "Waits.", buckets: [0.001, 0.01],
+      scale: 1e9))
+  static let late = MetricCatalog.register(
+    MetricFamily(
+      name: "band_edge_test_late_total", kind: .counter, help: "Registered after a shard was made."))
+
+  @Test("a registered family is shown after the engine's, zeros included, and counted through its handle")
+  func registered() throws {
+    let (widgets, waits) = (Self.widgets, Self.waits)
+    let metrics = Metrics()
+    let text = metrics.exposition()
+    #expect(
+      text.contains(
+        "# HELP band_edge_test_widgets_total Widgets made, by colour.\n"
+          + "# TYPE band_edge_test_widgets_total counter\n"
+          + "band_edge_test_widgets_total{colour=\"red\"} 0\nband_edge_test_widgets_total{colour=\"blue\"} 0\n"
+      ))
+    let engineEnd = try #require(text.range(of: "# HELP band_edge_reloads_total "))
+    let registeredStart = try #require(text.range(of: "# HELP band_edge_test_widgets_total "))
+    #expect(engineEnd.lowerBound < registeredStart.lowerBound)
+    let shard = try #require(metrics.shard())
+    shard.count(widgets, 1, by: 2)
+    shard.observe(waits, 0, 5_000_000)
+    #expect(Self.value(metrics, #"band_edge_test_widgets_total{colour="blue"}"#) == "2")
+    #expect(metrics.total(widgets) == 2)
+    #expect(Self.value(metrics, #"band_edge_test_wait_seconds_bucket{le="0.001"}"#) == "0")
+    #expect(Self.value(metrics, #"band_edge_test_wait_seconds_bucket{le="0.01"}"#) == "1")
+    #expect(Self.value(metrics, "band_edge_test_wait_seconds_sum") == "0.005")
+    // The engine's own families keep their cells.
+    #expect(metrics.total(.h2Streams) == 0)
+  }
+
+  @Test("a family registered after a shard was made is counted in it")
+  func registeredLate() throws {
+    let metrics = Metrics()
+    let shard = try #require(metrics.shard())
+    shard.count(Self.late)
+    #expect(Self.value(metrics, "band_edge_test_late_total") == "1")
   }
 
   @Test("metrics off: nothing is counted and only gauges are shown")
