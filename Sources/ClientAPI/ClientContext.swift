@@ -251,8 +251,7 @@ extension ClientContext {
     Log.event("error", "client_store", [("error", "\(error)")])
     let message = "Something went wrong on our side. Please try again."
     if html { return Response.text(.internalServerError, message + "\n") }
-    return JSONBody.response(
-      .internalServerError, .object(["error": .string("internal_error"), "message": .string(message)]))
+    return JSONBody.error(.internalServerError, "internal_error", message)
   }
 }
 
@@ -305,13 +304,13 @@ enum JSONBody {
       body: .bytes(body.canonicalBytes))
   }
 
-  /// `{"error": code, "message": message}`.
+  /// `{"error": code, "message": message}` (`APIError`).
   static func error(
     _ status: Status, _ code: String, _ message: String, headers: [(name: String, value: String)] = []
   )
     -> Response
   {
-    response(status, .object(["error": .string(code), "message": .string(message)]), headers: headers)
+    APIError.response(status, code, message, headers: headers)
   }
 
   /// A request body read as JSON: its value (nil when it is not JSON, which each endpoint answers

@@ -237,12 +237,9 @@ public struct SessionAPI: Sendable {
     let deployment = context.deployment
     let minimum = parts[0] == "ios" ? deployment.minimumIOSVersion : deployment.minimumAndroidVersion
     guard ClientStore.compareVersions(String(parts[1]), minimum) < 0 else { return nil }
-    return JSONBody.response(
-      .upgradeRequired,
-      .object([
-        "error": .string("app_version_unsupported"), "minimumVersion": .string(minimum),
-        "message": .string("Please update the app to continue."),
-      ]))
+    return APIError.response(
+      .upgradeRequired, "app_version_unsupported", "Please update the app to continue.",
+      extra: ["minimumVersion": .string(minimum)])
   }
 
   static func unauthorized(error: String?) -> Response {

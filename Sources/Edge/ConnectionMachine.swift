@@ -178,14 +178,14 @@ struct ConnectionMachine<Clock: EdgeClock> {
   /// A TLS listener received bytes that are not a TLS record (plain HTTP sent to the HTTPS port):
   /// answer 400 in the clear, like nginx, then close. From now on the connection is plain.
   ///
-  /// `received` is what has arrived so far (left unread on the socket): when it shows a target
-  /// under `/api/`, the answer is the API's JSON error; otherwise, or before that, plain text.
+  /// `received` is what has arrived so far (left unread on the socket): the answer takes the
+  /// engine's error shape for the target it shows (no `Accept` is read).
   mutating func refusePlainHTTP(_ received: UnsafeRawBufferPointer, context: inout ConnectionContext) {
     secure = false
     var probe = HTTP1Parser(limits: limits)
     _ = try? probe.advance(received)
     failRequest(
-      Dispatcher.refusal(
+      context.router.errors.refusal(
         .badRequest, path: probe.errorContext(received)?.path, accept: nil,
         "Bad Request: plain HTTP was sent to the HTTPS port; use https://."), context: &context)
   }
@@ -222,16 +222,15 @@ struct ConnectionMachine<Clock: EdgeClock> {
       state = .awaitingRequest
       closeAfterWrite = true
       emit(
-        Dispatcher.refusal(
-          .serviceUnavailable, dispatch.request, message, headers: retry, page: context.router.errorPage),
+        context.router.errors.refusal(.serviceUnavailable, dispatch.request, message, headers: retry),
         cacheClass: .private, headOnly: inFlight.headOnly, connection: .close, method: inFlight.method,
         path: inFlight.path, started: inFlight.started, route: inFlight.route, context: &context)
     } else {
       let target = input.withUnsafeBytes { parser.errorContext($0) }
       failRequest(
-        Dispatcher.refusal(
-          .serviceUnavailable, path: target?.path, accept: target?.accept, message, headers: retry,
-          page: context.router.errorPage), context: &context)
+        context.router.errors.refusal(
+          .serviceUnavailable, path: target?.path, accept: target?.accept, message, headers: retry),
+        context: &context)
     }
     input = []
     releaseBudget()
@@ -321,9 +320,9 @@ struct ConnectionMachine<Clock: EdgeClock> {
       // RFC 9110 §15.5.9: tell the client, then close.
       let target = input.withUnsafeBytes { parser.errorContext($0) }
       failRequest(
-        Dispatcher.refusal(
-          .requestTimeout, path: target?.path, accept: target?.accept, "The request did not arrive in time.",
-          page: context.router.errorPage), context: &context)
+        context.router.errors.refusal(
+          .requestTimeout, path: target?.path, accept: target?.accept, "The request did not arrive in time."),
+        context: &context)
       writeDeadline = now.adding(min(limits.writeTimeout, limits.lingerTimeout))
       return Step()
     case .handling:
@@ -368,7 +367,7 @@ struct ConnectionMachine<Clock: EdgeClock> {
           if output.isEmpty { step.close = .now }
           break parsing
         }
-        // Once the target is known the answer takes the engine's error shape (JSON under /api/);
+        // Once the target is known the answer takes the engine's error shape (the composition's);
         // a body past its route's limit gets the route's own refusal.
         let target = parser.errorContext(window)
         let routeRefusal = error == .bodyTooLarge ? routed?.route.body.tooLarge : nil
@@ -377,9 +376,9 @@ struct ConnectionMachine<Clock: EdgeClock> {
         closeReason = [413, 414, 431].contains(error.status.code) ? .limit : .parseError
         failRequest(
           routeRefusal
-            ?? Dispatcher.refusal(
-              error.status, path: target?.path, accept: target?.accept, Dispatcher.message(for: error),
-              page: context.router.errorPage), context: &context)
+            ?? context.router.errors.refusal(
+              error.status, path: target?.path, accept: target?.accept, Dispatcher.message(for: error)),
+          context: &context)
         break parsing
       }
       switch result {

@@ -86,9 +86,9 @@ public struct Dispatcher: Sendable {
     // RFC 9110 §9.1: a method this server does not know is not implemented, whatever the path.
     guard router.recognizes(method) else {
       return .refuse(
-        Self.refusal(
-          .notImplemented, path: path, accept: fields.value("accept"), "This method is not implemented here.",
-          page: router.errorPage), closing: false)
+        router.errors.refusal(
+          .notImplemented, path: path, accept: fields.value("accept"), "This method is not implemented here."),
+        closing: false)
     }
     let headOnly = method == .head
     // RFC 9110 §9.3.7: OPTIONS * asks what the server as a whole supports.
@@ -112,31 +112,31 @@ public struct Dispatcher: Sendable {
       if let accepts = policy.accepts, !accepts(fields.value("content-type").flatMap(MediaType.init)) {
         return .refuse(
           policy.unsupported
-            ?? Self.refusal(
+            ?? router.errors.refusal(
               .unsupportedMediaType, path: path, accept: fields.value("accept"),
-              "This media type is not accepted here.", page: router.errorPage), closing: false,
+              "This media type is not accepted here."), closing: false,
           route: route.metricIndex)
       }
       if let limit = policy.maxBytes, let length = bodyLength, length > limit {
         return .refuse(
           policy.tooLarge
-            ?? Self.refusal(
-              .contentTooLarge, path: path, accept: fields.value("accept"), "The request body is too large.",
-              page: router.errorPage), closing: true, route: route.metricIndex)
+            ?? router.errors.refusal(
+              .contentTooLarge, path: path, accept: fields.value("accept"), "The request body is too large."),
+          closing: true, route: route.metricIndex)
       }
       return .route(
         route, parameters: parameters, headOnly: headOnly || getForHead, bodyLimit: policy.maxBytes)
     case .methodNotAllowed(let allow):
       return .refuse(
-        Self.refusal(
+        router.errors.refusal(
           .methodNotAllowed, path: path, accept: fields.value("accept"), code: "method_not_allowed",
-          "This method is not allowed here.", headers: [("Allow", allow)], page: router.errorPage),
+          "This method is not allowed here.", headers: [("Allow", allow)]),
         closing: false)
     case .notFound:
       return .refuse(
-        Self.refusal(
-          .notFound, path: path, accept: fields.value("accept"), code: "not_found", "Not found.",
-          page: router.errorPage), closing: false)
+        router.errors.refusal(
+          .notFound, path: path, accept: fields.value("accept"), code: "not_found", "Not found."),
+        closing: false)
     }
   }
 

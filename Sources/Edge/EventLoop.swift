@@ -493,9 +493,9 @@ final class EventLoop {
       guard !submit(dispatch, key) else { continue }
       _ = h2.finished(
         stream: stream,
-        Dispatcher.refusal(
+        context.router.errors.refusal(
           .serviceUnavailable, dispatch.request, "The server is busy; try again shortly.",
-          headers: [("Retry-After", "1")], page: context.router.errorPage), context: &context)
+          headers: [("Retry-After", "1")]), context: &context)
     }
     if step.close {
       closeConnection(connection, h2.closeReason)
@@ -509,10 +509,9 @@ final class EventLoop {
     if let dispatch = step.dispatch {
       let accepted = submit(dispatch, CompletionKey(fd: connection.fd, generation: connection.generation))
       if !accepted {
-        var busy = Dispatcher.refusal(
+        var busy = context.router.errors.refusal(
           .serviceUnavailable, dispatch.request, "The server is busy; try again shortly.",
-          headers: [("Retry-After", "1")],
-          page: context.router.errorPage)
+          headers: [("Retry-After", "1")])
         // Held like a rate-limit refusal: a flood past the queue gets one answer per connection per
         // second instead of as many as the loop can write.
         busy.holdFor = limits.busyHold

@@ -185,7 +185,7 @@ final class HTTP2Connection<Clock: EdgeClock> {
   ) {
     let response =
       instead
-      ?? Dispatcher.refusal(status, request, message, headers: headers, page: dispatcher.router.errorPage)
+      ?? dispatcher.router.errors.refusal(status, request, message, headers: headers)
     answer(stream, response, cacheClass: .private, request: request, started: now, context: &context)
   }
 
@@ -334,9 +334,8 @@ final class HTTP2Connection<Clock: EdgeClock> {
     for (stream, waiting) in routed where now >= waiting.bodyDeadline {
       routed[stream] = nil
       session.discardBody(stream)
-      let response = Dispatcher.refusal(
-        .requestTimeout, waiting.head, "The request body did not arrive in time.",
-        page: dispatcher.router.errorPage)
+      let response = dispatcher.router.errors.refusal(
+        .requestTimeout, waiting.head, "The request body did not arrive in time.")
       answer(stream, response, cacheClass: .private, request: waiting.head, started: now, context: &context)
     }
     if now >= headerBlockDeadline || (isIdle && now >= idleDeadline) {

@@ -103,11 +103,6 @@ public enum RouteMatch: Sendable {
   case notFound
 }
 
-/// Renders the HTML page for an error the engine answers a browser with (404, 405, ...): the
-/// status and the plain-language message in, a whole response out. Set by the composition, so
-/// the engine stays ignorant of what the pages look like.
-public typealias ErrorPage = @Sendable (_ status: Status, _ message: String) -> Response
-
 /// The route table: exact paths by dictionary, patterns in declaration order.
 public struct Router: Sendable {
   private struct PathEntry: Sendable {
@@ -125,17 +120,17 @@ public struct Router: Sendable {
   private var patterns: [PatternEntry] = []
   /// Every route, in declaration order (for listing and for tests that walk the table).
   public let routes: [Route]
-  /// The page for errors answered to a browser outside `/api/` and `/.well-known/` (nil: plain text).
-  public let errorPage: ErrorPage?
+  /// The shape of the errors the engine answers on this table's listener (404, 405, 413, ...).
+  public let errors: ErrorRenderer
   /// Every method some route serves, with HEAD where GET is served, and OPTIONS (for `OPTIONS *`).
   public let methods: Set<HTTPMethod>
   /// `methods` as an `Allow` value, for `OPTIONS *`.
   public let allowAll: String
 
   /// A router over `routes`; refuses `/api/` routes that are not `private`, duplicates and bad patterns.
-  public init(_ routes: [Route], errorPage: ErrorPage? = nil) throws(RouterError) {
+  public init(_ routes: [Route], errors: ErrorRenderer = .plainText) throws(RouterError) {
     self.routes = routes
-    self.errorPage = errorPage
+    self.errors = errors
     var methods = Set(routes.map(\.method))
     if methods.contains(.get) { methods.insert(.head) }
     methods.insert(.options)

@@ -463,7 +463,7 @@ enum ServeCommand {
     // Every approved app-link path nothing else answers gets its web page (the app is not installed).
     return try Router(
       routes + LinkFallback.routes(deployment: deployment, stylesheet: stylesheet, existing: routes),
-      errorPage: ErrorPages.renderer(deployment: deployment, stylesheet: stylesheet))
+      errors: EngineRules.errors(page: ErrorPages.renderer(deployment: deployment, stylesheet: stylesheet)))
   }
 
   /// The TLS context for the certificate/key pairs (the first is the default; others are chosen

@@ -10,36 +10,37 @@ struct Harness {
   var context: ConnectionContext
 
   init(limits: Limits = Harness.limits, secure: Bool = false, budget: RequestBudget? = nil) {
-    let router = try! Router([
-      Route(.get, "/hello", cacheClass: .revalidate, fixed: .text(.ok, "hello\n")),
-      Route(.get, "/echo", cacheClass: .private) { r in .text(.ok, "echo \(r.query ?? "")") },
-      Route(.post, "/echo", cacheClass: .private) { r in .text(.ok, String(decoding: r.body, as: UTF8.self))
-      },
-      Route(.get, "/slow", cacheClass: .private, execution: .pooled) { _ in .text(.ok, "slow") },
-      Route(
-        .get, "/cached", cacheClass: .private, execution: .pooled,
-        fastPath: { r in r.headers["x-hit"] == nil ? nil : .text(.ok, "from the loop") }
-      ) { _ in .text(.ok, "from the pool") },
-      Route(
-        .post, "/limited", cacheClass: .private, execution: .background,
-        fastPath: { _ in
-          var refusal = Response.text(.tooManyRequests, "wait")
-          refusal.holdFor = .seconds(1)
-          return refusal
-        }
-      ) { _ in .text(.ok, "never") },
-      Route(.delete, "/gone", cacheClass: .private) { _ in .text(.ok, "gone") },
-      Route(.post, "/api/echo", cacheClass: .private) { r in
-        .text(.ok, String(decoding: r.body, as: UTF8.self))
-      },
-      Route(.post, "/api/slow", cacheClass: .private, execution: .pooled) { _ in .text(.ok, "slow") },
-      Route(
-        .post, "/api/json", cacheClass: .private,
-        body: .json(
-          maxBytes: 8, tooLarge: .text(.contentTooLarge, "at most 8 bytes"),
-          unsupported: .text(.unsupportedMediaType, "json only"))
-      ) { r in .text(.ok, "got " + String(decoding: r.body, as: UTF8.self)) },
-    ])
+    let router = try! Router(
+      [
+        Route(.get, "/hello", cacheClass: .revalidate, fixed: .text(.ok, "hello\n")),
+        Route(.get, "/echo", cacheClass: .private) { r in .text(.ok, "echo \(r.query ?? "")") },
+        Route(.post, "/echo", cacheClass: .private) { r in .text(.ok, String(decoding: r.body, as: UTF8.self))
+        },
+        Route(.get, "/slow", cacheClass: .private, execution: .pooled) { _ in .text(.ok, "slow") },
+        Route(
+          .get, "/cached", cacheClass: .private, execution: .pooled,
+          fastPath: { r in r.headers["x-hit"] == nil ? nil : .text(.ok, "from the loop") }
+        ) { _ in .text(.ok, "from the pool") },
+        Route(
+          .post, "/limited", cacheClass: .private, execution: .background,
+          fastPath: { _ in
+            var refusal = Response.text(.tooManyRequests, "wait")
+            refusal.holdFor = .seconds(1)
+            return refusal
+          }
+        ) { _ in .text(.ok, "never") },
+        Route(.delete, "/gone", cacheClass: .private) { _ in .text(.ok, "gone") },
+        Route(.post, "/api/echo", cacheClass: .private) { r in
+          .text(.ok, String(decoding: r.body, as: UTF8.self))
+        },
+        Route(.post, "/api/slow", cacheClass: .private, execution: .pooled) { _ in .text(.ok, "slow") },
+        Route(
+          .post, "/api/json", cacheClass: .private,
+          body: .json(
+            maxBytes: 8, tooLarge: .text(.contentTooLarge, "at most 8 bytes"),
+            unsupported: .text(.unsupportedMediaType, "json only"))
+        ) { r in .text(.ok, "got " + String(decoding: r.body, as: UTF8.self)) },
+      ], errors: .apiAndPages())
     machine = ConnectionMachine(
       clock: clock, limits: limits, client: "127.0.0.1:5000", secure: secure, budget: budget)
     context = ConnectionContext(router: router, log: AccessLog(enabled: true))
@@ -72,6 +73,29 @@ struct Harness {
   mutating func timeout(after duration: Duration) -> ConnectionMachine<ManualClock>.Step {
     clock.advance(by: duration)
     return machine.deadlinePassed(context: &context)
+  }
+}
+
+extension ErrorRenderer {
+  /// The shape a composition with an API and pages gives the engine's errors (band-edge's): a
+  /// JSON error under `/api/`, `page` for a browser outside `/.well-known/`, else plain text.
+  static func apiAndPages(page: (@Sendable (Status, String) -> Response)? = nil) -> ErrorRenderer {
+    ErrorRenderer { error in
+      guard let path = error.path else { return error.plainText }
+      if path.hasPrefix("/api/") {
+        let body = "{\"error\":\"\(Log.escape(error.code))\",\"message\":\"\(Log.escape(error.message))\"}"
+        return Response(
+          status: error.status,
+          headers: [("Content-Type", "application/json; charset=utf-8")] + error.headers,
+          body: .bytes(Array(body.utf8)))
+      }
+      if let page, !path.hasPrefix("/.well-known/"), ErrorRenderer.acceptsHTML(error.accept) {
+        var response = page(error.status, error.message)
+        for (name, value) in error.headers { response.add(name, value) }
+        return response
+      }
+      return error.plainText
+    }
   }
 }
 
@@ -206,7 +230,7 @@ struct ConnectionMachineTests {
   func errorPages(request: String, expected: String) throws {
     var h = Harness()
     h.context.router = try Router(
-      h.context.router.routes, errorPage: { status, _ in .text(status, "page \(status.code)") })
+      h.context.router.routes, errors: .apiAndPages { status, _ in .text(status, "page \(status.code)") })
     h.send(request)
     let out = h.drainOutput().text
     #expect(out.contains("Cache-Control: no-store\r\n"))

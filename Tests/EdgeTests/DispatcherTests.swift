@@ -17,13 +17,14 @@ struct DispatcherTests {
 
   static func dispatcher(redirect: String? = nil) throws -> Dispatcher {
     var d = Dispatcher(
-      router: try Router([
-        Route(.get, "/hello", cacheClass: .revalidate, fixed: .text(.ok, "hello")),
-        Route(.get, "/api/items/:id", cacheClass: .private) { _ in .text(.ok, "item") },
-        Route(.post, "/api/items", cacheClass: .private, body: json) { _ in .text(.ok, "made") },
-        Route(.post, "/form", cacheClass: .private) { _ in .text(.ok, "posted") },
-        Route(.get, "/healthz", cacheClass: .private) { _ in .text(.ok, "alive") },
-      ]))
+      router: try Router(
+        [
+          Route(.get, "/hello", cacheClass: .revalidate, fixed: .text(.ok, "hello")),
+          Route(.get, "/api/items/:id", cacheClass: .private) { _ in .text(.ok, "item") },
+          Route(.post, "/api/items", cacheClass: .private, body: json) { _ in .text(.ok, "made") },
+          Route(.post, "/form", cacheClass: .private) { _ in .text(.ok, "posted") },
+          Route(.get, "/healthz", cacheClass: .private) { _ in .text(.ok, "alive") },
+        ], errors: .apiAndPages()))
     d.httpsRedirect = redirect
     return d
   }

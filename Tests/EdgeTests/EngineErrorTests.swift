@@ -85,7 +85,7 @@ struct EngineErrorTests {
   func shape(request: String, status: String, expected: String) throws {
     var h = Harness()
     h.context.router = try Router(
-      h.context.router.routes, errorPage: { status, _ in .text(status, "page \(status.code)") })
+      h.context.router.routes, errors: .apiAndPages { status, _ in .text(status, "page \(status.code)") })
     h.send(request)
     let out = h.drainOutput().text
     #expect(out.hasPrefix("HTTP/1.1 \(status) "), "\(out)")
@@ -150,7 +150,30 @@ struct EngineErrorTests {
 
   @Test("JSON strings are escaped")
   func escaping() {
-    #expect(Dispatcher.json("a\"b\\c\n\u{1}") == #""a\"b\\c\n\u0001""#)
+    #expect(Log.escape("a\"b\\c\n\u{1}") == #"a\"b\\c\n\u0001"#)
+  }
+
+  @Test("the engine's errors take the shape the composition supplies; its own is plain text, under /api/ too")
+  func renderer() throws {
+    var plain = Harness()
+    plain.context.router = try Router(plain.context.router.routes)
+    plain.send("GET /api/nope HTTP/1.1\r\nHost: a\r\nAccept: text/html\r\n\r\n")
+    let text = plain.drainOutput().text
+    #expect(text.hasPrefix("HTTP/1.1 404 Not Found\r\n") && text.contains(Self.plain), "\(text)")
+    #expect(text.hasSuffix("\r\n\r\nNot found.\n"), "\(text)")
+    var shaped = Harness()
+    shaped.context.router = try Router(
+      shaped.context.router.routes,
+      errors: ErrorRenderer { error in
+        .text(
+          error.status, "\(error.code) \(error.path ?? "-") \(error.accept ?? "-") \(error.message)",
+          headers: error.headers + [("X-Shaped", "1")])
+      })
+    shaped.send("DELETE /echo HTTP/1.1\r\nHost: a\r\nAccept: x/y\r\n\r\n")
+    let out = shaped.drainOutput().text
+    #expect(out.hasPrefix("HTTP/1.1 405 Method Not Allowed\r\n"), "\(out)")
+    #expect(out.contains("Allow: GET, HEAD, POST\r\n") && out.contains("X-Shaped: 1\r\n"), "\(out)")
+    #expect(out.hasSuffix("\r\n\r\nmethod_not_allowed /echo x/y This method is not allowed here."), "\(out)")
   }
 }
 

@@ -1,52 +1,84 @@
-/// The one place that decides the shape of an error the engine answers itself (404, 405, 413, 503,
-/// a parse error once the target is known, ...): under `/api/` the API's `{"error","message"}`
-/// JSON (every API answer is JSON); an HTML page for a browser (`Accept` names `text/html`)
-/// outside `/.well-known/`, when the composition gave one; else plain text.
-extension Dispatcher {
-  /// An engine error for a request whose `path` (nil: unknown) and `Accept` field are as given.
-  static func refusal(
+/// An error the engine answers itself (404, 405, 413, 503, a parse error once the target is
+/// known, ...): what its answer may be shaped from.
+public struct EngineError: Sendable {
+  public let status: Status
+  /// The request's path, still percent-encoded; nil when it is not known (the request line did
+  /// not parse).
+  public let path: String?
+  /// The request's `Accept` field, when it arrived.
+  public let accept: String?
+  /// The error's snake_case name (`not_found`, `payload_too_large`, `service_unavailable`, ...).
+  public let code: String
+  /// The plain-language sentence: what was wrong, never what was received.
+  public let message: String
+  /// Fields the answer carries whatever its shape (`Allow`, `Retry-After`).
+  public let headers: [(name: String, value: String)]
+
+  /// An error with `status` for a request whose `path` and `Accept` field are as given; `code`
+  /// nil: the status's own (`ErrorRenderer.code(for:)`).
+  public init(
     _ status: Status, path: String?, accept: String?, code: String? = nil, _ message: String,
-    headers: [(name: String, value: String)] = [], page: ErrorPage? = nil
-  ) -> Response {
-    guard let path else { return .text(status, message + "\n", headers: headers) }
-    if path.hasPrefix("/api/") {
-      let body = "{\"error\":\(json(code ?? errorCode(for: status))),\"message\":\(json(message))}"
-      return Response(
-        status: status, headers: [("Content-Type", "application/json; charset=utf-8")] + headers,
-        body: .bytes(Array(body.utf8)))
-    }
-    if let page, !path.hasPrefix("/.well-known/"), acceptsHTML(accept) {
-      var response = page(status, message)
-      for (name, value) in headers { response.add(name, value) }
-      return response
-    }
-    return .text(status, message + "\n", headers: headers)
+    headers: [(name: String, value: String)] = []
+  ) {
+    self.status = status
+    self.path = path
+    self.accept = accept
+    self.code = code ?? ErrorRenderer.code(for: status)
+    self.message = message
+    self.headers = headers
   }
 
-  /// An engine error for a parsed request.
-  static func refusal(
+  /// The plain-text answer: the message and a line feed.
+  public var plainText: Response { .text(status, message + "\n", headers: headers) }
+}
+
+/// The shape of every error the engine answers itself: the one place that turns an `EngineError`
+/// into a response. The composition supplies it (JSON for an API, a page for browsers); the
+/// engine's own is plain text.
+public struct ErrorRenderer: Sendable {
+  private let render: @Sendable (EngineError) -> Response
+
+  /// A renderer that answers every engine error with `render`.
+  public init(_ render: @escaping @Sendable (EngineError) -> Response) {
+    self.render = render
+  }
+
+  /// The engine's default: the message as plain text.
+  public static let plainText = ErrorRenderer { $0.plainText }
+
+  /// The answer to `error`.
+  public func callAsFunction(_ error: EngineError) -> Response { render(error) }
+
+  /// The answer to an engine error for a request whose `path` (nil: unknown) and `Accept` field
+  /// are as given.
+  func refusal(
+    _ status: Status, path: String?, accept: String?, code: String? = nil, _ message: String,
+    headers: [(name: String, value: String)] = []
+  ) -> Response {
+    render(EngineError(status, path: path, accept: accept, code: code, message, headers: headers))
+  }
+
+  /// The answer to an engine error for a parsed request.
+  func refusal(
     _ status: Status, _ request: Request, code: String? = nil, _ message: String,
-    headers: [(name: String, value: String)] = [], page: ErrorPage? = nil
+    headers: [(name: String, value: String)] = []
   ) -> Response {
     refusal(
       status, path: request.path, accept: request.headers.combined("accept"), code: code, message,
-      headers: headers, page: page)
+      headers: headers)
   }
 
   /// The snake_case code of an engine error (`payload_too_large`, `service_unavailable`, ...).
-  static func errorCode(for status: Status) -> String {
+  public static func code(for status: Status) -> String {
     switch status.code {
     case 413: "payload_too_large"
     default: String(status.reason.lowercased().map { $0 == " " || $0 == "-" ? "_" : $0 })
     }
   }
 
-  /// `text` as a JSON string (RFC 8259 §7).
-  static func json(_ text: String) -> String { "\"" + Log.escape(text) + "\"" }
-
   /// Whether an `Accept` field asks for HTML: a `text/html` range whose weight is not zero
   /// (RFC 9110 §12.5.1).
-  static func acceptsHTML(_ accept: String?) -> Bool {
+  public static func acceptsHTML(_ accept: String?) -> Bool {
     guard let accept else { return false }
     for range in accept.split(separator: ",") {
       let parts = range.split(separator: ";").map { $0.filter { $0 != " " && $0 != "\t" }.lowercased() }
@@ -56,7 +88,9 @@ extension Dispatcher {
     }
     return false
   }
+}
 
+extension Dispatcher {
   /// The plain-language sentence for each parse error: what was wrong, never what was received.
   static func message(for error: HTTPParseError) -> String {
     let detail: String =
