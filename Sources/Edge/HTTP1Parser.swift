@@ -154,7 +154,8 @@ public struct HTTP1Parser: Sendable {
     // Nothing past the largest head is looked at.
     let window = UnsafeRawBufferPointer(rebasing: buffer[0..<min(buffer.count, limits.maxHeadBytes)])
     if case .requestLine = phase {
-      // A refused request line: the target as far as it was read (a 414's prefix still says /api/).
+      // A refused request line: the target as far as it was read (a 414's prefix still names its
+      // part of the site).
       let end =
         switch lineState {
         case .target: min(scanned, buffer.count)

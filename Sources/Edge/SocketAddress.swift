@@ -140,8 +140,8 @@ enum Listener {
     return fd
   }
 
-  /// Fails with EADDRINUSE when anything listens on `address` already (another band-edge
-  /// included, which SO_REUSEPORT would otherwise let us share silently); returns the address
+  /// Fails with EADDRINUSE when anything listens on `address` already (another instance of this
+  /// server included, which SO_REUSEPORT would otherwise let us share silently); returns the address
   /// with its port resolved when it was 0.
   static func claim(_ address: SocketAddress) throws(SystemError) -> SocketAddress {
     let family = if case .v6 = address { AF_INET6 } else { AF_INET }

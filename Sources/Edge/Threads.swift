@@ -8,12 +8,12 @@ private final class ThreadBody: Sendable {
 }
 
 /// Starts an OS thread running `body` (threads of our own, off Swift's cooperative pool:
-/// event loops and pool workers block in epoll, SQLite and Argon2).
+/// event loops block in epoll, pool workers in whatever blocking calls their handlers make).
 ///
 /// The thread blocks SIGTERM, SIGINT and SIGHUP before it runs: the server takes them on one
-/// thread (`Server.run`), and a thread started before that mask was set — the change listener,
-/// the heartbeat, the mail sender — would otherwise receive a SIGHUP with its default action,
-/// which ends the process.
+/// thread (`Server.run`), and a thread started before that mask was set — a background thread of
+/// the composition's — would otherwise receive a SIGHUP with its default action, which ends the
+/// process.
 @discardableResult
 public func startThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
   let context = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
