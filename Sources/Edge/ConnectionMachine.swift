@@ -21,6 +21,12 @@ public struct ConnectionContext: Sendable {
     set { dispatcher.httpsRedirect = newValue }
   }
 
+  /// Paths answered in the clear all the same (`Dispatcher.clearPaths`).
+  public var clearPaths: Set<String> {
+    get { dispatcher.clearPaths }
+    set { dispatcher.clearPaths = newValue }
+  }
+
   /// A context over `router`.
   public init(router: Router, log: AccessLog, metrics: MetricShard? = nil) {
     dispatcher = Dispatcher(router: router)

@@ -56,8 +56,9 @@ public struct Dispatcher: Sendable {
   /// Where plain-HTTP requests are sent (`308` to this origin plus the same path and query), when
   /// set.
   public var httpsRedirect: String? = nil
-  /// Paths answered in the clear even when `httpsRedirect` is set, for load balancers.
-  public var clearPaths: Set<String> = ["/healthz", "/readyz"]
+  /// Paths answered in the clear even when `httpsRedirect` is set: the composition's health
+  /// checks, for load balancers.
+  public var clearPaths: Set<String> = []
 
   /// A dispatcher over `router`.
   public init(router: Router) {

@@ -80,13 +80,14 @@ public final class Route: Sendable {
 
 /// Why a route table was refused at start.
 public enum RouterError: Error, Equatable, CustomStringConvertible {
-  case apiRouteNotPrivate(String)
+  /// The route's pattern is under one of the table's private prefixes but its class is not private.
+  case notPrivate(String, prefix: String)
   case duplicateRoute(String)
   case invalidPattern(String)
 
   public var description: String {
     switch self {
-    case .apiRouteNotPrivate(let p): "route \(p) is under /api/ and must use cache class private"
+    case .notPrivate(let p, let prefix): "route \(p) is under \(prefix) and must use cache class private"
     case .duplicateRoute(let p): "route \(p) is declared twice"
     case .invalidPattern(let p): "route pattern \(p) must start with / and may end in a lone *"
     }
@@ -127,8 +128,12 @@ public struct Router: Sendable {
   /// `methods` as an `Allow` value, for `OPTIONS *`.
   public let allowAll: String
 
-  /// A router over `routes`; refuses `/api/` routes that are not `private`, duplicates and bad patterns.
-  public init(_ routes: [Route], errors: ErrorRenderer = .plainText) throws(RouterError) {
+  /// A router over `routes`, its errors shaped by `errors`; refuses routes under any of
+  /// `privatePrefixes` (the composition's: paths about a person, whatever their route) that are
+  /// not `private`, duplicates and bad patterns.
+  public init(
+    _ routes: [Route], privatePrefixes: [String] = [], errors: ErrorRenderer = .plainText
+  ) throws(RouterError) {
     self.routes = routes
     self.errors = errors
     var methods = Set(routes.map(\.method))
@@ -139,7 +144,9 @@ public struct Router: Sendable {
     for route in routes {
       let p = route.pattern
       guard p.hasPrefix("/"), !p.dropLast().contains("*") else { throw .invalidPattern(p) }
-      if p.hasPrefix("/api/") && route.cacheClass != .private { throw .apiRouteNotPrivate(p) }
+      if route.cacheClass != .private, let prefix = privatePrefixes.first(where: p.hasPrefix) {
+        throw .notPrivate(p, prefix: prefix)
+      }
       if !p.contains(":") && !p.hasSuffix("*") {
         var entry = exact[p] ?? PathEntry()
         guard !entry.routes.contains(where: { $0.method == route.method }) else { throw .duplicateRoute(p) }

@@ -29,14 +29,18 @@ public struct ServerConfiguration: Sendable {
   public var tlsListen: [SocketAddress] = []
   /// The TLS configuration for `tlsListen`.
   public var tls: TLSContext? = nil
-  /// When set, plain-HTTP listeners answer every request but `/healthz` with `308` to this origin.
+  /// When set, plain-HTTP listeners answer every request but those for `clearPaths` with `308` to
+  /// this origin.
   public var httpsRedirect: String? = nil
+  /// Paths plain-HTTP listeners answer even with `httpsRedirect` set: health checks, for load
+  /// balancers.
+  public var clearPaths: Set<String> = []
   /// How often the TLS session-ticket keys are replaced (a new context from the same files).
   public var ticketKeyRotation: Duration = .seconds(12 * 3600)
   /// Whether plain listeners take HTTP/2 with prior knowledge (h2c: a connection that opens with
   /// the HTTP/2 preface), for tests and a TLS-terminating proxy in front; never `Upgrade: h2c`.
   public var http2Cleartext = false
-  /// Where the admin listener (`/metrics`, `/healthz`, `/readyz`) listens; empty: nowhere. It has
+  /// Where the admin listener (`adminRouter`'s routes) listens; empty: nowhere. It has
   /// a loop of its own, takes no TLS and no HTTP/2, and its requests are neither logged nor counted.
   public var adminListen: [SocketAddress] = []
   /// The client networks the admin listener serves; empty: loopback only.
@@ -157,6 +161,7 @@ public final class Server: Sendable {
       let http2Cleartext = configuration.http2Cleartext
       var loopContext = ConnectionContext(router: router, log: AccessLog(enabled: configuration.accessLog))
       loopContext.httpsRedirect = configuration.httpsRedirect
+      loopContext.clearPaths = configuration.clearPaths
       let context = loopContext
       let metrics = configuration.metrics
       running.count.add(1, ordering: .relaxed)

@@ -1,8 +1,17 @@
 import ClientAPI
 import Edge
 
-/// What the engine is told of this product: the shape of the errors it answers itself.
+/// What the engine is told of this product: the health paths, which routes must be private, and
+/// the shape of the errors it answers itself.
 enum EngineRules {
+  /// Alive and ready (`EdgeRoutes.health`, `Readiness`): answered in the clear even where plain
+  /// HTTP is redirected to HTTPS, for load balancers.
+  static let clearPaths: Set<String> = ["/healthz", "/readyz"]
+
+  /// Every route under these is about a person (the client API): the router refuses one whose
+  /// cache class is not `private`.
+  static let privatePrefixes = ["/api/"]
+
   /// The engine's own errors (404, 405, 413, 503, parse errors, ...): the client API's JSON error
   /// under `/api/` (every API answer is JSON); `page` for a browser (`Accept` names `text/html`)
   /// outside `/.well-known/` (files for machines), when there is one; else plain text.

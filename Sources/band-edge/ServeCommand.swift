@@ -230,6 +230,7 @@ enum ServeCommand {
         // Staging and production serve nothing in clear text but a redirect (and /healthz);
         // development keeps plain HTTP on loopback.
         if deployment.environment != .development { settings.server.httpsRedirect = deployment.origin }
+        settings.server.clearPaths = EngineRules.clearPaths
       }
       if deployment.environment == .development, let open = tlsListen.first(where: { !$0.isLoopback }) {
         fail("development listens on loopback only (127.0.0.0/8 or ::1), not \(open)")
@@ -463,6 +464,7 @@ enum ServeCommand {
     // Every approved app-link path nothing else answers gets its web page (the app is not installed).
     return try Router(
       routes + LinkFallback.routes(deployment: deployment, stylesheet: stylesheet, existing: routes),
+      privatePrefixes: EngineRules.privatePrefixes,
       errors: EngineRules.errors(page: ErrorPages.renderer(deployment: deployment, stylesheet: stylesheet)))
   }
 

@@ -181,6 +181,7 @@ struct ConnectionMachineTests {
   func httpsOnly() {
     var plain = Harness()
     plain.context.httpsRedirect = "https://app.example.test"
+    plain.context.clearPaths = ["/healthz"]
     plain.send("GET /echo?a=1 HTTP/1.1\r\nHost: a\r\n\r\nGET /healthz HTTP/1.1\r\nHost: a\r\n\r\n")
     let out = plain.drainOutput().text
     #expect(out.hasPrefix("HTTP/1.1 308 Permanent Redirect\r\n"))
@@ -466,11 +467,24 @@ struct RouterTests {
     #expect(allow == "GET, HEAD, POST")
   }
 
-  @Test("an /api/ route must be private; duplicates and bad patterns are refused")
-  func validation() {
-    #expect(throws: RouterError.apiRouteNotPrivate("/api/x")) {
-      try Router([Route(.get, "/api/x", cacheClass: .revalidate, handler: ok)])
+  @Test("a route under a private prefix must be private; duplicates and bad patterns are refused")
+  func validation() throws {
+    #expect(throws: RouterError.notPrivate("/api/x", prefix: "/api/")) {
+      try Router(
+        [Route(.get, "/api/x", cacheClass: .revalidate, handler: ok)],
+        privatePrefixes: ["/account/", "/api/"])
     }
+    #expect(
+      RouterError.notPrivate("/api/x", prefix: "/api/").description
+        == "route /api/x is under /api/ and must use cache class private")
+    // The prefixes are the composition's: the engine alone has none.
+    _ = try Router([Route(.get, "/api/x", cacheClass: .revalidate, handler: ok)])
+    _ = try Router(
+      [
+        Route(.get, "/api/x", cacheClass: .private, handler: ok),
+        Route(.get, "/x", cacheClass: .immutable, handler: ok),
+      ],
+      privatePrefixes: ["/api/"])
     #expect(throws: RouterError.duplicateRoute("/x")) {
       try Router([
         Route(.get, "/x", cacheClass: .private, handler: ok),

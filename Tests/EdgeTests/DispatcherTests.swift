@@ -26,6 +26,7 @@ struct DispatcherTests {
           Route(.get, "/healthz", cacheClass: .private) { _ in .text(.ok, "alive") },
         ], errors: .apiAndPages()))
     d.httpsRedirect = redirect
+    d.clearPaths = ["/healthz"]
     return d
   }
 
@@ -95,5 +96,11 @@ struct DispatcherTests {
       method: .get, path: "/api/items/1", target: { "/api/items/1" }, secure: true, bodyLength: 0,
       fields: Fields())
     #expect(Self.summary(secure) == "route GET /api/items/:id id=1")
+    // The clear paths are the composition's: the engine alone has none.
+    var bare = d
+    bare.clearPaths = []
+    let redirected = bare.decide(
+      method: .get, path: "/healthz", target: { "/healthz" }, secure: false, bodyLength: 0, fields: Fields())
+    #expect(Self.summary(redirected) == "answer 308 private -> https://app.example.test/healthz")
   }
 }
