@@ -120,29 +120,21 @@ public enum Log {
 
   /// One JSON line on standard error: `{"level":..., "event":..., fields...}`. Values are escaped.
   public static func event(_ level: String = "info", _ event: String, _ fields: [(String, String)] = []) {
-    var line = "{\"level\":\"\(level)\",\"event\":\"\(escape(event))\""
-    for (key, value) in fields { line += ",\"\(escape(key))\":\"\(escape(value))\"" }
-    line += "}\n"
-    let bytes = Array(line.utf8)
-    bytes.withUnsafeBytes { raw in _ = write(2, raw.baseAddress!, raw.count) }
+    var line: [UInt8] = []
+    line.append(static: #"{"level":"#)
+    JSONString.append(level, to: &line)
+    line.append(static: #","event":"#)
+    JSONString.append(event, to: &line)
+    for (key, value) in fields {
+      line.append(UInt8(ascii: ","))
+      JSONString.append(key, to: &line)
+      line.append(UInt8(ascii: ":"))
+      JSONString.append(value, to: &line)
+    }
+    line.append(static: "}\n")
+    line.withUnsafeBytes { raw in _ = write(2, raw.baseAddress!, raw.count) }
   }
 
-  /// JSON string escaping (RFC 8259 §7).
-  public static func escape(_ text: String) -> String {
-    var out = ""
-    for scalar in text.unicodeScalars {
-      switch scalar {
-      case "\"": out += "\\\""
-      case "\\": out += "\\\\"
-      case "\n": out += "\\n"
-      case "\r": out += "\\r"
-      case "\t": out += "\\t"
-      case _ where scalar.value < 0x20:
-        let hex = String(scalar.value, radix: 16)
-        out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-      default: out.unicodeScalars.append(scalar)
-      }
-    }
-    return out
-  }
+  /// `text` escaped to stand inside a JSON string (`JSONString`).
+  public static func escape(_ text: String) -> String { JSONString.escaped(text) }
 }

@@ -83,11 +83,15 @@ extension ErrorRenderer {
     ErrorRenderer { error in
       guard let path = error.path else { return error.plainText }
       if path.hasPrefix("/api/") {
-        let body = "{\"error\":\"\(Log.escape(error.code))\",\"message\":\"\(Log.escape(error.message))\"}"
+        var body: [UInt8] = Array(#"{"error":"#.utf8)
+        JSONString.append(error.code, to: &body)
+        body += #","message":"#.utf8
+        JSONString.append(error.message, to: &body)
+        body += "}".utf8
         return Response(
           status: error.status,
           headers: [("Content-Type", "application/json; charset=utf-8")] + error.headers,
-          body: .bytes(Array(body.utf8)))
+          body: .bytes(body))
       }
       if let page, !path.hasPrefix("/.well-known/"), ErrorRenderer.acceptsHTML(error.accept) {
         var response = page(error.status, error.message)

@@ -150,7 +150,11 @@ struct EngineErrorTests {
 
   @Test("JSON strings are escaped")
   func escaping() {
-    #expect(Log.escape("a\"b\\c\n\u{1}") == #"a\"b\\c\n\u0001"#)
+    #expect(JSONString.escaped("a\"b\\c\n\u{1}") == #"a\"b\\c\n\u0001"#)
+    var out: [UInt8] = []
+    JSONString.append("é\r\t\u{1f}/x", to: &out)
+    #expect(String(decoding: out, as: UTF8.self) == #""é\r\t\u001f/x""#)
+    #expect(Log.escape("q\"") == #"q\""#)
   }
 
   @Test("the engine's errors take the shape the composition supplies; its own is plain text, under /api/ too")
