@@ -273,25 +273,7 @@ extension ClientContext {
 /// Dates as the API and pages show them.
 enum Timestamp {
   /// `2026-11-30T10:20:00Z` (RFC 3339, UTC).
-  static func iso8601(_ epochSeconds: Int) -> String {
-    var t = time_t(epochSeconds)
-    var parts = tm()
-    gmtime_r(&t, &parts)
-    func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
-    return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
-      + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
-  }
-
-  /// `30 Nov 2026, 10:20 UTC`, for pages.
-  static func readable(_ epochSeconds: Int) -> String {
-    let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-    var t = time_t(epochSeconds)
-    var parts = tm()
-    gmtime_r(&t, &parts)
-    func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
-    return
-      "\(parts.tm_mday) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900), \(two(parts.tm_hour)):\(two(parts.tm_min)) UTC"
-  }
+  static func iso8601(_ epochSeconds: Int) -> String { Civil.rfc3339(epochSeconds) }
 }
 
 /// JSON responses of the client API.

@@ -66,13 +66,7 @@ public struct AccessLog: Sendable {
     clock_gettime(CLOCK_REALTIME_COARSE, &now)
     guard now.tv_sec != timeSecond else { return }
     timeSecond = now.tv_sec
-    var t = time_t(now.tv_sec)
-    var parts = tm()
-    gmtime_r(&t, &parts)
-    func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
-    timeLine = Array(
-      "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
-        .utf8)
+    timeLine = Array(Civil.rfc3339(now.tv_sec).utf8)
   }
 
   /// Whether nothing is buffered.

@@ -34,3 +34,39 @@ public enum Civil {
     return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
   }
 }
+
+extension Civil {
+  /// The date and time in UTC of `epochSeconds` since 1970-01-01 (before it too); weekday 0 is
+  /// Sunday.
+  public static func time(epochSeconds: Int) -> (
+    year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int, weekday: Int
+  ) {
+    let days = floorDiv(epochSeconds, 86400)
+    let rest = floorMod(epochSeconds, 86400)
+    let (year, month, day) = date(days: days)
+    return (year, month, day, rest / 3600, rest % 3600 / 60, rest % 60, weekday(days))
+  }
+
+  /// `2026-11-30T10:20:00Z`: RFC 3339 in UTC, to the second.
+  public static func rfc3339(_ epochSeconds: Int) -> String {
+    let t = time(epochSeconds: epochSeconds)
+    return "\(t.year)-\(two(t.month))-\(two(t.day))T\(two(t.hour)):\(two(t.minute)):\(two(t.second))Z"
+  }
+
+  /// `Tue, 01 Dec 2026 10:20:00 GMT`: IMF-fixdate (RFC 9110 §5.6.7).
+  public static func imfFixdate(_ epochSeconds: Int) -> String {
+    let t = time(epochSeconds: epochSeconds)
+    return "\(dayNames[t.weekday]), \(two(t.day)) \(monthNames[t.month - 1]) \(t.year) "
+      + "\(two(t.hour)):\(two(t.minute)):\(two(t.second)) GMT"
+  }
+
+  /// The months' English abbreviations, January first.
+  public static let monthNames = [
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+  ]
+  /// The weekdays' English abbreviations, Sunday first.
+  public static let dayNames = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+
+  /// `v` in two digits at least.
+  public static func two(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
+}

@@ -21,20 +21,7 @@ public struct HTTPDate: Sendable {
   mutating func update(epochSeconds: Int) {
     guard epochSeconds != second else { return }
     second = epochSeconds
-    value = Self.format(epochSeconds)
+    value = Civil.imfFixdate(epochSeconds)
     line = Array("Date: \(value)\r\n".utf8)
-  }
-
-  /// `Tue, 01 Dec 2026 10:20:00 GMT` (IMF-fixdate) for `epochSeconds`.
-  public static func format(_ epochSeconds: Int) -> String {
-    var t = time_t(epochSeconds)
-    var parts = tm()
-    gmtime_r(&t, &parts)
-    let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
-    let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-    func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
-    return
-      "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) "
-      + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
   }
 }
