@@ -103,16 +103,6 @@ struct ConnectionMachine<Clock: EdgeClock> {
     var close = Close.none
   }
 
-  private struct InFlight {
-    let method: HTTPMethod
-    let path: String
-    let route: RouteIndex
-    let cacheClass: CacheClass
-    let headOnly: Bool
-    let connection: ConnectionHeader
-    let started: Instant
-  }
-
   let clock: Clock
   let limits: Limits
   let client: String
@@ -546,19 +536,13 @@ struct ConnectionMachine<Clock: EdgeClock> {
         path: path, started: now, route: route.metricIndex, context: &context)
     case .hold(let response, let hold):
       inFlight = InFlight(
-        method: method, path: path, route: route.metricIndex, cacheClass: route.cacheClass,
-        headOnly: headOnly,
-        connection: connection,
-        started: now)
+        method: method, path: path, route: route, headOnly: headOnly, connection: connection, started: now)
       state = .handling
       held = response
       readDeadline = now.adding(hold)
     case .pool:
       inFlight = InFlight(
-        method: method, path: path, route: route.metricIndex, cacheClass: route.cacheClass,
-        headOnly: headOnly,
-        connection: connection,
-        started: now)
+        method: method, path: path, route: route, headOnly: headOnly, connection: connection, started: now)
       state = .handling
       readDeadline = .never
       inFlightBodyBytes = request.body.count

@@ -20,16 +20,6 @@ final class HTTP2Connection<Clock: EdgeClock> {
     var close = false
   }
 
-  /// What the access log needs of a stream answered later.
-  private struct InFlight {
-    let method: HTTPMethod
-    let path: String
-    let route: RouteIndex
-    let cacheClass: CacheClass
-    let headOnly: Bool
-    let started: Instant
-  }
-
   /// A stream decided on its head, whose body is being read.
   private struct Routed {
     /// The request's head (its body is still arriving).
@@ -256,8 +246,7 @@ final class HTTP2Connection<Clock: EdgeClock> {
       return nil
     case .pool:
       inFlight[stream] = InFlight(
-        method: request.method, path: request.path, route: route.metricIndex, cacheClass: route.cacheClass,
-        headOnly: headOnly, started: started)
+        method: request.method, path: request.path, route: route, headOnly: headOnly, started: started)
       return ConnectionMachine<Clock>.Dispatch(request: request, route: route)
     }
   }
