@@ -354,27 +354,7 @@ struct ConnectionMachine<Clock: EdgeClock> {
         result = try parser.advance(window)
       } catch {
         offset = buffer.count
-        if discarding {
-          // Answered on its head already: a body that breaks its framing or the limit while it is
-          // dropped ends the connection, without a second answer.
-          discarding = false
-          closeAfterWrite = true
-          state = .awaitingRequest
-          if output.isEmpty { step.close = .now }
-          break parsing
-        }
-        // Once the target is known the answer takes the engine's error shape (the composition's);
-        // a body past its route's limit gets the route's own refusal.
-        let target = parser.errorContext(window)
-        let routeRefusal = error == .bodyTooLarge ? routed?.route.body.tooLarge : nil
-        routed = nil
-        // Past a size limit (413, 414, 431) it is a limit; anything else broke the framing.
-        closeReason = [413, 414, 431].contains(error.status.code) ? .limit : .parseError
-        failRequest(
-          routeRefusal
-            ?? context.router.errors.refusal(
-              error.status, path: target?.path, accept: target?.accept, Dispatcher.message(for: error)),
-          context: &context)
+        if refuse(error, window, context: &context) { step.close = .now }
         break parsing
       }
       switch result {
@@ -398,33 +378,70 @@ struct ConnectionMachine<Clock: EdgeClock> {
         }
       case .complete(let consumed):
         offset += consumed
-        servedOne = true
-        state = .awaitingRequest
-        readDeadline = now.adding(limits.idleTimeout)
-        if discarding {
-          // Its answer went out on the head; the body is read past and dropped.
-          discarding = false
-          parser.skipRequest()
-          if draining {
-            // The server began stopping meanwhile: this connection has had its last answer.
-            closeAfterWrite = true
-            if output.isEmpty { step.close = .now }
-            break parsing
-          }
-          continue parsing
-        }
-        if let dispatch = respond(window, now: now, context: &context) {
-          step.dispatch = dispatch
-        }
+        complete(window, now: now, step: &step, context: &context)
       }
     }
-    // Keep what was not consumed (a partial request, or requests pipelined behind a pooled one).
+    keepUnconsumed(buffer, from: offset)
+    return step
+  }
+
+  /// A request the parser refused: answered, and the connection closes after the answer; or, if
+  /// its body was being dropped after an answer on its head, just closed. True: close now.
+  private mutating func refuse(
+    _ error: HTTPParseError, _ window: UnsafeRawBufferPointer, context: inout ConnectionContext
+  ) -> Bool {
+    if discarding {
+      // Answered on its head already: a body that breaks its framing or the limit while it is
+      // dropped ends the connection, without a second answer.
+      discarding = false
+      closeAfterWrite = true
+      state = .awaitingRequest
+      return output.isEmpty
+    }
+    // Once the target is known the answer takes the engine's error shape (the composition's);
+    // a body past its route's limit gets the route's own refusal.
+    let target = parser.errorContext(window)
+    let routeRefusal = error == .bodyTooLarge ? routed?.route.body.tooLarge : nil
+    routed = nil
+    // Past a size limit (413, 414, 431) it is a limit; anything else broke the framing.
+    closeReason = [413, 414, 431].contains(error.status.code) ? .limit : .parseError
+    failRequest(
+      routeRefusal
+        ?? context.router.errors.refusal(
+          error.status, path: target?.path, accept: target?.accept, Dispatcher.message(for: error)),
+      context: &context)
+    return false
+  }
+
+  /// A request the parser holds whole: answered, handed to the pool (`step.dispatch`), or, when
+  /// it was answered on its head, its body dropped.
+  private mutating func complete(
+    _ window: UnsafeRawBufferPointer, now: Instant, step: inout Step, context: inout ConnectionContext
+  ) {
+    servedOne = true
+    state = .awaitingRequest
+    readDeadline = now.adding(limits.idleTimeout)
+    guard discarding else {
+      if let dispatch = respond(window, now: now, context: &context) { step.dispatch = dispatch }
+      return
+    }
+    // Its answer went out on the head; the body is read past and dropped.
+    discarding = false
+    parser.skipRequest()
+    if draining {
+      // The server began stopping meanwhile: this connection has had its last answer.
+      closeAfterWrite = true
+      if output.isEmpty { step.close = .now }
+    }
+  }
+
+  /// Keeps what was not consumed (a partial request, or requests pipelined behind a pooled one).
+  private mutating func keepUnconsumed(_ buffer: UnsafeRawBufferPointer, from offset: Int) {
     if offset == buffer.count {
       input.removeAll(keepingCapacity: input.capacity <= 16384)
     } else if offset > 0 || input.isEmpty {
       input = Array(buffer.bytes(offset..<buffer.count))
     }
-    return step
   }
 
   /// The route a head with a body chose, kept while the body is read.
