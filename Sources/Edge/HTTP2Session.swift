@@ -153,6 +153,32 @@ final class HTTP2Session {
     var callbacks: OpaquePointer?
     nghttp2_session_callbacks_new(&callbacks)
     defer { nghttp2_session_callbacks_del(callbacks) }
+    Self.setReadingCallbacks(callbacks)
+    Self.setWritingCallbacks(callbacks)
+    var options: OpaquePointer?
+    nghttp2_option_new(&options)
+    defer { nghttp2_option_del(options) }
+    nghttp2_option_set_max_deflate_dynamic_table_size(options, settings.headerTableSize)
+    nghttp2_session_server_new2(&session, callbacks, Unmanaged.passUnretained(self).toOpaque(), options)
+    if session == nil || !submitSettings() { failed = true }
+  }
+
+  /// Queues the server's SETTINGS frame (RFC 9113 §3.4: the first frame it sends); false when the
+  /// library refused it.
+  private func submitSettings() -> Bool {
+    var entries = [
+      (NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, settings.maxConcurrentStreams),
+      (NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, settings.maxHeaderListBytes),
+      (NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, settings.initialWindowSize),
+      (NGHTTP2_SETTINGS_MAX_FRAME_SIZE, settings.maxFrameSize),
+      (NGHTTP2_SETTINGS_HEADER_TABLE_SIZE, settings.headerTableSize),
+    ].map { nghttp2_settings_entry(settings_id: Int32($0.0.rawValue), value: UInt32(clamping: $0.1)) }
+    return nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count) == 0
+  }
+
+  /// What the library tells of what it reads: frames begun and received, header fields, DATA,
+  /// and frames it refused. Each callback finds its session through `user`.
+  private static func setReadingCallbacks(_ callbacks: OpaquePointer?) {
     nghttp2_session_callbacks_set_on_begin_frame_callback(callbacks) { _, header, user in
       guard let header, let user else { return 0 }
       return HTTP2Session.from(user).beginFrame(header.pointee)
@@ -192,6 +218,11 @@ final class HTTP2Session {
       if let user { HTTP2Session.from(user).glitchesSeen += 1 }
       return 0
     }
+  }
+
+  /// What the library tells of what it sends and of streams ending: frames sent, DATA payloads
+  /// (written from the response's own bytes), and streams closed.
+  private static func setWritingCallbacks(_ callbacks: OpaquePointer?) {
     nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { session, frame, user in
       guard let frame, let user else { return 0 }
       HTTP2Session.from(user).frameSent(frame.pointee, session)
@@ -211,23 +242,6 @@ final class HTTP2Session {
       // A stream reset before it was handed on is never answered (rapid reset: no handler runs).
       if !me.events.isEmpty { me.events.removeAll { $0.stream == stream } }
       return 0
-    }
-    var options: OpaquePointer?
-    nghttp2_option_new(&options)
-    defer { nghttp2_option_del(options) }
-    nghttp2_option_set_max_deflate_dynamic_table_size(options, settings.headerTableSize)
-    nghttp2_session_server_new2(&session, callbacks, Unmanaged.passUnretained(self).toOpaque(), options)
-    var entries = [
-      (NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, settings.maxConcurrentStreams),
-      (NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, settings.maxHeaderListBytes),
-      (NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, settings.initialWindowSize),
-      (NGHTTP2_SETTINGS_MAX_FRAME_SIZE, settings.maxFrameSize),
-      (NGHTTP2_SETTINGS_HEADER_TABLE_SIZE, settings.headerTableSize),
-    ].map { nghttp2_settings_entry(settings_id: Int32($0.0.rawValue), value: UInt32(clamping: $0.1)) }
-    if session == nil
-      || nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count) != 0
-    {
-      failed = true
     }
   }
 
