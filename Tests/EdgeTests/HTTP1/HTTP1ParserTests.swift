@@ -537,7 +537,7 @@ struct HTTP1ParserTests {
 /// whole, byte by byte and in halves (fuzzHTTP1Parser traps otherwise).
 let fuzzCrashers: [URL] = {
   let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-    .appendingPathComponent("../fuzz/crashers").standardized
+    .appendingPathComponent("../../fuzz/crashers").standardized
   return
     ((try? FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)) ?? [])
     .sorted { $0.path < $1.path }
