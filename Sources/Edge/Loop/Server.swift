@@ -141,13 +141,15 @@ public final class Server: Sendable {
     let background = WorkerPool(
       threads: max(1, configuration.backgroundThreads), capacity: max(0, configuration.backgroundQueue),
       lowPriority: true)
-    configuration.metrics?.set(
-      GaugeFamily("band_edge_pool_queue_depth", "Requests waiting for a worker, by pool.") {
-        [
-          (labels: [("pool", "requests")], value: Double(pool.waiting)),
-          (labels: [("pool", "background")], value: Double(background.waiting)),
-        ]
-      })
+    if let metrics = configuration.metrics {
+      metrics.set(
+        GaugeFamily(metrics.namespace + "_pool_queue_depth", "Requests waiting for a worker, by pool.") {
+          [
+            (labels: [("pool", "requests")], value: Double(pool.waiting)),
+            (labels: [("pool", "background")], value: Double(background.waiting)),
+          ]
+        })
+    }
     let budget = RequestBudget(limit: configuration.limits.maxBufferedRequestBytes)
     var mailboxes: [LoopMailbox] = []
     let running = LoopCounter()

@@ -1,5 +1,6 @@
 /// The engine's own metric families: requests, connections, the worker pools, TLS, HTTP/2 and
-/// reloads. Their offsets in a shard are fixed, before any the composition registers.
+/// reloads. Their offsets in a shard are fixed, before any the composition registers; their names
+/// are shown after the registry's namespace (`Metrics.namespace`).
 public enum MetricID: Int, CaseIterable, Sendable {
   case requests, requestDuration, responseSize, requestsDispatched, requestsCompleted
   case connectionsAccepted, connectionsChosen, connectionsClosed, connectionsClosedBy
@@ -33,6 +34,7 @@ extension MetricCatalog {
     var offset = 0
     return MetricID.allCases.map { id in
       var family = MetricFamily.describe(id)
+      family.namespaced = true
       family.offset = offset
       offset = family.end
       return family
@@ -68,44 +70,44 @@ extension MetricFamily {
     let proto = MetricLabel("protocol", ["http1", "h2"])
     return switch id {
     case .requests:
-      MetricFamily("band_edge_http_requests_total", .counter, "Requests answered, by route, method, protocol and status code.",
+      MetricFamily("http_requests_total", .counter, "Requests answered, by route, method, protocol and status code.",
         routed: true, [MetricLabel("method", methods), proto, MetricLabel("code", codes)], showZeros: false)
     case .requestDuration:
-      MetricFamily("band_edge_http_request_duration_seconds", .histogram,
+      MetricFamily("http_request_duration_seconds", .histogram,
         "Time from a request's head to its answer being queued, by the route's cache class.", [cls],
         buckets: durationBuckets, scale: 1e9)
     case .responseSize:
-      MetricFamily("band_edge_http_response_size_bytes", .histogram, "Response body sizes, by the route's cache class.",
+      MetricFamily("http_response_size_bytes", .histogram, "Response body sizes, by the route's cache class.",
         [cls], buckets: sizeBuckets)
     case .requestsDispatched: MetricFamily(nil, .counter, "Requests handed to a pool.")
     case .requestsCompleted: MetricFamily(nil, .counter, "Pooled requests answered.")
     case .connectionsAccepted:
-      MetricFamily("band_edge_connections_accepted_total", .counter, "Connections accepted, by listener.",
+      MetricFamily("connections_accepted_total", .counter, "Connections accepted, by listener.",
         [MetricLabel("listener", ["plain", "tls"])])
     case .connectionsChosen: MetricFamily(nil, .counter, "Connections whose protocol was chosen.", [proto])
     case .connectionsClosed:
-      MetricFamily("band_edge_connections_closed_total", .counter, "Connections closed, by reason.",
+      MetricFamily("connections_closed_total", .counter, "Connections closed, by reason.",
         [MetricLabel("reason", ["normal", "timeout", "limit", "parse_error", "drain", "tls", "error"])])
     case .connectionsClosedBy:
       MetricFamily(nil, .counter, "Connections closed, by protocol.", [MetricLabel("protocol", ["pending", "http1", "h2"])])
     case .poolRejections:
-      MetricFamily("band_edge_pool_rejections_total", .counter, "Requests answered 503 because a pool's queue was full.", [pool])
+      MetricFamily("pool_rejections_total", .counter, "Requests answered 503 because a pool's queue was full.", [pool])
     case .tlsHandshakes:
-      MetricFamily("band_edge_tls_handshakes_total", .counter, "TLS handshakes, by version and result.",
+      MetricFamily("tls_handshakes_total", .counter, "TLS handshakes, by version and result.",
         [MetricLabel("version", ["TLSv1.2", "TLSv1.3", "none"]), MetricLabel("result", ["ok", "failed"])])
     case .tlsResumptions:
-      MetricFamily("band_edge_tls_resumptions_total", .counter, "TLS handshakes that resumed a session.")
+      MetricFamily("tls_resumptions_total", .counter, "TLS handshakes that resumed a session.")
     case .h2Streams:
-      MetricFamily("band_edge_h2_streams_total", .counter, "HTTP/2 streams opened by clients.")
+      MetricFamily("h2_streams_total", .counter, "HTTP/2 streams opened by clients.")
     case .h2ResetsReceived:
-      MetricFamily("band_edge_h2_resets_received_total", .counter, "HTTP/2 RST_STREAM frames received.")
+      MetricFamily("h2_resets_received_total", .counter, "HTTP/2 RST_STREAM frames received.")
     case .h2ResetsSent:
-      MetricFamily("band_edge_h2_resets_sent_total", .counter, "HTTP/2 RST_STREAM frames sent.")
+      MetricFamily("h2_resets_sent_total", .counter, "HTTP/2 RST_STREAM frames sent.")
     case .h2GoawaysSent:
-      MetricFamily("band_edge_h2_goaways_sent_total", .counter, "HTTP/2 GOAWAY frames sent, by error code.",
+      MetricFamily("h2_goaways_sent_total", .counter, "HTTP/2 GOAWAY frames sent, by error code.",
         [MetricLabel("reason", goawayReasons)])
     case .reloads:
-      MetricFamily("band_edge_reloads_total", .counter, "Configuration reloads (SIGHUP), by result.",
+      MetricFamily("reloads_total", .counter, "Configuration reloads (SIGHUP), by result.",
         [MetricLabel("result", ["ok", "failed"])])
     }
   }
@@ -120,7 +122,7 @@ extension MetricFamily {
   private static let methodCount = methods.count
   private static let codeCount = codes.count
 
-  /// The series of `band_edge_http_requests_total` for these labels.
+  /// The series of `http_requests_total` for these labels.
   static func requestSeries(route: RouteIndex, method: HTTPMethod?, protocol: MetricProtocol, status: Int)
     -> Int
   {

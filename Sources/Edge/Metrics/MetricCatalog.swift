@@ -28,8 +28,7 @@ public enum MetricCatalog {
   public static func register(_ family: MetricFamily) -> MetricHandle {
     registered.withLock { list in
       if let name = family.name {
-        precondition(
-          !(engine + list).contains { $0.name == name }, "the metric family \(name) is registered twice")
+        precondition(!list.contains { $0.name == name }, "the metric family \(name) is registered twice")
       }
       var family = family
       family.offset = list.last?.end ?? engineCells
@@ -67,6 +66,7 @@ public struct MetricLabel: Sendable {
 /// One family: what the exposition says of it, and where its cells are in a shard.
 public struct MetricFamily: Sendable {
   /// Its name; nil for the counters only used to derive a gauge (in flight, open connections).
+  /// An engine family's is shown after the registry's namespace (`exposedName`).
   public let name: String?
   public let help: String
   public let kind: MetricKind
@@ -82,6 +82,8 @@ public struct MetricFamily: Sendable {
   public let showZeros: Bool
   /// The first cell in a shard.
   public internal(set) var offset = 0
+  /// Whether `name` is shown after the registry's namespace (the engine's families).
+  var namespaced = false
 
   /// A family for `MetricCatalog.register`: its `name`, `kind` and `help` as the exposition shows
   /// them, its labels with every value they take, and for a histogram its upper `buckets` in base
@@ -118,6 +120,12 @@ public struct MetricFamily: Sendable {
 
   /// The cell after its last.
   var end: Int { offset + series * width }
+
+  /// Its name as the exposition of a registry of `namespace` shows it.
+  public func exposedName(namespace: String) -> String? {
+    guard let name else { return nil }
+    return namespaced ? namespace + "_" + name : name
+  }
 
   /// The label values of series `index` (route names from `routes`).
   public func labelValues(_ index: Int, routes: [String]) -> [(String, String)] {

@@ -147,7 +147,7 @@ public struct GaugeFamily: Sendable {
 /// The process's metrics: every thread's shard, the gauges read at scrape time, and the
 /// Prometheus text exposition (format 0.0.4) of their sum. Built once per process.
 public final class Metrics: Sendable {
-  /// The process's own.
+  /// The process's own (its namespace is the composition's to set, at start).
   public static let process = Metrics()
 
   private final class Shards: Sendable {
@@ -158,9 +158,11 @@ public final class Metrics: Sendable {
   private let gauges = Mutex<[GaugeFamily]>([])
   private let local: ThreadLocal<MetricShard>
   private let on = Atomic<Bool>(true)
+  private let prefix: Mutex<String>
 
-  /// An empty registry.
-  public init() {
+  /// An empty registry whose engine metrics are named under `namespace`.
+  public init(namespace: String = "edge") {
+    prefix = Mutex(namespace)
     let shards = Shards()
     self.shards = shards
     local = ThreadLocal {
@@ -168,6 +170,13 @@ public final class Metrics: Sendable {
       shards.list.withLock { $0.append(shard) }
       return shard
     }
+  }
+
+  /// What the engine's metric names begin with (`namespace_http_requests_total`); the names of
+  /// registered families and of gauges are shown as they were given.
+  public var namespace: String {
+    get { prefix.withLock { $0 } }
+    set { prefix.withLock { $0 = newValue } }
   }
 
   /// Whether counting is on (`--no-metrics` turns it off; for measuring what it costs).
@@ -239,6 +248,7 @@ public final class Metrics: Sendable {
     let families = MetricCatalog.families
     let sum = enabled ? totals() : []
     let routes = RouteNames.names
+    let namespace = namespace
     var out = ""
     out.reserveCapacity(16384)
     func derived(_ id: MetricID, _ series: Int = 0) -> UInt64 {
@@ -246,27 +256,26 @@ public final class Metrics: Sendable {
     }
     if enabled {
       for family in families {
-        guard let name = family.name else { continue }
+        guard let name = family.exposedName(namespace: namespace) else { continue }
         Self.write(family, name: name, sum: sum, routes: routes, to: &out)
       }
       // Gauges derived from counters of this loop and that: in flight, connections open.
       let inFlight = Double(derived(.requestsDispatched)) - Double(derived(.requestsCompleted))
-      Self.header(
-        "band_edge_http_requests_in_flight", "Requests handed to a pool and not yet answered.", .gauge, &out)
-      out += "band_edge_http_requests_in_flight \(Self.number(max(0, inFlight)))\n"
-      Self.header(
-        "band_edge_connections_open", "Open connections, by protocol (pending: not yet chosen).", .gauge, &out
-      )
+      let inFlightName = namespace + "_http_requests_in_flight"
+      Self.header(inFlightName, "Requests handed to a pool and not yet answered.", .gauge, &out)
+      out += "\(inFlightName) \(Self.number(max(0, inFlight)))\n"
+      let openName = namespace + "_connections_open"
+      Self.header(openName, "Open connections, by protocol (pending: not yet chosen).", .gauge, &out)
       var chosenTotal = 0.0
       for (i, p) in ["http1", "h2"].enumerated() {
         let chosen = Double(derived(.connectionsChosen, i))
         chosenTotal += chosen
         let open = chosen - Double(derived(.connectionsClosedBy, i + 1))
-        out += "band_edge_connections_open{protocol=\"\(p)\"} \(Self.number(max(0, open)))\n"
+        out += "\(openName){protocol=\"\(p)\"} \(Self.number(max(0, open)))\n"
       }
       let accepted = (0..<2).reduce(0.0) { $0 + Double(derived(.connectionsAccepted, $1)) }
       let pending = accepted - chosenTotal - Double(derived(.connectionsClosedBy, 0))
-      out += "band_edge_connections_open{protocol=\"pending\"} \(Self.number(max(0, pending)))\n"
+      out += "\(openName){protocol=\"pending\"} \(Self.number(max(0, pending)))\n"
     }
     for gauge in gauges.withLock({ $0 }) {
       Self.header(gauge.name, gauge.help, .gauge, &out)

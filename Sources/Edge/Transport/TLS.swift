@@ -185,7 +185,7 @@ public final class TLSContext: @unchecked Sendable {
   /// recv/send on the connection's socket, through its `TLSWire` (the BIO's data pointer).
   // Created once; BIO_METHOD is read-only after these calls.
   nonisolated(unsafe) static let socketMethod: OpaquePointer? = {
-    guard let method = BIO_meth_new(BIO_TYPE_SOURCE_SINK | BIO_get_new_index(), "band-edge socket") else {
+    guard let method = BIO_meth_new(BIO_TYPE_SOURCE_SINK | BIO_get_new_index(), "edge socket") else {
       return nil
     }
     BIO_meth_set_read(method) { bio, buffer, length in
@@ -450,7 +450,7 @@ final class TLSSession {
     return data[0] == UInt8(ascii: "h") && data[1] == UInt8(ascii: "2")
   }
 
-  /// The version's index in `band_edge_tls_handshakes_total` (once the handshake is done).
+  /// The version's index in the TLS handshakes family's `version` label (once the handshake is done).
   var metricVersion: Int { SSL_version(ssl) == TLS1_3_VERSION ? 1 : 0 }
 
   /// Whether the handshake resumed an earlier session (a ticket or the session cache).

@@ -19,9 +19,9 @@ struct MetricsTests {
   func families() {
     // Listed first: a family another test registers meanwhile is not in this exposition.
     let families = MetricCatalog.families
-    let text = Metrics().exposition()
+    let text = Metrics(namespace: "band_edge").exposition()
     for family in families {
-      guard let name = family.name else { continue }
+      guard let name = family.exposedName(namespace: "band_edge") else { continue }
       #expect(name.hasPrefix("band_edge_"))
       #expect(family.kind != .counter || name.hasSuffix("_total"), "\(name)")
       #expect(text.components(separatedBy: "# HELP \(name) ").count == 2, "\(name)")
@@ -40,7 +40,7 @@ struct MetricsTests {
       (HTTPMethod.delete, 999, MetricProtocol.http1, #"method="DELETE",protocol="http1",code="other""#),
     ])
   func requestLabels(method: HTTPMethod?, status: Int, protocol: MetricProtocol, labels: String) throws {
-    let metrics = Metrics()
+    let metrics = Metrics(namespace: "band_edge")
     let shard = try #require(metrics.shard())
     let route = RouteNames.index("/metrics-test/labels")
     shard.served(
@@ -73,7 +73,7 @@ struct MetricsTests {
       (10_000_000_000, "10"), (11_000_000_000, "+Inf"),
     ])
   func histogram(nanoseconds: UInt64, bucket: String) throws {
-    let metrics = Metrics()
+    let metrics = Metrics(namespace: "band_edge")
     try #require(metrics.shard()).observe(.requestDuration, 1, nanoseconds)
     let bounds = MetricFamily.durationBuckets.map(Metrics.number) + ["+Inf"]
     let first = try #require(bounds.firstIndex(of: bucket))
@@ -89,7 +89,7 @@ struct MetricsTests {
 
   @Test("each thread counts in its own shard; a scrape sums them")
   func shardsSum() async throws {
-    let metrics = Metrics()
+    let metrics = Metrics(namespace: "band_edge")
     await withTaskGroup(of: Void.self) { group in
       for _ in 0..<4 {
         group.addTask {
@@ -123,7 +123,7 @@ struct MetricsTests {
   @Test("a registered family is shown after the engine's, zeros included, and counted through its handle")
   func registered() throws {
     let (widgets, waits) = (Self.widgets, Self.waits)
-    let metrics = Metrics()
+    let metrics = Metrics(namespace: "band_edge")
     let text = metrics.exposition()
     #expect(
       text.contains(
@@ -146,9 +146,28 @@ struct MetricsTests {
     #expect(metrics.total(.h2Streams) == 0)
   }
 
+  @Test("the engine's names begin with the registry's namespace; registered families and gauges keep theirs")
+  func namespace() throws {
+    _ = Self.widgets
+    let metrics = Metrics(namespace: "shop")
+    metrics.set(GaugeFamily("band_edge_test_gauge", "A gauge.") { [(labels: [], value: 1)] })
+    let text = metrics.exposition()
+    for name in [
+      "shop_http_requests_total", "shop_h2_streams_total", "shop_http_requests_in_flight",
+      "shop_connections_open",
+      "band_edge_test_widgets_total", "band_edge_test_gauge",
+    ] {
+      #expect(text.contains("# HELP \(name) "), "\(name)")
+    }
+    #expect(!text.contains("band_edge_h2_streams_total") && !text.contains("edge_http_requests_in_flight"))
+    #expect(Metrics().namespace == "edge")
+    metrics.namespace = "band_edge"
+    #expect(metrics.exposition().contains("# HELP band_edge_reloads_total "))
+  }
+
   @Test("a family registered after a shard was made is counted in it")
   func registeredLate() throws {
-    let metrics = Metrics()
+    let metrics = Metrics(namespace: "band_edge")
     let shard = try #require(metrics.shard())
     shard.count(Self.late)
     #expect(Self.value(metrics, "band_edge_test_late_total") == "1")
@@ -156,7 +175,7 @@ struct MetricsTests {
 
   @Test("metrics off: nothing is counted and only gauges are shown")
   func off() {
-    let metrics = Metrics()
+    let metrics = Metrics(namespace: "band_edge")
     metrics.enabled = false
     #expect(metrics.shard() == nil)
     metrics.set(GaugeFamily("band_edge_test_gauge", "A gauge.") { [(labels: [], value: 2)] })
@@ -165,7 +184,7 @@ struct MetricsTests {
 
   @Test("gauge label values are escaped as exposition 0.0.4 says; a gauge of the same name replaces the last")
   func gauges() {
-    let metrics = Metrics()
+    let metrics = Metrics(namespace: "band_edge")
     metrics.set(GaugeFamily("band_edge_test_gauge", "A gauge.") { [(labels: [("v", "x")], value: 1)] })
     metrics.set(
       GaugeFamily("band_edge_test_gauge", "A gauge.") { [(labels: [("v", "a\"b\\c\nd")], value: 0.25)] })
@@ -175,7 +194,7 @@ struct MetricsTests {
 
   @Test("in flight and open connections are derived from counters and never negative")
   func derived() throws {
-    let metrics = Metrics()
+    let metrics = Metrics(namespace: "band_edge")
     let shard = try #require(metrics.shard())
     shard.count(.requestsDispatched, by: 3)
     shard.count(.requestsCompleted, by: 1)
@@ -191,7 +210,7 @@ struct MetricsTests {
 
   @Test("HTTP/1 and HTTP/2 answers are counted at the same completion point, with their protocol")
   func bothProtocols() throws {
-    let metrics = Metrics()
+    let metrics = Metrics(namespace: "band_edge")
     var h1 = Harness()
     h1.context.metrics = metrics.shard()
     h1.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\nGET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n")
