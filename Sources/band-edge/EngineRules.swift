@@ -1,9 +1,12 @@
 import ClientAPI
 import Edge
 
-/// What the engine is told of this product: the health paths, which routes must be private, and
-/// the shape of the errors it answers itself.
+/// What the engine is told of this product: its metrics' namespace, the health paths, which
+/// routes must be private, and the shape of the errors it answers itself.
 enum EngineRules {
+  /// What the engine's metric names begin with (`band_edge_http_requests_total`).
+  static let metricNamespace = "band_edge"
+
   /// Alive and ready (`EdgeRoutes.health`, `Readiness`): answered in the clear even where plain
   /// HTTP is redirected to HTTPS, for load balancers.
   static let clearPaths: Set<String> = ["/healthz", "/readyz"]

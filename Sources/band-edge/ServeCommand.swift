@@ -256,7 +256,7 @@ enum ServeCommand {
     }
     // The application's metric families join the engine's before anything counts or is shown.
     AccountMetrics.register()
-    Metrics.process.namespace = "band_edge"
+    Metrics.process.namespace = EngineRules.metricNamespace
     Metrics.process.enabled = metricsOn
     // Off, the registry still serves its gauges (queue depths among them); no thread gets a shard.
     settings.server.metrics = Metrics.process

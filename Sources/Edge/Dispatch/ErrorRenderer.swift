@@ -16,7 +16,7 @@ public struct EngineError: Sendable {
 
   /// An error with `status` for a request whose `path` and `Accept` field are as given; `code`
   /// nil: the status's own (`ErrorRenderer.code(for:)`).
-  public init(
+  init(
     _ status: Status, path: String?, accept: String?, code: String? = nil, _ message: String,
     headers: [(name: String, value: String)] = []
   ) {
@@ -45,9 +45,6 @@ public struct ErrorRenderer: Sendable {
 
   /// The engine's default: the message as plain text.
   public static let plainText = ErrorRenderer { $0.plainText }
-
-  /// The answer to `error`.
-  public func callAsFunction(_ error: EngineError) -> Response { render(error) }
 
   /// The answer to an engine error for a request whose `path` (nil: unknown) and `Accept` field
   /// are as given.
