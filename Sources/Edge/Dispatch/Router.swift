@@ -29,7 +29,7 @@ public final class Route: Sendable {
   /// How it takes a body: judged on the head, before any of it is read (413, 415).
   public let body: BodyPolicy
   /// Its name in metrics (the `route` label): its pattern, or a name shared by a family of
-  /// routes (every shell file is `shell`), never anything taken from a request.
+  /// routes (every file of a static catalog under one name), never anything taken from a request.
   public let name: String
   /// `name`'s index in `RouteNames`.
   public let metricIndex: RouteIndex

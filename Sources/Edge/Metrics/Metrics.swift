@@ -127,7 +127,7 @@ public final class MetricShard: @unchecked Sendable {
 }
 
 /// A value an operator reads that is not a count: a queue's depth, a certificate's expiry, the
-/// deployment's environment. Read at scrape time.
+/// build that runs. Read at scrape time.
 public struct GaugeFamily: Sendable {
   public let name: String
   public let help: String
