@@ -35,8 +35,8 @@ let package = Package(
       // loop-owned connection objects is dropped in release builds (each is touched by one thread).
       swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
     .target(name: "Shell", dependencies: ["Edge", "CZlib", "CBrotli", "COpenSSL"]),
-    // The deployment configuration: its values, its loader and validation. Needs no HTTP.
-    .target(name: "Deployment"),
+    // The deployment configuration: its values, its loader and validation (Edge for JSON strings).
+    .target(name: "Deployment", dependencies: ["Edge"]),
     .target(name: "LinkAssoc", dependencies: ["Edge", "Deployment"]),
     // The store: the `Database` seam, SQLite, PostgreSQL, the schema's migrations, store copy.
     .target(name: "Store", dependencies: ["CSQLite", "CPostgres", "COpenSSL"]),
@@ -63,7 +63,7 @@ let package = Package(
 
     .testTarget(name: "EdgeTests", dependencies: ["Edge", "CLinux", "COpenSSL", "CNGHTTP2"]),
     .testTarget(name: "ShellTests", dependencies: ["Shell", "Edge"]),
-    .testTarget(name: "DeploymentTests", dependencies: ["Deployment"]),
+    .testTarget(name: "DeploymentTests", dependencies: ["Deployment", "Edge"]),
     .testTarget(name: "LinkAssocTests", dependencies: ["LinkAssoc", "Deployment", "Edge"]),
     // What the store-bound suites share: the engines to run on, temporary directories, a clock.
     // A plain target (no Testing, no @testable), since release builds compile every target.

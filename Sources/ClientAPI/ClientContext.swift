@@ -80,8 +80,7 @@ extension ClientContext {
     Log.event("error", "client_store", [("error", "\(error)")])
     let message = "Something went wrong on our side. Please try again."
     if html { return Response.text(.internalServerError, message + "\n") }
-    return JSONBody.response(
-      .internalServerError, .object(["error": .string("internal_error"), "message": .string(message)]))
+    return JSONBody.error(.internalServerError, "internal_error", message)
   }
 }
 
@@ -103,23 +102,5 @@ extension ClientContext {
 /// Dates as the API and pages show them.
 enum Timestamp {
   /// `2026-11-30T10:20:00Z` (RFC 3339, UTC).
-  static func iso8601(_ epochSeconds: Int) -> String {
-    var t = time_t(epochSeconds)
-    var parts = tm()
-    gmtime_r(&t, &parts)
-    func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
-    return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
-      + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
-  }
-
-  /// `30 Nov 2026, 10:20 UTC`, for pages.
-  static func readable(_ epochSeconds: Int) -> String {
-    let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-    var t = time_t(epochSeconds)
-    var parts = tm()
-    gmtime_r(&t, &parts)
-    func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
-    return
-      "\(parts.tm_mday) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900), \(two(parts.tm_hour)):\(two(parts.tm_min)) UTC"
-  }
+  static func iso8601(_ epochSeconds: Int) -> String { Civil.rfc3339(epochSeconds) }
 }

@@ -1,3 +1,4 @@
+import Edge
 import FoundationEssentials
 
 /// A JSON value: read from a configuration file with every key kept (so unknown keys can be
@@ -148,35 +149,8 @@ public indirect enum JSONValue: Equatable, Sendable, Decodable {
     }
   }
 
-  /// Appends `s` as a JSON string (RFC 8259 §7): quotes, backslashes and control characters
-  /// escaped; every other byte of the UTF-8 text as it is. Text with nothing to escape (nearly
-  /// all of it) is copied in one piece.
-  public static func appendString(_ s: String, to out: inout [UInt8]) {
-    out.append(UInt8(ascii: "\""))
-    var s = s
-    s.withUTF8 { bytes in
-      if !bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-        out.append(contentsOf: bytes)
-        return
-      }
-      let hex = Array("0123456789abcdef".utf8)
-      for byte in bytes {
-        switch byte {
-        case UInt8(ascii: "\""): out += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
-        case UInt8(ascii: "\\"): out += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
-        case UInt8(ascii: "\n"): out += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
-        case UInt8(ascii: "\r"): out += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
-        case UInt8(ascii: "\t"): out += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
-        case 0..<0x20:
-          out += [
-            UInt8(ascii: "\\"), UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 15)],
-          ]
-        default: out.append(byte)
-        }
-      }
-    }
-    out.append(UInt8(ascii: "\""))
-  }
+  /// Appends `s` as a JSON string (RFC 8259 §7), with the engine's one escaper (`JSONString`).
+  public static func appendString(_ s: String, to out: inout [UInt8]) { JSONString.append(s, to: &out) }
 }
 
 /// Why `JSONValue.parse` refused its input.

@@ -100,7 +100,7 @@ public struct ShellCatalog: Sendable {
         var headers: [(name: String, value: String)] = [("Content-Type", entry.contentType)]
         if coding != .identity { headers.append(("Content-Encoding", coding.rawValue)) }
         headers += common
-        headers.append(("Last-Modified", httpDate(lastModified)))
+        headers.append(("Last-Modified", Civil.imfFixdate(lastModified)))
         if coding == .identity { headers.append(("Accept-Ranges", "bytes")) }
         headers.append(("X-Content-Type-Options", "nosniff"))
         if entry.contentType.hasPrefix("text/html") { headers += htmlSecurityHeaders }
@@ -169,15 +169,4 @@ public struct ShellCatalog: Sendable {
     return representation.ok.response
   }
 
-  /// IMF-fixdate of epoch seconds.
-  static func httpDate(_ seconds: Int) -> String {
-    let days = Civil.floorDiv(seconds, 86400)
-    let rest = Civil.floorMod(seconds, 86400)
-    let (year, month, day) = Civil.date(days: days)
-    let weekday = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"][Civil.weekday(days)]
-    let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-    func two(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
-    return
-      "\(weekday), \(two(day)) \(months[month - 1]) \(year) \(two(rest / 3600)):\(two(rest % 3600 / 60)):\(two(rest % 60)) GMT"
-  }
 }

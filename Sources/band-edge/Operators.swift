@@ -49,7 +49,8 @@ enum Operators {
             status: .ok, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
             body: .bytes(Array(metrics.exposition().utf8)))
         }
-      ] + EdgeRoutes.health() + readiness)
+      ] + EdgeRoutes.health() + readiness, privatePrefixes: EngineRules.privatePrefixes,
+      errors: EngineRules.errors(page: nil))
   }
 
   /// The gauges of the process: build, start time, readiness and the mail outbox.

@@ -93,6 +93,9 @@ enum ServeCommand {
       try requireLoopback(options.settings.server.listen, in: deployment)
       let tlsPairs = try applyTLS(deployment, to: &options)
       let hasAdminListener = try applyAdminListener(deployment, to: &options)
+      // The application's metric families join the engine's before anything counts or is shown.
+      AccountMetrics.register()
+      Metrics.process.namespace = EngineRules.metricNamespace
       Metrics.process.enabled = options.metricsOn
       // Off, the registry still serves its gauges (queue depths among them); no thread gets a shard.
       options.settings.server.metrics = Metrics.process
@@ -202,6 +205,7 @@ enum ServeCommand {
       // Staging and production serve nothing in clear text but a redirect (and /healthz);
       // development keeps plain HTTP on loopback.
       if deployment.environment != .development { options.settings.server.httpsRedirect = deployment.origin }
+      options.settings.server.clearPaths = EngineRules.clearPaths
     }
     try requireLoopback(options.tlsListen, in: deployment)
     return pairs
@@ -401,7 +405,8 @@ enum ServeCommand {
     // Every approved app-link path nothing else answers gets its web page (the app is not installed).
     return try Router(
       routes + LinkFallback.routes(deployment: deployment, stylesheet: stylesheet, existing: routes),
-      errorPage: ErrorPages.renderer(deployment: deployment, stylesheet: stylesheet))
+      privatePrefixes: EngineRules.privatePrefixes,
+      errors: EngineRules.errors(page: ErrorPages.renderer(deployment: deployment, stylesheet: stylesheet)))
   }
 
   /// The TLS context for the certificate/key pairs (the first is the default; others are chosen

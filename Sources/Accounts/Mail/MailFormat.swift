@@ -69,7 +69,7 @@ public enum MailFormat {
   /// `Tue, 01 Dec 2026 10:20:00 +0000` (RFC 5322 §3.3), in UTC: the HTTP date with the zone as
   /// an offset ("GMT" is only an obsolete zone there, §4.3).
   static func rfc5322Date(_ epochSeconds: Int) -> String {
-    String(HTTPDate.format(epochSeconds).dropLast(3)) + "+0000"
+    String(Civil.imfFixdate(epochSeconds).dropLast(3)) + "+0000"
   }
 
   static func base64Lines(_ text: String) -> [String] {

@@ -312,7 +312,7 @@ public final class ClientStore {
   }
 
   /// The counter an audited action moves, if any (counted when its transaction commits).
-  package static func metric(action: String, detail: String?) -> (MetricID, Int)? {
+  package static func metric(action: String, detail: String?) -> (MetricHandle, Int)? {
     switch (action, detail) {
     case ("session.created", "native"?): (.sessionsCreated, SignInChannel.native.rawValue)
     case ("session.created", _): (.sessionsCreated, SignInChannel.web.rawValue)
@@ -329,7 +329,7 @@ public final class ClientStore {
 
   /// The `reason` label's index for a revocation reason the store writes.
   static func revocationSeries(_ reason: String?) -> Int {
-    let reasons = MetricFamily.revocationReasons
+    let reasons = AccountMetrics.revocationReasons
     return reason.flatMap { reasons.firstIndex(of: $0) } ?? reasons.count - 1
   }
 

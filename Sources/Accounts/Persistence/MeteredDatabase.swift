@@ -12,7 +12,7 @@ package final class MeteredDatabase: Database {
   private let clock = MonotonicClock()
   private let name: Int
   private var depth = 0
-  private var pending: [(MetricID, Int, UInt64)] = []
+  private var pending: [(MetricHandle, Int, UInt64)] = []
 
   package init(_ engine: any Database, metrics: Metrics = .process) {
     self.engine = engine
@@ -22,7 +22,7 @@ package final class MeteredDatabase: Database {
 
   /// Counts `n` in series `series` of `id` once the current transaction commits (at once outside
   /// one).
-  package func note(_ id: MetricID, _ series: Int = 0, by n: UInt64 = 1) {
+  package func note(_ id: MetricHandle, _ series: Int = 0, by n: UInt64 = 1) {
     guard n > 0 else { return }
     if depth == 0 {
       metrics.shard()?.count(id, series, by: n)

@@ -1,4 +1,5 @@
 import Accounts
+import Deployment
 import Edge
 import Store
 
@@ -14,12 +15,9 @@ extension AuthFailure {
       JSONBody.error(
         .badRequest, "invalid_request", "Band-Licence-Client must be ios/x.y.z or android/x.y.z.")
     case .appVersionUnsupported(let minimum):
-      JSONBody.response(
-        .upgradeRequired,
-        .object([
-          "error": .string("app_version_unsupported"), "minimumVersion": .string(minimum),
-          "message": .string("Please update the app to continue."),
-        ]))
+      APIError.response(
+        .upgradeRequired, "app_version_unsupported", "Please update the app to continue.",
+        extra: ["minimumVersion": .string(minimum)])
     case .crossOrigin:
       JSONBody.error(
         .forbidden, "cross_origin",

@@ -12,13 +12,13 @@ enum JSONBody {
       body: .bytes(body.canonicalBytes))
   }
 
-  /// `{"error": code, "message": message}`.
+  /// `{"error": code, "message": message}` (`APIError`).
   static func error(
     _ status: Status, _ code: String, _ message: String, headers: [(name: String, value: String)] = []
   )
     -> Response
   {
-    response(status, .object(["error": .string(code), "message": .string(message)]), headers: headers)
+    APIError.response(status, code, message, headers: headers)
   }
 
   /// A request body read as JSON: its value (nil when it is not JSON, which each endpoint answers

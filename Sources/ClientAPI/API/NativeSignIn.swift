@@ -330,12 +330,9 @@ public struct NativeSignIn: Sendable {
       let minimum =
         platform == "ios" ? context.deployment.minimumIOSVersion : context.deployment.minimumAndroidVersion
       if ClientStore.compareVersions(appVersion, minimum) < 0 {
-        return JSONBody.response(
-          .upgradeRequired,
-          .object([
-            "error": .string("app_version_unsupported"), "minimumVersion": .string(minimum),
-            "message": .string("Please update the app to continue."),
-          ]), headers: pragma)
+        return APIError.response(
+          .upgradeRequired, "app_version_unsupported", "Please update the app to continue.",
+          extra: ["minimumVersion": .string(minimum)], headers: pragma)
       }
     }
     do {

@@ -110,15 +110,15 @@ public struct SchoolsAPI: Sendable {
   // MARK: operations
 
   /// The role a `PATCH .../members/{accountId}` asks for, or its refusal (415, 413, 400).
-  static func roleChange(_ request: Request) -> Result<Role, Refusal> {
-    if let refusal = jsonRefusal(request) { return .failure(Refusal(refusal)) }
+  static func roleChange(_ request: Request) -> Result<Role, Refused> {
+    if let refusal = jsonRefusal(request) { return .failure(Refused(refusal)) }
     let parsed = JSONBody.parse(request.body)
-    if let refusal = parsed.refusal { return .failure(Refusal(refusal)) }
+    if let refusal = parsed.refusal { return .failure(Refused(refusal)) }
     guard case .object(let body)? = parsed.value, body.count == 1,
       case .string(let name)? = body["role"], let role = Role(rawValue: name)
     else {
       return .failure(
-        Refusal(
+        Refused(
           JSONBody.error(
             .badRequest, "invalid_request",
             "The body must be a JSON object with role: administrator, teacher or read_only.")))
@@ -143,32 +143,32 @@ public struct SchoolsAPI: Sendable {
   }
 
   /// The key, address and role of a `POST .../invitations`, or its refusal (415, 413, 400).
-  static func invitationRequest(_ request: Request) -> Result<(String, EmailAddress, Role), Refusal> {
-    if let refusal = jsonRefusal(request) { return .failure(Refusal(refusal)) }
+  static func invitationRequest(_ request: Request) -> Result<(String, EmailAddress, Role), Refused> {
+    if let refusal = jsonRefusal(request) { return .failure(Refused(refusal)) }
     guard let key = request.headers["idempotency-key"], !key.isEmpty, key.utf8.count <= maxKeyBytes,
       key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
     else {
       return .failure(
-        Refusal(
+        Refused(
           JSONBody.error(
             .badRequest, "idempotency_key_required",
             "Send an Idempotency-Key header (1 to 255 visible ASCII characters) with every invitation.")))
     }
     let parsed = JSONBody.parse(request.body)
-    if let refusal = parsed.refusal { return .failure(Refusal(refusal)) }
+    if let refusal = parsed.refusal { return .failure(Refused(refusal)) }
     guard case .object(let body)? = parsed.value, body.count == 2,
       case .string(let typed)? = body["email"], case .string(let name)? = body["role"],
       let role = Role(rawValue: name)
     else {
       return .failure(
-        Refusal(
+        Refused(
           JSONBody.error(
             .badRequest, "invalid_request",
             "The body must be a JSON object with email and role (administrator, teacher or read_only).")))
     }
     guard typed.utf8.count <= WebPages.maxEmailBytes, let email = EmailAddress(typed) else {
       return .failure(
-        Refusal(JSONBody.error(.badRequest, "invalid_email", "That is not an email address we can send to.")))
+        Refused(JSONBody.error(.badRequest, "invalid_email", "That is not an email address we can send to.")))
     }
     return .success((key, email, role))
   }
@@ -244,12 +244,6 @@ public struct SchoolsAPI: Sendable {
       "expiresAt": .string(Timestamp.iso8601(invitation.expiresAt)),
     ])
   }
-}
-
-/// An answer given instead of going on (carried through `Result`).
-struct Refusal: Error {
-  let response: Response
-  init(_ response: Response) { self.response = response }
 }
 
 extension Status {

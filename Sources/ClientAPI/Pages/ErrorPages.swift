@@ -2,12 +2,17 @@ import Accounts
 import Deployment
 import Edge
 
+/// Renders the HTML page for an error answered to a browser (404, 405, ...): the status and the
+/// plain-language message in, a whole response out.
+public typealias ErrorPage = @Sendable (_ status: Status, _ message: String) -> Response
+
 /// The HTML pages for errors a browser is answered with (404, 405, 400, 413, 503, ...): a title,
-/// a plain sentence and a link home inside the shell's header and footer. The engine calls the
-/// renderer only for browsers (`Accept` names `text/html`) outside `/api/` and `/.well-known/`;
-/// everyone else keeps the plain or JSON body.
+/// a plain sentence and a link home inside the shell's header and footer. The composition's error
+/// renderer uses them only for browsers (`Accept` names `text/html`) outside `/api/` and
+/// `/.well-known/`; everyone else keeps the plain or JSON body.
 public enum ErrorPages {
-  /// The renderer to hand to `Router(_:errorPage:)`; `stylesheet` is the shell's fingerprinted one.
+  /// The page renderer for the composition's error renderer; `stylesheet` is the shell's
+  /// fingerprinted one.
   public static func renderer(deployment: Deployment, stylesheet: String?) -> ErrorPage {
     { status, message in page(status, message, deployment: deployment, stylesheet: stylesheet) }
   }

@@ -409,9 +409,3 @@ extension WebPages {
       + "<button class=\"button\" type=\"submit\">Send a confirmation link</button>\n</form>\n"
   }
 }
-
-/// An answer that ends a form's handling early (a `Result` failure must be an `Error`).
-struct Refused: Error {
-  let response: Response
-  init(_ response: Response) { self.response = response }
-}

@@ -74,12 +74,9 @@ struct ZoneRules: Sendable, Equatable {
   /// `30 Nov 2026, 10:20 GMT`: the date and time at `instant` in this zone, with its abbreviation.
   func readable(_ instant: Int) -> String {
     let local = type(at: instant)
-    let (year, month, day) = Civil.date(days: Civil.floorDiv(instant + local.offset, 86400))
-    let seconds = Civil.floorMod(instant + local.offset, 86400)
-    let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-    func two(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
+    let t = Civil.time(epochSeconds: instant + local.offset)
     return
-      "\(day) \(months[month - 1]) \(year), \(two(seconds / 3600)):\(two(seconds % 3600 / 60)) \(local.abbreviation)"
+      "\(t.day) \(Civil.monthNames[t.month - 1]) \(t.year), \(Civil.two(t.hour)):\(Civil.two(t.minute)) \(local.abbreviation)"
   }
 
   // MARK: TZif

@@ -1,0 +1,239 @@
+/// One route: method and path pattern to a handler, with the cache class and execution mode
+/// every route must declare.
+///
+/// Patterns are literal segments, `:name` segments that bind one segment, and an optional final
+/// `*` that binds the rest of the path (as parameter `*`).
+///
+/// A class: the dispatcher's decision, the HTTP/1 machine and the pool pass a route along on every
+/// request, and a reference is one retain where a struct of this size was a dozen.
+public final class Route: Sendable {
+  /// What answers the request.
+  public enum Handler: Sendable {
+    /// Computed per request.
+    case dynamic(@Sendable (Request) -> Response)
+    /// Built once at load; served as ready bytes.
+    case fixed(PrebuiltResponse)
+  }
+
+  public let method: HTTPMethod
+  public let pattern: String
+  public let cacheClass: CacheClass
+  public let execution: Execution
+  public let handler: Handler
+  /// For a pooled or background route: an answer the loop may give without blocking (a cache hit,
+  /// a rate-limit refusal), or nil to hand the request to its pool as usual.
+  public let fastPath: (@Sendable (Request) -> Response?)?
+  /// For a pooled route: how the pool may answer several of its requests at once (`handler`
+  /// still answers one alone, as in-process callers use it).
+  public let batch: RequestBatch?
+  /// How it takes a body: judged on the head, before any of it is read (413, 415).
+  public let body: BodyPolicy
+  /// Its name in metrics (the `route` label): its pattern, or a name shared by a family of
+  /// routes (every file of a static catalog under one name), never anything taken from a request.
+  public let name: String
+  /// `name`'s index in `RouteNames`.
+  public let metricIndex: RouteIndex
+
+  /// A route computed per request; a pooled one may have a non-blocking `fastPath` and a `batch`.
+  public init(
+    _ method: HTTPMethod, _ pattern: String, cacheClass: CacheClass, execution: Execution = .inline,
+    body: BodyPolicy = .listenerLimit, fastPath: (@Sendable (Request) -> Response?)? = nil,
+    batch: RequestBatch? = nil, name: String? = nil, handler: @escaping @Sendable (Request) -> Response
+  ) {
+    self.name = name ?? pattern
+    metricIndex = RouteNames.index(name ?? pattern)
+    self.method = method
+    self.pattern = pattern
+    self.cacheClass = cacheClass
+    self.execution = execution
+    self.body = body
+    self.fastPath = execution == .inline ? nil : fastPath
+    self.batch = execution == .pooled ? batch : nil
+    self.handler = .dynamic(handler)
+  }
+
+  /// A route that always answers with `response`, prebuilt now with the route's cache class.
+  public init(
+    _ method: HTTPMethod, _ pattern: String, cacheClass: CacheClass, name: String? = nil,
+    fixed response: Response
+  ) {
+    self.name = name ?? pattern
+    metricIndex = RouteNames.index(name ?? pattern)
+    self.method = method
+    self.pattern = pattern
+    self.cacheClass = cacheClass
+    self.execution = .inline
+    self.body = .listenerLimit
+    self.fastPath = nil
+    self.batch = nil
+    self.handler = .fixed(PrebuiltResponse(response, cacheClass: cacheClass))
+  }
+
+  /// Answers `request` on the calling thread.
+  public func respond(to request: Request) -> Response {
+    switch handler {
+    case .dynamic(let body): body(request)
+    case .fixed(let prebuilt): prebuilt.response
+    }
+  }
+}
+
+/// Why a route table was refused at start.
+public enum RouterError: Error, Equatable, CustomStringConvertible {
+  /// The route's pattern is under one of the table's private prefixes but its class is not private.
+  case notPrivate(String, prefix: String)
+  case duplicateRoute(String)
+  case invalidPattern(String)
+
+  public var description: String {
+    switch self {
+    case .notPrivate(let p, let prefix): "route \(p) is under \(prefix) and must use cache class private"
+    case .duplicateRoute(let p): "route \(p) is declared twice"
+    case .invalidPattern(let p): "route pattern \(p) must start with / and may end in a lone *"
+    }
+  }
+}
+
+/// What the router found for a method and a path.
+public enum RouteMatch: Sendable {
+  /// A route; `headOnly` when a HEAD request is answered by the GET route.
+  case found(Route, parameters: [String: String], headOnly: Bool)
+  /// The path exists but not for this method; `allow` lists the methods that do.
+  case methodNotAllowed(allow: String)
+  /// Nothing here.
+  case notFound
+}
+
+/// The route table: exact paths by dictionary, patterns in declaration order.
+public struct Router: Sendable {
+  private struct PathEntry: Sendable {
+    var routes: [Route] = []
+    var allow = ""
+  }
+
+  private struct PatternEntry: Sendable {
+    let segments: [Substring]
+    let wildcard: Bool
+    var entry: PathEntry
+  }
+
+  private var exact: [String: PathEntry] = [:]
+  private var patterns: [PatternEntry] = []
+  /// Every route, in declaration order (for listing and for tests that walk the table).
+  public let routes: [Route]
+  /// The shape of the errors the engine answers on this table's listener (404, 405, 413, ...).
+  public let errors: ErrorRenderer
+  /// Every method some route serves, with HEAD where GET is served, and OPTIONS (for `OPTIONS *`).
+  public let methods: Set<HTTPMethod>
+  /// `methods` as an `Allow` value, for `OPTIONS *`.
+  public let allowAll: String
+
+  /// A router over `routes`, its errors shaped by `errors`; refuses routes under any of
+  /// `privatePrefixes` (the composition's: paths about a person, whatever their route) that are
+  /// not `private`, duplicates and bad patterns.
+  public init(
+    _ routes: [Route], privatePrefixes: [String] = [], errors: ErrorRenderer = .plainText
+  ) throws(RouterError) {
+    self.routes = routes
+    self.errors = errors
+    var methods = Set(routes.map(\.method))
+    if methods.contains(.get) { methods.insert(.head) }
+    methods.insert(.options)
+    self.methods = methods
+    allowAll = methods.map(\.rawValue).sorted().joined(separator: ", ")
+    for route in routes {
+      let p = route.pattern
+      guard p.hasPrefix("/"), !p.dropLast().contains("*") else { throw .invalidPattern(p) }
+      if route.cacheClass != .private, let prefix = privatePrefixes.first(where: p.hasPrefix) {
+        throw .notPrivate(p, prefix: prefix)
+      }
+      if !p.contains(":") && !p.hasSuffix("*") {
+        var entry = exact[p] ?? PathEntry()
+        guard !entry.routes.contains(where: { $0.method == route.method }) else { throw .duplicateRoute(p) }
+        entry.routes.append(route)
+        exact[p] = entry
+        continue
+      }
+      let wildcard = p.hasSuffix("*")
+      let segments = (wildcard ? p.dropLast() : Substring(p)).split(
+        separator: "/", omittingEmptySubsequences: false)
+      if let i = patterns.firstIndex(where: { $0.segments == segments && $0.wildcard == wildcard }) {
+        guard !patterns[i].entry.routes.contains(where: { $0.method == route.method }) else {
+          throw .duplicateRoute(p)
+        }
+        patterns[i].entry.routes.append(route)
+      } else {
+        patterns.append(
+          PatternEntry(segments: segments, wildcard: wildcard, entry: PathEntry(routes: [route])))
+      }
+    }
+    for key in exact.keys { exact[key]!.allow = Self.allow(exact[key]!.routes) }
+    for i in patterns.indices { patterns[i].entry.allow = Self.allow(patterns[i].entry.routes) }
+  }
+
+  private static func allow(_ routes: [Route]) -> String {
+    var methods = routes.map(\.method.rawValue)
+    if methods.contains("GET") && !methods.contains("HEAD") { methods.append("HEAD") }
+    return methods.sorted().joined(separator: ", ")
+  }
+
+  /// The methods of the IANA HTTP Method Registry (RFC 9110 §16.1: RFC 9110's own, PATCH, WebDAV's
+  /// and the rest), and QUERY (draft-ietf-httpbis-safe-method-w-body). A path that does not serve
+  /// one of them answers 405 with `Allow`; any other token is not a method this server knows.
+  public static let registeredMethods: Set<HTTPMethod> = Set(
+    [
+      "ACL", "BASELINE-CONTROL", "BIND", "CHECKIN", "CHECKOUT", "CONNECT", "COPY", "DELETE", "GET", "HEAD",
+      "LABEL", "LINK", "LOCK", "MERGE", "MKACTIVITY", "MKCALENDAR", "MKCOL", "MKREDIRECTREF", "MKWORKSPACE",
+      "MOVE", "OPTIONS", "ORDERPATCH", "PATCH", "POST", "PRI", "PROPFIND", "PROPPATCH", "PUT", "QUERY",
+      "REBIND", "REPORT", "SEARCH", "TRACE", "UNBIND", "UNCHECKOUT", "UNLINK", "UNLOCK", "UPDATE",
+      "UPDATEREDIRECTREF", "VERSION-CONTROL",
+    ].map(HTTPMethod.init))
+
+  /// Whether `method` is one this server knows: a registered method or one some route serves.
+  /// RFC 9110 §9.1: any other is answered 501 wherever it is sent.
+  public func recognizes(_ method: HTTPMethod) -> Bool {
+    // GET and HEAD are registered, and most requests: no hashing for them.
+    method == .get || method == .head || methods.contains(method) || Self.registeredMethods.contains(method)
+  }
+
+  /// The route for `method` and `path` (RFC 9110 §9.3.2: HEAD is answered by GET without content).
+  public func match(_ method: HTTPMethod, _ path: String) -> RouteMatch {
+    if let entry = exact[path] { return Self.pick(method, entry, [:]) }
+    let segments = path.split(separator: "/", omittingEmptySubsequences: false)
+    for pattern in patterns {
+      if let parameters = Self.bind(pattern, segments) { return Self.pick(method, pattern.entry, parameters) }
+    }
+    return .notFound
+  }
+
+  private static func pick(_ method: HTTPMethod, _ entry: PathEntry, _ parameters: [String: String])
+    -> RouteMatch
+  {
+    for route in entry.routes where route.method == method {
+      return .found(route, parameters: parameters, headOnly: false)
+    }
+    if method == .head {
+      for route in entry.routes where route.method == .get {
+        return .found(route, parameters: parameters, headOnly: true)
+      }
+    }
+    return .methodNotAllowed(allow: entry.allow)
+  }
+
+  private static func bind(_ pattern: PatternEntry, _ segments: [Substring]) -> [String: String]? {
+    let fixed = pattern.segments.count - (pattern.wildcard ? 1 : 0)
+    if pattern.wildcard ? segments.count < fixed + 1 : segments.count != fixed { return nil }
+    var parameters: [String: String] = [:]
+    for (k, want) in pattern.segments.prefix(fixed).enumerated() {
+      let have = segments[k]
+      if want.hasPrefix(":") {
+        guard !have.isEmpty else { return nil }
+        parameters[String(want.dropFirst())] = String(have)
+      } else if want != have {
+        return nil
+      }
+    }
+    if pattern.wildcard { parameters["*"] = segments[fixed...].joined(separator: "/") }
+    return parameters
+  }
+}

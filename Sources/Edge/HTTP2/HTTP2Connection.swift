@@ -1,0 +1,355 @@
+import CNGHTTP2
+
+/// One HTTP/2 connection as its loop drives it: the session's frames in and out, every stream
+/// through the same `Dispatcher` as HTTP/1 — decided on its head, so 404, 405, 413 and 415 come
+/// before its body is read; then inline, a fast path or the pool — answers written on their own
+/// streams in any order, the access log, and the connection's deadlines. Owned by its loop's
+/// thread (a class, so the loop mutates it in place).
+///
+/// Deadlines, as HTTP/1's: a header block must end within the head timeout of its first frame
+/// (else GOAWAY and close); a body may pause at most the body timeout (else that stream gets
+/// 408); a connection with no stream open, nothing in flight and nothing to write waits the idle
+/// timeout (the head timeout before its first request) and is not kept open by PING, SETTINGS or
+/// WINDOW_UPDATE; a client that stops reading is cut at the write deadline.
+final class HTTP2Connection<Clock: EdgeClock> {
+  /// What the loop must do after an event.
+  struct Step {
+    /// Requests for the worker pool, each with its stream; answers come back through `finished`.
+    var dispatches: [(stream: Int32, dispatch: ConnectionMachine<Clock>.Dispatch)] = []
+    /// Close the connection now (what is queued was written, or the peer is gone).
+    var close = false
+  }
+
+  /// A stream decided on its head, whose body is being read.
+  private struct Routed {
+    /// The request's head (its body is still arriving).
+    let head: Request
+    let route: Route
+    let parameters: [String: String]
+    let headOnly: Bool
+    let started: Instant
+    var bodyDeadline: Instant
+  }
+
+  let session: HTTP2Session
+  var output = OutputQueue()
+  /// The routes and listener policy of the snapshot the connection was opened under: a reload
+  /// sends the connection GOAWAY (`drain`) and its last streams finish on this one; the client
+  /// opens a new connection for the next.
+  private let dispatcher: Dispatcher
+  private let clock: Clock
+  private let limits: Limits
+  private let client: String
+  private let secure: Bool
+  private var inFlight: [Int32: InFlight] = [:]
+  private var routed: [Int32: Routed] = [:]
+  private var idleDeadline: Instant
+  private var headerBlockDeadline = Instant.never
+  private var writeDeadline = Instant.never
+  private var draining = false
+  private var inputClosed = false
+  /// An answer was queued since the output was last empty.
+  private var answerQueued = false
+  /// A deadline ended the connection.
+  private var timedOut = false
+
+  /// Why the connection is ending (for metrics): a deadline, a GOAWAY for a flood (a limit) or a
+  /// protocol error, a drain, or else the peer.
+  var closeReason: CloseReason {
+    if timedOut { return .timeout }
+    switch session.lastGoaway {
+    case nil, NGHTTP2_NO_ERROR.rawValue?: return draining ? .drain : .normal
+    case NGHTTP2_ENHANCE_YOUR_CALM.rawValue?: return .limit
+    default: return .parseError
+    }
+  }
+
+  /// A connection whose peer sent the HTTP/2 connection preface (h2c) or chose `h2` by ALPN.
+  init(
+    clock: Clock, limits: Limits, client: String, secure: Bool, dispatcher: Dispatcher,
+    budget: RequestBudget? = nil, metrics: MetricShard? = nil
+  ) {
+    self.clock = clock
+    self.dispatcher = dispatcher
+    self.limits = limits
+    self.client = client
+    self.secure = secure
+    session = HTTP2Session(settings: .init(limits), budget: budget)
+    session.metrics = metrics
+    // Like an HTTP/1 connection: its first request within the head timeout.
+    idleDeadline = clock.now().adding(limits.headTimeout)
+    flushSession()
+  }
+
+  /// Moves what the session has ready into `output`.
+  private func flushSession() {
+    let wasEmpty = output.isEmpty
+    session.output(into: &output)
+    if wasEmpty && !output.isEmpty { writeDeadline = clock.now().adding(limits.writeTimeout) }
+  }
+
+  /// When the loop must call `deadlinePassed` next.
+  var deadline: Instant {
+    var next = headerBlockDeadline
+    if !output.isEmpty || session.sending { next = min(next, writeDeadline) }
+    for stream in routed.values { next = min(next, stream.bodyDeadline) }
+    if isIdle { next = min(next, idleDeadline) }
+    return next
+  }
+
+  /// Nothing open, in flight or to write: the idle timeout runs.
+  private var isIdle: Bool {
+    routed.isEmpty && inFlight.isEmpty && output.isEmpty && !session.sending && session.openHeaderBlock == nil
+  }
+
+  /// Whether the loop should read from the socket now.
+  var wantsInput: Bool { !inputClosed && output.pending < limits.http2MaxQueuedBytes && !session.failed }
+
+  /// Bytes arrived from the peer.
+  func received(_ bytes: UnsafeRawBufferPointer, context: inout ConnectionContext) -> Step {
+    var step = Step()
+    let now = clock.now()
+    let blockWasOpen = session.openHeaderBlock != nil
+    _ = session.received(bytes, now: now)
+    for event in session.takeEvents() {
+      if let dispatch = handle(event, now: now, context: &context) {
+        step.dispatches.append((event.stream, dispatch))
+      }
+    }
+    for stream in session.takeProgressed() {
+      routed[stream]?.bodyDeadline = now.adding(limits.bodyTimeout)
+    }
+    if session.openHeaderBlock == nil {
+      headerBlockDeadline = .never
+    } else if !blockWasOpen {
+      headerBlockDeadline = now.adding(limits.headTimeout)
+    }
+    flushSession()
+    step.close = output.isEmpty && (session.failed || session.finished)
+    return step
+  }
+
+  /// One event on a stream: a head decided, a request run, a refusal answered.
+  private func handle(_ event: HTTP2Session.Event, now: Instant, context: inout ConnectionContext)
+    -> ConnectionMachine<Clock>.Dispatch?
+  {
+    switch event {
+    case .head(let stream, let request):
+      decideHead(stream, request, now: now, context: &context)
+      return nil
+    case .request(let stream, var request, let headFirst):
+      request.client = client
+      guard headFirst else { return decideWhole(stream, request, now: now, context: &context) }
+      guard let decided = routed.removeValue(forKey: stream) else { return nil }  // answered on its head
+      request.parameters = decided.parameters
+      return run(
+        stream, request, decided.route, headOnly: decided.headOnly, started: decided.started,
+        context: &context)
+    case .bodyTooLarge(let stream, let request):
+      let policy = routed.removeValue(forKey: stream)?.route.body
+      refuse(
+        stream, request, .contentTooLarge, "The request body is too large.", instead: policy?.tooLarge,
+        now: now, context: &context)
+      return nil
+    case .overBudget(let stream, let request):
+      routed[stream] = nil
+      refuse(
+        stream, request, .serviceUnavailable, "The server is busy; try again shortly.",
+        headers: [("Retry-After", "1")], now: now, context: &context)
+      return nil
+    case .fieldsTooLarge(let stream, let request):
+      routed[stream] = nil
+      refuse(
+        stream, request, .requestHeaderFieldsTooLarge, "The header fields are too large.", now: now,
+        context: &context)
+      return nil
+    }
+  }
+
+  /// Answers `stream` with the engine's refusal (`instead`: the route's own answer), in the shape
+  /// its path and Accept call for.
+  private func refuse(
+    _ stream: Int32, _ request: Request, _ status: Status, _ message: String,
+    headers: [(name: String, value: String)] = [], instead: Response? = nil, now: Instant,
+    context: inout ConnectionContext
+  ) {
+    let response =
+      instead
+      ?? dispatcher.router.errors.refusal(status, request, message, headers: headers)
+    answer(stream, response, cacheClass: .private, request: request, started: now, context: &context)
+  }
+
+  /// What the dispatcher makes of `request`'s head.
+  private func decision(_ request: Request, bodyLength: Int?) -> Dispatcher.Decision {
+    let path = request.path
+    return dispatcher.decide(
+      method: request.method, path: path, target: { path + (request.query.map { "?" + $0 } ?? "") },
+      secure: secure, bodyLength: bodyLength, fields: RequestHeadFields(fields: request.headers))
+  }
+
+  /// A head whose body follows: answered now (its body then dropped), or routed with its body limit.
+  private func decideHead(_ stream: Int32, _ request: Request, now: Instant, context: inout ConnectionContext)
+  {
+    // nghttp2 has checked that a content-length is a number the DATA frames will match.
+    let announced = request.headers.combined("content-length").flatMap { Int($0) }
+    switch decision(request, bodyLength: announced) {
+    case .answer(let response, let cacheClass, let headOnly, let route):
+      session.discardBody(stream)
+      answer(
+        stream, response, cacheClass: cacheClass, request: request, headOnly: headOnly, started: now,
+        route: route, context: &context)
+    case .refuse(let response, _, let route):
+      session.discardBody(stream)
+      answer(
+        stream, response, cacheClass: .private, request: request, started: now, route: route,
+        context: &context)
+    case .route(let route, let parameters, let headOnly, let bodyLimit):
+      session.limitBody(stream, to: min(bodyLimit ?? limits.maxBodyBytes, limits.maxBodyBytes))
+      routed[stream] = Routed(
+        head: request, route: route, parameters: parameters, headOnly: headOnly, started: now,
+        bodyDeadline: now.adding(limits.bodyTimeout))
+    }
+  }
+
+  /// A request that arrived whole (no body, or END_STREAM on its HEADERS).
+  private func decideWhole(
+    _ stream: Int32, _ request: Request, now: Instant, context: inout ConnectionContext
+  ) -> ConnectionMachine<Clock>.Dispatch? {
+    switch decision(request, bodyLength: request.body.count) {
+    case .answer(let response, let cacheClass, let headOnly, let route):
+      answer(
+        stream, response, cacheClass: cacheClass, request: request, headOnly: headOnly, started: now,
+        route: route, context: &context)
+    case .refuse(let response, _, let route):
+      answer(
+        stream, response, cacheClass: .private, request: request, started: now, route: route,
+        context: &context)
+    case .route(let route, let parameters, let headOnly, _):
+      var request = request
+      request.parameters = parameters
+      return run(stream, request, route, headOnly: headOnly, started: now, context: &context)
+    }
+    return nil
+  }
+
+  /// A routed request with its body: answered inline or by a fast path, or handed to the pool.
+  private func run(
+    _ stream: Int32, _ request: Request, _ route: Route, headOnly: Bool, started: Instant,
+    context: inout ConnectionContext
+  ) -> ConnectionMachine<Clock>.Dispatch? {
+    switch dispatcher.action(route, request) {
+    case .answer(let response), .hold(let response, _):
+      // A held refusal is answered at once on HTTP/2: the stream, not the connection, waits.
+      answer(
+        stream, response, cacheClass: route.cacheClass, request: request, headOnly: headOnly,
+        started: started, route: route.metricIndex, context: &context)
+      return nil
+    case .pool:
+      inFlight[stream] = InFlight(
+        method: request.method, path: request.path, route: route, headOnly: headOnly, started: started)
+      return ConnectionMachine<Clock>.Dispatch(request: request, route: route)
+    }
+  }
+
+  private func answer(
+    _ stream: Int32, _ response: Response, cacheClass: CacheClass, request: Request, headOnly: Bool? = nil,
+    started: Instant, route: RouteIndex = 0, context: inout ConnectionContext
+  ) {
+    answer(
+      stream, response, cacheClass: cacheClass, headOnly: headOnly ?? (request.method == .head),
+      method: request.method, path: request.path, started: started, route: route, context: &context)
+  }
+
+  private func answer(
+    _ stream: Int32, _ response: Response, cacheClass: CacheClass, headOnly: Bool, method: HTTPMethod,
+    path: String, started: Instant, route: RouteIndex, context: inout ConnectionContext
+  ) {
+    session.respond(
+      stream: stream, response, cacheClass: cacheClass, headOnly: headOnly, date: context.date.value,
+      hsts: secure)
+    let now = clock.now()
+    idleDeadline = now.adding(limits.idleTimeout)
+    answerQueued = true
+    context.served(
+      route: route, method: method, path: path, protocol: .h2, status: response.status.code,
+      bytes: response.body.count, bodyBytes: headOnly ? 0 : response.body.count, cacheClass: cacheClass,
+      durationNanoseconds: now.nanoseconds &- started.nanoseconds, client: client)
+  }
+
+  /// A pooled handler answered `stream` (which may have been reset meanwhile: then nothing is sent).
+  func finished(stream: Int32, _ response: Response, context: inout ConnectionContext) -> Step {
+    guard let flight = inFlight.removeValue(forKey: stream) else { return Step() }
+    answer(
+      stream, response, cacheClass: flight.cacheClass, headOnly: flight.headOnly, method: flight.method,
+      path: flight.path, started: flight.started, route: flight.route, context: &context)
+    flushSession()
+    return Step()
+  }
+
+  /// The loop wrote `count` bytes of `output`; true when the connection should close now.
+  func wrote(_ count: Int) -> Bool {
+    output.consume(count)
+    writeDeadline = clock.now().adding(limits.writeTimeout)
+    flushSession()
+    guard output.isEmpty else { return false }
+    // A body still waiting for the peer's window keeps the write deadline from this write on.
+    if !session.sending {
+      writeDeadline = .never
+      // The idle wait starts when the last answer is written (not a PING's or SETTINGS' ACK).
+      if answerQueued {
+        answerQueued = false
+        idleDeadline = clock.now().adding(limits.idleTimeout)
+      }
+    }
+    return session.failed || session.finished || (draining && inFlight.isEmpty) || inputClosed
+  }
+
+  /// The peer closed its side: nothing more can arrive; close once what is queued is written.
+  func inputEnded() -> Bool {
+    inputClosed = true
+    return output.isEmpty
+  }
+
+  /// A deadline may have passed; true when the connection should close now.
+  func deadlinePassed(context: inout ConnectionContext) -> Bool {
+    let now = clock.now()
+    // A reader that stopped reading (or never opens its window) is cut at the write deadline.
+    if (!output.isEmpty || session.sending) && now >= writeDeadline {
+      timedOut = true
+      return true
+    }
+    // Streams that were routed but are gone (reset by the client) hold no deadline.
+    routed = routed.filter { session.readsBody($0.key) }
+    for (stream, waiting) in routed where now >= waiting.bodyDeadline {
+      routed[stream] = nil
+      session.discardBody(stream)
+      let response = dispatcher.router.errors.refusal(
+        .requestTimeout, waiting.head, "The request body did not arrive in time.")
+      answer(stream, response, cacheClass: .private, request: waiting.head, started: now, context: &context)
+    }
+    if now >= headerBlockDeadline || (isIdle && now >= idleDeadline) {
+      // A header block left open, or a connection with nothing to do: GOAWAY, then close.
+      session.terminate(NGHTTP2_NO_ERROR)
+      headerBlockDeadline = .never
+      timedOut = true
+    }
+    flushSession()
+    return output.isEmpty && (session.failed || session.finished)
+  }
+
+  /// The server is stopping, or its configuration was reloaded: GOAWAY with the last stream, let
+  /// the streams in flight finish, then close.
+  func drain() -> Bool {
+    draining = true
+    session.drain()
+    flushSession()
+    return output.isEmpty && inFlight.isEmpty
+  }
+}
+
+/// A complete request's fields, for the dispatcher.
+struct RequestHeadFields: HeadFields {
+  let fields: HTTPFields
+
+  func value(_ name: StaticString) -> String? { fields.combined(name.description) }
+}

@@ -1,0 +1,660 @@
+import CNGHTTP2
+import Glibc
+
+/// The HTTP/2 side of one connection (RFC 9113), through libnghttp2: the framing, HPACK, stream
+/// states and flow control are the library's; this type turns streams into `Request`s — a head as
+/// soon as its header block ends, so it is decided before its body is read — and answers into
+/// HEADERS and DATA. It bounds what the library does not: header blocks (bytes, field count and
+/// CONTINUATION frames), bodies (per stream, as the route allows) and frames that carry no request
+/// (a glitch budget). Driven from the connection's loop only: bytes in with `received`
+/// (`nghttp2_session_mem_recv`), bytes out with `output` (`nghttp2_session_mem_send`); it has no
+/// threads and reads no clock. Not Sendable: one loop owns it.
+final class HTTP2Session {
+  /// What the server announces in its first SETTINGS frame, and the bounds it keeps.
+  struct Settings: Equatable {
+    var maxConcurrentStreams = 100
+    /// SETTINGS_MAX_HEADER_LIST_SIZE; also the bound on a header block's bytes and on a request's
+    /// fields (RFC 9113 §6.5.2: names, values and 32 bytes per field).
+    var maxHeaderListBytes = 16384
+    var maxHeaderCount = 100
+    var initialWindowSize = 65535
+    var maxFrameSize = 16384
+    var headerTableSize = 4096
+    var maxContinuationFrames = 8
+    var glitchBurst = 400
+    var glitchesPerSecond = 100
+    /// Body bytes a stream may send unless its route says otherwise.
+    var maxBodyBytes = 1 << 20
+
+    init() {}
+
+    /// The settings `limits` give.
+    init(_ limits: Limits) {
+      maxConcurrentStreams = limits.http2MaxConcurrentStreams
+      maxHeaderListBytes = limits.maxHeaderBytes
+      maxHeaderCount = limits.maxHeaderCount
+      initialWindowSize = limits.http2InitialWindowBytes
+      maxFrameSize = limits.http2MaxFrameBytes
+      headerTableSize = limits.http2HeaderTableBytes
+      maxContinuationFrames = limits.http2MaxContinuationFrames
+      glitchBurst = limits.http2GlitchBurst
+      glitchesPerSecond = limits.http2GlitchesPerSecond
+      maxBodyBytes = limits.maxBodyBytes
+    }
+  }
+
+  /// What happened on the streams, in order.
+  enum Event {
+    /// A request's head; its body is still to come (`limitBody` or `discardBody` says how much
+    /// of it is read).
+    case head(Int32, Request)
+    /// A request is complete (END_STREAM): its head, its body, and whether `head` came first.
+    case request(Int32, Request, headFirst: Bool)
+    /// The stream's body passed its limit: the rest is dropped; it is to be refused (413).
+    case bodyTooLarge(Int32, Request)
+    /// The stream's header fields passed the limits: the rest is dropped; it is to be refused (431).
+    case fieldsTooLarge(Int32, Request)
+    /// The process's allowance for buffered bodies is spent: the rest is dropped; it is to be
+    /// refused (503).
+    case overBudget(Int32, Request)
+  }
+
+  /// A stream being read: its head (every name and value laid out in one buffer, as HTTP/1's
+  /// parser does, so no string is made for a field nobody reads) and its body so far. A class, so
+  /// the callbacks change it in place.
+  private final class Incoming {
+    var bytes: [UInt8] = []
+    var fields: [HTTPFields.Field] = []
+    var method: HTTPMethod?
+    var target: Range<Int>?
+    var authority: Range<Int>?
+    var hasHost = false
+    /// `cookie` fields seen: a client may split the cookie list into one field per cookie.
+    var cookies = 0
+    var body: [UInt8] = []
+    /// Header-list bytes so far (RFC 9113 §6.5.2), and regular fields.
+    var fieldBytes = 0
+    var fieldCount = 0
+    var fieldsTooLarge = false
+    /// Whether the head was handed on before the body.
+    var headFirst = false
+    var bodyLimit: Int
+    /// Whether DATA is dropped (the stream was answered on its head, or refused).
+    var discarding = false
+    var progressed = false
+
+    init(bodyLimit: Int) {
+      self.bodyLimit = bodyLimit
+      bytes.reserveCapacity(256)
+    }
+
+    /// Appends `count` bytes at `pointer`; returns where they lie.
+    func append(_ pointer: UnsafePointer<UInt8>, _ count: Int) -> Range<Int> {
+      let start = bytes.count
+      bytes.append(contentsOf: UnsafeBufferPointer(start: pointer, count: count))
+      return start..<bytes.count
+    }
+  }
+
+  /// A response body being sent on a stream, and how far.
+  private struct Outgoing {
+    let body: Response.Body
+    var sent = 0
+    /// Where the DATA frame the library is about to send (without copying) starts.
+    var frameStart = 0
+  }
+
+  private var session: OpaquePointer?
+  private let settings: Settings
+  /// The process-wide allowance for buffered request bodies (shared with HTTP/1), and what each
+  /// open stream holds of it (given back when the stream closes).
+  private let budget: RequestBudget?
+  private var reserved: [Int32: Int] = [:]
+  private var incoming: [Int32: Incoming] = [:]
+  private var outgoing: [Int32: Outgoing] = [:]
+  private var events: [Event] = []
+  private var progressed: [Int32] = []
+  /// Streams answered before their request ended: a RST_STREAM NO_ERROR follows the answer's end
+  /// (RFC 9113 §8.1), so the client stops sending a body nobody reads.
+  private var answeredEarly: Set<Int32> = []
+  /// Where `output` is writing while the library sends (DATA frames go there without copying).
+  private var sink: UnsafeMutablePointer<OutputQueue>?
+  /// Set when the peer broke the protocol or the library failed: the connection is to close once
+  /// what is queued (a GOAWAY) is written.
+  private(set) var failed = false
+
+  /// Frames that cost the server work but carry no request (RST_STREAM, PING, SETTINGS, PRIORITY,
+  /// WINDOW_UPDATE while no body is being sent, empty DATA) and frames the library refused,
+  /// counted against a token bucket: `glitchBurst` at once, refilled at `glitchesPerSecond`. Past
+  /// it the connection ends with GOAWAY ENHANCE_YOUR_CALM: rapid reset (CVE-2023-44487), provoked
+  /// resets (CVE-2025-8671, which Debian's 1.52 does not limit itself) and control-frame floods
+  /// cost one budget.
+  private var glitchTokens: Double
+  private var glitchesSeen = 0
+  private var lastRefill: Instant? = nil
+  /// Whether the connection was ended for spending its glitch budget or flooding CONTINUATION.
+  private(set) var calmedDown = false
+  /// Where streams, resets and GOAWAYs are counted (nil: not at all).
+  var metrics: MetricShard?
+  /// The error code of the last GOAWAY sent, if any.
+  private(set) var lastGoaway: UInt32?
+
+  /// The stream whose header block is open (HEADERS without END_HEADERS seen), its CONTINUATION
+  /// frames and bytes so far.
+  private(set) var openHeaderBlock: Int32? = nil
+  private var blockFrames = 0
+  private var blockBytes = 0
+
+  /// A server session announcing and keeping `settings`, its bodies counted against `budget`.
+  init(settings: Settings, budget: RequestBudget? = nil) {
+    self.settings = settings
+    self.budget = budget
+    glitchTokens = Double(settings.glitchBurst)
+    var callbacks: OpaquePointer?
+    nghttp2_session_callbacks_new(&callbacks)
+    defer { nghttp2_session_callbacks_del(callbacks) }
+    Self.setReadingCallbacks(callbacks)
+    Self.setWritingCallbacks(callbacks)
+    var options: OpaquePointer?
+    nghttp2_option_new(&options)
+    defer { nghttp2_option_del(options) }
+    nghttp2_option_set_max_deflate_dynamic_table_size(options, settings.headerTableSize)
+    nghttp2_session_server_new2(&session, callbacks, Unmanaged.passUnretained(self).toOpaque(), options)
+    if session == nil || !submitSettings() { failed = true }
+  }
+
+  /// Queues the server's SETTINGS frame (RFC 9113 §3.4: the first frame it sends); false when the
+  /// library refused it.
+  private func submitSettings() -> Bool {
+    var entries = [
+      (NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, settings.maxConcurrentStreams),
+      (NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, settings.maxHeaderListBytes),
+      (NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, settings.initialWindowSize),
+      (NGHTTP2_SETTINGS_MAX_FRAME_SIZE, settings.maxFrameSize),
+      (NGHTTP2_SETTINGS_HEADER_TABLE_SIZE, settings.headerTableSize),
+    ].map { nghttp2_settings_entry(settings_id: Int32($0.0.rawValue), value: UInt32(clamping: $0.1)) }
+    return nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count) == 0
+  }
+
+  /// What the library tells of what it reads: frames begun and received, header fields, DATA,
+  /// and frames it refused. Each callback finds its session through `user`.
+  private static func setReadingCallbacks(_ callbacks: OpaquePointer?) {
+    nghttp2_session_callbacks_set_on_begin_frame_callback(callbacks) { _, header, user in
+      guard let header, let user else { return 0 }
+      return HTTP2Session.from(user).beginFrame(header.pointee)
+    }
+    nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, user in
+      // A request's first HEADERS opens the stream; a later one (trailers) keeps what was read.
+      guard let frame, let user, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue),
+        frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST
+      else { return 0 }
+      let me = HTTP2Session.from(user)
+      me.incoming[frame.pointee.hd.stream_id] = Incoming(bodyLimit: me.settings.maxBodyBytes)
+      me.metrics?.count(.h2Streams)
+      return 0
+    }
+    nghttp2_session_callbacks_set_on_header_callback(callbacks) {
+      _, frame, name, nameLength, value, valueLength, _, user in
+      guard let frame, let user, let name, let value else { return 0 }
+      let me = HTTP2Session.from(user)
+      let stream = frame.pointee.hd.stream_id
+      // Trailer fields are not the request's head (and no route reads them).
+      guard frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST else { return 0 }
+      me.field(stream, name, nameLength, value, valueLength)
+      return 0
+    }
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) {
+      _, _, stream, data, length, user in
+      guard let user, let data else { return 0 }
+      HTTP2Session.from(user).data(stream, UnsafeRawBufferPointer(start: data, count: length))
+      return 0
+    }
+    nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, user in
+      guard let frame, let user else { return 0 }
+      HTTP2Session.from(user).frameReceived(frame.pointee)
+      return 0
+    }
+    nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(callbacks) { _, _, _, user in
+      if let user { HTTP2Session.from(user).glitchesSeen += 1 }
+      return 0
+    }
+  }
+
+  /// What the library tells of what it sends and of streams ending: frames sent, DATA payloads
+  /// (written from the response's own bytes), and streams closed.
+  private static func setWritingCallbacks(_ callbacks: OpaquePointer?) {
+    nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { session, frame, user in
+      guard let frame, let user else { return 0 }
+      HTTP2Session.from(user).frameSent(frame.pointee, session)
+      return 0
+    }
+    nghttp2_session_callbacks_set_send_data_callback(callbacks) { _, frame, header, length, _, user in
+      guard let frame, let header, let user else { return Int32(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
+      return HTTP2Session.from(user).sendData(frame.pointee.hd.stream_id, header, length)
+    }
+    nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, stream, _, user in
+      guard let user else { return 0 }
+      let me = HTTP2Session.from(user)
+      me.incoming[stream] = nil
+      me.outgoing[stream] = nil
+      me.answeredEarly.remove(stream)
+      if let held = me.reserved.removeValue(forKey: stream) { me.budget?.release(held) }
+      // A stream reset before it was handed on is never answered (rapid reset: no handler runs).
+      if !me.events.isEmpty { me.events.removeAll { $0.stream == stream } }
+      return 0
+    }
+  }
+
+  deinit {
+    nghttp2_session_del(session)
+    budget?.release(reserved.values.reduce(0, +))
+  }
+
+  private static func from(_ user: UnsafeMutableRawPointer) -> HTTP2Session {
+    Unmanaged<HTTP2Session>.fromOpaque(user).takeUnretainedValue()
+  }
+
+  // MARK: reading
+
+  /// Every frame's header, before its payload: header blocks are bounded here (the library
+  /// gathers CONTINUATION frames without limit).
+  private func beginFrame(_ header: nghttp2_frame_hd) -> Int32 {
+    let endHeaders = header.flags & UInt8(NGHTTP2_FLAG_END_HEADERS.rawValue) != 0
+    switch Int(header.type) {
+    case Int(NGHTTP2_HEADERS.rawValue):
+      blockFrames = 0
+      blockBytes = header.length
+      openHeaderBlock = endHeaders ? nil : header.stream_id
+    case Int(NGHTTP2_CONTINUATION.rawValue):
+      blockFrames += 1
+      blockBytes += header.length
+      if endHeaders { openHeaderBlock = nil }
+    default:
+      return 0
+    }
+    // A block's bytes never need to pass the field limit by more than HPACK's framing and padding.
+    guard blockFrames <= settings.maxContinuationFrames, blockBytes <= settings.maxHeaderListBytes + 256
+    else {
+      calmedDown = true
+      return Int32(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue)
+    }
+    return 0
+  }
+
+  private func field(
+    _ stream: Int32, _ name: UnsafePointer<UInt8>, _ nameLength: Int, _ value: UnsafePointer<UInt8>,
+    _ valueLength: Int
+  ) {
+    guard let entry = incoming[stream], !entry.fieldsTooLarge else { return }
+    entry.fieldBytes += nameLength + valueLength + 32
+    let pseudo = nameLength > 0 && name[0] == UInt8(ascii: ":")
+    if !pseudo { entry.fieldCount += 1 }
+    // Past a bound the block is still decoded (HPACK's state must stay in step) but not kept.
+    if entry.fieldBytes > settings.maxHeaderListBytes || entry.fieldCount > settings.maxHeaderCount {
+      entry.fieldsTooLarge = true
+      entry.fields = []
+      return
+    }
+    guard pseudo else {
+      // The library has checked names (lower case, token characters) and values.
+      let n = entry.append(name, nameLength)
+      let v = entry.append(value, valueLength)
+      entry.fields.append(
+        .init(
+          nameStart: Int32(n.lowerBound), nameEnd: Int32(n.upperBound), valueStart: Int32(v.lowerBound),
+          valueEnd: Int32(v.upperBound)))
+      if nameLength == 4 && memcmp(name, "host", 4) == 0 { entry.hasHost = true }
+      if nameLength == 6 && memcmp(name, "cookie", 6) == 0 { entry.cookies += 1 }
+      return
+    }
+    switch (nameLength, name[1]) {
+    case (7, UInt8(ascii: "m")): entry.method = Self.method(value, valueLength)
+    case (5, UInt8(ascii: "p")): entry.target = entry.append(value, valueLength)
+    case (10, UInt8(ascii: "a")): entry.authority = entry.append(value, valueLength)
+    default: break  // :scheme (the library checked the pseudo-fields' names and presence)
+    }
+  }
+
+  /// The method: the common ones without making a string.
+  private static func method(_ value: UnsafePointer<UInt8>, _ length: Int) -> HTTPMethod {
+    switch length {
+    case 3 where memcmp(value, "GET", 3) == 0: .get
+    case 4 where memcmp(value, "HEAD", 4) == 0: .head
+    case 4 where memcmp(value, "POST", 4) == 0: .post
+    default: HTTPMethod(String(decoding: UnsafeBufferPointer(start: value, count: length), as: UTF8.self))
+    }
+  }
+
+  private func data(_ stream: Int32, _ bytes: UnsafeRawBufferPointer) {
+    guard let entry = incoming[stream], !entry.discarding else { return }
+    if !entry.progressed {
+      entry.progressed = true
+      progressed.append(stream)
+    }
+    guard entry.body.count + bytes.count <= entry.bodyLimit else {
+      entry.discarding = true
+      entry.body = []
+      events.append(.bodyTooLarge(stream, request(entry)))
+      return
+    }
+    if let budget {
+      guard budget.reserve(bytes.count) else {
+        entry.discarding = true
+        entry.body = []
+        events.append(.overBudget(stream, request(entry)))
+        return
+      }
+      reserved[stream, default: 0] += bytes.count
+    }
+    entry.body.append(contentsOf: bytes)
+  }
+
+  private func frameReceived(_ frame: nghttp2_frame) {
+    let type = frame.hd.type
+    let endStream = frame.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+    switch Int(type) {
+    case Int(NGHTTP2_RST_STREAM.rawValue):
+      metrics?.count(.h2ResetsReceived)
+      glitchesSeen += 1
+    case Int(NGHTTP2_PING.rawValue), Int(NGHTTP2_SETTINGS.rawValue), Int(NGHTTP2_PRIORITY.rawValue):
+      glitchesSeen += 1
+    case Int(NGHTTP2_WINDOW_UPDATE.rawValue):
+      // A client opens windows while it receives a body (many, for a large one): only updates
+      // while nothing is being sent count.
+      if outgoing.isEmpty { glitchesSeen += 1 }
+    case Int(NGHTTP2_DATA.rawValue) where frame.hd.length == 0 && !endStream:
+      glitchesSeen += 1
+    case Int(NGHTTP2_HEADERS.rawValue):
+      openHeaderBlock = nil
+      let stream = frame.hd.stream_id
+      guard frame.headers.cat == NGHTTP2_HCAT_REQUEST, let entry = incoming[stream] else { break }
+      if entry.fieldsTooLarge {
+        entry.discarding = true
+        events.append(.fieldsTooLarge(stream, request(entry)))
+      } else if !endStream {
+        entry.headFirst = true
+        events.append(.head(stream, request(entry)))
+      }
+    default:
+      break
+    }
+    guard type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue), endStream else {
+      return
+    }
+    complete(frame.hd.stream_id)
+  }
+
+  /// The HTTP/1 shape every handler knows (`Host` from `:authority`), over the stream's buffer.
+  private func request(_ entry: Incoming) -> Request {
+    var fields = entry.fields
+    if entry.cookies > 1 {
+      // RFC 9113 §8.2.3: cookie crumbs are joined with "; " into one field, as HTTP/1 carries it.
+      let isCookie = { (f: HTTPFields.Field) in
+        f.nameEnd - f.nameStart == 6
+          && entry.bytes[Int(f.nameStart)..<Int(f.nameEnd)].elementsEqual("cookie".utf8)
+      }
+      let crumbs = fields.filter(isCookie)
+      let name = entry.bytes.count
+      entry.bytes += "cookie".utf8
+      let value = entry.bytes.count
+      for (i, crumb) in crumbs.enumerated() {
+        if i > 0 { entry.bytes += "; ".utf8 }
+        let crumbValue = Array(entry.bytes[Int(crumb.valueStart)..<Int(crumb.valueEnd)])
+        entry.bytes += crumbValue
+      }
+      let at = fields.firstIndex(where: isCookie) ?? fields.count
+      fields.removeAll(where: isCookie)
+      fields.insert(
+        .init(
+          nameStart: Int32(name), nameEnd: Int32(value), valueStart: Int32(value),
+          valueEnd: Int32(entry.bytes.count)), at: min(at, fields.count))
+      entry.cookies = 1
+      entry.fields = fields
+    }
+    if let authority = entry.authority, !entry.hasHost {
+      let name = entry.bytes.count
+      entry.bytes += "host".utf8
+      fields.insert(
+        .init(
+          nameStart: Int32(name), nameEnd: Int32(name + 4), valueStart: Int32(authority.lowerBound),
+          valueEnd: Int32(authority.upperBound)), at: 0)
+    }
+    let target = entry.target ?? entry.append("/", 1)
+    let split = Request.splitTarget(entry.bytes[target])
+    return Request(
+      method: entry.method ?? .get, version: .http11, targetRange: target,
+      queryStart: split.queryStart.map { target.lowerBound + $0 }, path: split.path,
+      headers: HTTPFields(bytes: entry.bytes, fields: fields), body: entry.body, trailers: .empty,
+      keepAlive: true, expectsContinue: false)
+  }
+
+  /// A stream's request is complete.
+  private func complete(_ stream: Int32) {
+    answeredEarly.remove(stream)  // the request ended by itself: no reset needed
+    guard let entry = incoming.removeValue(forKey: stream), !entry.discarding, entry.method != nil,
+      entry.target != nil
+    else { return }
+    events.append(.request(stream, request(entry), headFirst: entry.headFirst))
+  }
+
+  /// Feeds bytes from the peer that arrived at `now`; false when the connection must close (a
+  /// protocol error, a flood: a GOAWAY is queued, which `output` still returns).
+  func received(_ bytes: UnsafeRawBufferPointer, now: Instant) -> Bool {
+    guard !failed, let base = bytes.baseAddress else { return !failed }
+    let n = nghttp2_session_mem_recv(session, base.assumingMemoryBound(to: UInt8.self), bytes.count)
+    // The library's own bounds on floods (CONTINUATION frames, queued control frames).
+    if n == Int(NGHTTP2_ERR_FLOODED.rawValue) || n == Int(NGHTTP2_ERR_TOO_MANY_CONTINUATIONS.rawValue) {
+      calmedDown = true
+    }
+    if glitchesSeen > 0 {
+      let elapsed = lastRefill.map { Double(now.nanoseconds &- $0.nanoseconds) / 1e9 } ?? 0
+      lastRefill = now
+      glitchTokens =
+        min(Double(settings.glitchBurst), glitchTokens + elapsed * Double(settings.glitchesPerSecond))
+        - Double(glitchesSeen)
+      glitchesSeen = 0
+      if glitchTokens < 0 { calmedDown = true }
+    } else if lastRefill == nil {
+      lastRefill = now
+    }
+    if calmedDown {
+      terminate(NGHTTP2_ENHANCE_YOUR_CALM)
+    } else if n < 0 {
+      // RFC 9113 §3.4, §5.4.1: say why before closing (the library has not always queued it:
+      // not for a bad connection preface).
+      terminate(NGHTTP2_PROTOCOL_ERROR)
+    }
+    return !failed
+  }
+
+  /// Ends the connection: GOAWAY with `code`, no stream answered from now on.
+  func terminate(_ code: nghttp2_error_code) {
+    guard !failed else { return }
+    failed = true
+    events.removeAll()
+    nghttp2_session_terminate_session(session, code.rawValue)
+  }
+
+  /// What happened since the last call, in order.
+  func takeEvents() -> [Event] {
+    defer { events.removeAll(keepingCapacity: true) }
+    return events
+  }
+
+  /// The streams whose body grew since the last call.
+  func takeProgressed() -> [Int32] {
+    guard !progressed.isEmpty else { return [] }
+    for stream in progressed { incoming[stream]?.progressed = false }
+    defer { progressed.removeAll(keepingCapacity: true) }
+    return progressed
+  }
+
+  /// The head handed on for `stream` was routed: at most `bytes` of body are read.
+  func limitBody(_ stream: Int32, to bytes: Int) { incoming[stream]?.bodyLimit = bytes }
+
+  /// `stream` was answered on its head: the rest of its body is dropped unread.
+  func discardBody(_ stream: Int32) {
+    incoming[stream]?.discarding = true
+    incoming[stream]?.body = []
+  }
+
+  /// Whether a stream still reads a body (handed on as a head, not yet complete).
+  func readsBody(_ stream: Int32) -> Bool { incoming[stream].map { !$0.discarding } ?? false }
+
+  // MARK: writing
+
+  /// Answers `stream` with `response`: `:status`, `cache-control` from the cache class, the
+  /// response's own fields (lower-cased, RFC 9113 §8.2.1), `content-length`, `date`, HSTS when
+  /// `hsts`; the body (none for HEAD and for statuses that forbid it) follows as DATA frames under
+  /// the peer's flow control, shared bodies straight from their bytes.
+  func respond(
+    stream: Int32, _ response: Response, cacheClass: CacheClass, headOnly: Bool, date: String, hsts: Bool
+  ) {
+    // A prebuilt answer's fields are laid out already; only `date` (and HSTS) are added. Others are
+    // laid out in a reused buffer. nghttp2 copies both before `submit` returns.
+    let prebuilt = response.prebuilt.flatMap { $0.cacheClass == cacheClass ? $0.h2Fields : nil }
+    var own = HTTP2Fields()
+    swap(&own, &scratchFields)
+    own.removeAll()
+    if prebuilt == nil {
+      own.addHead(of: response, cacheClass: cacheClass, contentLength: response.body.count)
+    }
+    own.add("date", date)
+    if hsts { own.add("strict-transport-security", "max-age=63072000; includeSubDomains") }
+    let sendsBody = !headOnly && !response.status.forbidsContent && response.body.count > 0
+    if sendsBody { outgoing[stream] = Outgoing(body: response.body) }
+    if incoming[stream] != nil { answeredEarly.insert(stream) }
+    var pairs: [nghttp2_nv] = []
+    swap(&pairs, &scratchPairs)
+    pairs.removeAll(keepingCapacity: true)
+    let result = HTTP2Fields.withPairs(prebuilt, own, into: &pairs) { nva, count in
+      guard sendsBody else { return nghttp2_submit_response(session, stream, nva, count, nil) }
+      var provider = nghttp2_data_provider(
+        source: nghttp2_data_source(ptr: nil),
+        read_callback: { _, stream, buffer, length, flags, _, user in
+          guard let user, let buffer, let flags else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
+          return HTTP2Session.from(user).read(stream, into: buffer, length, flags)
+        })
+      return nghttp2_submit_response(session, stream, nva, count, &provider)
+    }
+    scratchFields = own
+    scratchPairs = pairs
+    if result != 0 {
+      outgoing[stream] = nil
+      answeredEarly.remove(stream)
+    }
+  }
+
+  /// Scratch space of `respond`, kept between answers.
+  private var scratchFields = HTTP2Fields()
+  private var scratchPairs: [nghttp2_nv] = []
+
+  /// The data provider: the next part of `stream`'s body. Shared bytes are not copied: the frame
+  /// goes out through `sendData`; others are copied into the library's frame buffer.
+  private func read(
+    _ stream: Int32, into buffer: UnsafeMutablePointer<UInt8>, _ length: Int,
+    _ flags: UnsafeMutablePointer<UInt32>
+  ) -> Int {
+    guard var out = outgoing[stream] else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
+    let total = out.body.count
+    let take = min(length, total - out.sent)
+    switch out.body {
+    case .empty: break
+    case .bytes(let bytes):
+      bytes.withUnsafeBytes {
+        UnsafeMutableRawPointer(buffer).copyMemory(from: $0.baseAddress! + out.sent, byteCount: take)
+      }
+    case .shared:
+      flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_NO_COPY.rawValue)
+      out.frameStart = out.sent
+    }
+    out.sent += take
+    if out.sent == total { flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue) }
+    if out.sent == total, case .shared = out.body {
+      outgoing[stream] = out  // kept until `sendData` has queued the last frame
+    } else if out.sent == total {
+      outgoing[stream] = nil
+    } else {
+      outgoing[stream] = out
+    }
+    return take
+  }
+
+  /// A DATA frame of a shared body: its 9-byte header, then its bytes by reference (this server
+  /// never pads).
+  private func sendData(_ stream: Int32, _ header: UnsafePointer<UInt8>, _ length: Int) -> Int32 {
+    guard let sink, let out = outgoing[stream], case .shared(let bytes) = out.body else {
+      return Int32(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue)
+    }
+    sink.pointee.append(UnsafeRawBufferPointer(start: header, count: 9))
+    sink.pointee.append(bytes, from: out.frameStart, count: length)
+    if out.frameStart + length == bytes.count { outgoing[stream] = nil }
+    return 0
+  }
+
+  private func frameSent(_ frame: nghttp2_frame, _ session: OpaquePointer?) {
+    let stream = frame.hd.stream_id
+    if let metrics {
+      switch Int(frame.hd.type) {
+      case Int(NGHTTP2_RST_STREAM.rawValue): metrics.count(.h2ResetsSent)
+      case Int(NGHTTP2_GOAWAY.rawValue):
+        // RFC 9113 §7's codes are 0 to 13, in the order `goawayReasons` lists them.
+        let code = Int(frame.goaway.error_code)
+        lastGoaway = frame.goaway.error_code
+        metrics.count(
+          .h2GoawaysSent,
+          code < MetricFamily.goawayReasons.count - 1 ? code : MetricFamily.goawayReasons.count - 1)
+      default: break
+      }
+    }
+    guard frame.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0, answeredEarly.remove(stream) != nil
+    else { return }
+    // RFC 9113 §8.1: the answer is whole; the client may stop sending the request's body.
+    nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream, NGHTTP2_NO_ERROR.rawValue)
+  }
+
+  /// Whether an answer's body is still to be sent (waiting for the peer's flow-control window,
+  /// when nothing is queued).
+  var sending: Bool { !outgoing.isEmpty }
+
+  /// Appends every frame the session has ready to `out`.
+  func output(into out: inout OutputQueue) {
+    withUnsafeMutablePointer(to: &out) { queue in
+      sink = queue
+      defer { sink = nil }
+      while true {
+        var data: UnsafePointer<UInt8>?
+        let n = nghttp2_session_mem_send(session, &data)
+        if n < 0 {
+          failed = true
+          return
+        }
+        guard n > 0, let data else { return }
+        queue.pointee.append(UnsafeRawBufferPointer(start: data, count: n))
+      }
+    }
+  }
+
+  /// Whether the session has nothing more to read or write (GOAWAY exchanged, or a fatal error
+  /// written): the connection may close.
+  var finished: Bool { nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 }
+
+  /// Starts a graceful stop: GOAWAY with the last stream seen; streams in flight still finish.
+  func drain() {
+    nghttp2_submit_goaway(
+      session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nghttp2_session_get_last_proc_stream_id(session),
+      NGHTTP2_NO_ERROR.rawValue, nil, 0)
+  }
+
+}
+
+extension HTTP2Session.Event {
+  /// The stream the event is about.
+  var stream: Int32 {
+    switch self {
+    case .head(let s, _), .request(let s, _, _), .bodyTooLarge(let s, _), .fieldsTooLarge(let s, _),
+      .overBudget(let s, _):
+      s
+    }
+  }
+}
