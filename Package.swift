@@ -6,6 +6,7 @@ import PackageDescription
 /// The dependency lists below are the layering, lowest first (docs/architecture.md):
 /// - Edge (the HTTP engine) and Store (the databases) know nothing of the application;
 /// - Deployment (the configuration); Shell, LinkAssoc: the web app's files and the verified-link files;
+/// - EdgeTesting: the in-process test client, over Edge alone (the tests' way in to a route table);
 /// - Accounts: the domain, over Store; ClientAPI: HTTP over Accounts;
 /// - band-edge: the executable that composes them.
 /// `build/check-layers` (run by build/test) fails when a file imports a module of this package
@@ -34,6 +35,9 @@ let package = Package(
       // Exclusivity stays checked at compile time; the per-access runtime check on the
       // loop-owned connection objects is dropped in release builds (each is touched by one thread).
       swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
+    // The in-process test client: a route table through the dispatcher, with a cookie jar. A
+    // library (no Testing, no @testable), so it builds in release with everything else.
+    .target(name: "EdgeTesting", dependencies: ["Edge"]),
     .target(name: "Shell", dependencies: ["Edge", "CZlib", "CBrotli", "COpenSSL"]),
     // The deployment configuration: its values, its loader and validation (Edge for JSON strings).
     .target(name: "Deployment", dependencies: ["Edge"]),
@@ -61,7 +65,7 @@ let package = Package(
     // libFuzzer target for the HTTP/1.1 parser: build/fuzz builds it with --sanitize=fuzzer.
     .executableTarget(name: "EdgeFuzz", dependencies: ["Edge"]),
 
-    .testTarget(name: "EdgeTests", dependencies: ["Edge", "CLinux", "COpenSSL", "CNGHTTP2"]),
+    .testTarget(name: "EdgeTests", dependencies: ["Edge", "EdgeTesting", "CLinux", "COpenSSL", "CNGHTTP2"]),
     .testTarget(name: "ShellTests", dependencies: ["Shell", "Edge"]),
     .testTarget(name: "DeploymentTests", dependencies: ["Deployment", "Edge"]),
     .testTarget(name: "LinkAssocTests", dependencies: ["LinkAssoc", "Deployment", "Edge"]),
