@@ -77,7 +77,9 @@ let package = Package(
       name: "AccountsTests", dependencies: ["Accounts", "Store", "Edge", "Deployment", "TestSupport"]),
     .testTarget(
       name: "ClientAPITests",
-      dependencies: ["ClientAPI", "Accounts", "Store", "Edge", "Deployment", "LinkAssoc", "TestSupport"]),
+      dependencies: [
+        "ClientAPI", "Accounts", "Store", "Edge", "EdgeTesting", "Deployment", "LinkAssoc", "TestSupport",
+      ]),
     .testTarget(name: "EmbedFilesTests", exclude: ["Fixtures"], plugins: ["EmbedFiles"]),
   ]
 )

@@ -1,5 +1,6 @@
 import Deployment
 import Edge
+import EdgeTesting
 import Foundation
 import TestSupport
 import Testing
@@ -14,12 +15,12 @@ struct CorrectionTests {
 
   /// A fixture with Ada signed in on two browsers; the first is the one making corrections.
   static func twoBrowsers(_ engine: Engine) throws -> (
-    SessionFixture, Account, AccountBrowser, AccountBrowser
+    SessionFixture, Account, InProcessClient, InProcessClient
   ) {
     let f = try SessionFixture(engine)
     let ada = try f.account("ada@example.test", password: password)
-    var one = try AccountBrowser(f)
-    var two = try AccountBrowser(f)
+    var one = f.browser()
+    var two = f.browser()
     #expect(one.signIn("ada@example.test", password).status == .seeOther)
     #expect(two.signIn("ada@example.test", password).status == .seeOther)
     return (f, ada, one, two)
@@ -29,7 +30,7 @@ struct CorrectionTests {
   func rename(engine: Engine) throws {
     var (f, ada, one, _) = try Self.twoBrowsers(engine)
     let page = one.send(.get, "/account")
-    let csrf = AccountBrowser.csrf(page)
+    let csrf = csrfToken(in: page)
     for bad in ["", "   ", String(repeating: "n", count: 101), "Ada\nExample", "Ada\u{7}"] {
       let refused = one.send(.post, "/account/name", form: [("csrf", csrf), ("name", bad)])
       #expect(refused.status == .badRequest && text(refused).contains(AccountRules.nameProblem))
@@ -49,7 +50,7 @@ struct CorrectionTests {
   func patch(engine: Engine) throws {
     let f = try SessionFixture(engine)
     let token = try f.signedIn("ada@example.test")
-    var api = try AccountBrowser(f)
+    var api = f.browser()
     api.origin = nil
     let bearer = [("Authorization", "Bearer \(token)")]
     // The session answer is cached on the loop before the change...
@@ -81,7 +82,7 @@ struct CorrectionTests {
     let form = api.send(.patch, "/api/client/v1/account", form: [("displayName", "Ada")], headers: bearer)
     #expect(form.status == .unsupportedMediaType)
     // A cookie needs a same-origin Origin.
-    var browser = try AccountBrowser(f)
+    var browser = f.browser()
     _ = try f.account("bo@example.test", password: Self.password)
     _ = browser.signIn("bo@example.test", Self.password)
     browser.origin = nil
@@ -95,7 +96,7 @@ struct CorrectionTests {
   @Test("the password changes with the current one; every other session ends", arguments: Engine.available)
   func changePassword(engine: Engine) throws {
     var (f, ada, one, two) = try Self.twoBrowsers(engine)
-    let csrf = AccountBrowser.csrf(one.send(.get, "/account"))
+    let csrf = csrfToken(in: one.send(.get, "/account"))
     let wrong = one.send(
       .post, "/account/password",
       form: [("csrf", csrf), ("current-password", "not the password"), ("new-password", Self.new)])
@@ -115,7 +116,7 @@ struct CorrectionTests {
       try f.mail(to: "ada@example.test", kind: "password_changed")?.text?.contains("every other device")
         == true)
     #expect(try f.actions().contains("account.password_changed"))
-    var fresh = try AccountBrowser(f)
+    var fresh = f.browser()
     #expect(fresh.signIn("ada@example.test", Self.password).header("Location") == nil)
     #expect(fresh.signIn("ada@example.test", Self.new).status == .seeOther)
   }
@@ -123,7 +124,7 @@ struct CorrectionTests {
   @Test("wrong current passwords count towards the lockout", arguments: Engine.available)
   func changePasswordLockout(engine: Engine) throws {
     var (f, _, one, _) = try Self.twoBrowsers(engine)
-    let csrf = AccountBrowser.csrf(one.send(.get, "/account"))
+    let csrf = csrfToken(in: one.send(.get, "/account"))
     var last = ""
     for _ in 0..<Lockout.threshold {
       last = text(
@@ -152,7 +153,7 @@ struct CorrectionTests {
   func changeEmail(engine: Engine) throws {
     var (f, ada, one, two) = try Self.twoBrowsers(engine)
     _ = try f.account("bo@example.test", name: "Bo Example", password: Self.password)
-    let csrf = AccountBrowser.csrf(one.send(.get, "/account"))
+    let csrf = csrfToken(in: one.send(.get, "/account"))
     func ask(_ email: String, _ password: String = Self.password) -> Response {
       one.send(
         .post, "/account/email", form: [("csrf", csrf), ("new-email", email), ("email-password", password)])
@@ -176,14 +177,14 @@ struct CorrectionTests {
     #expect(pending.contains("ada.new@example.test") && pending.contains("action=\"/account/email/cancel\""))
 
     // Someone holding only the link (not signed in) cannot confirm it.
-    var phone = try AccountBrowser(f)
+    var phone = f.browser()
     let landed = phone.send(.get, link)
     #expect(landed.header("Location") == "/account/email/confirm")
     #expect(landed.header("Referrer-Policy") == "no-referrer")
     let asked = phone.send(.get, "/account/email/confirm")
     #expect(text(asked).contains("Sign in to confirm") && !text(asked).contains("ada@example.test"))
     #expect(
-      phone.send(.post, "/account/email/confirm", form: [("csrf", AccountBrowser.csrf(asked))]).status
+      phone.send(.post, "/account/email/confirm", form: [("csrf", csrfToken(in: asked))]).status
         != .ok)
     #expect(try f.store.account(id: ada.id)?.email == "ada@example.test")
     // Signed in to another account, neither.
@@ -197,7 +198,7 @@ struct CorrectionTests {
     let page = one.send(.get, "/account/email/confirm")
     #expect(text(page).contains("ada.new@example.test"))
     #expect(one.send(.post, "/account/email/confirm", form: []).status == .forbidden)
-    let done = one.send(.post, "/account/email/confirm", form: [("csrf", AccountBrowser.csrf(page))])
+    let done = one.send(.post, "/account/email/confirm", form: [("csrf", csrfToken(in: page))])
     #expect(done.header("Location") == "/account/email/confirmed")
     #expect(try f.store.account(id: ada.id)?.email == "ada.new@example.test")
     #expect(try f.store.isVerified(accountID: ada.id))
@@ -208,7 +209,7 @@ struct CorrectionTests {
     // The old address is told it took effect, with a way back.
     let changed = try #require(try f.mail(to: "ada@example.test", kind: "email_changed"))
     #expect(f.linkPath(changed)?.hasPrefix("/account/email/restore?token=") == true)
-    var fresh = try AccountBrowser(f)
+    var fresh = f.browser()
     #expect(fresh.signIn("ada.new@example.test", Self.password).status == .seeOther)
   }
 
@@ -217,34 +218,34 @@ struct CorrectionTests {
     arguments: Engine.available)
   func restoreEmail(engine: Engine) throws {
     var (f, ada, one, two) = try Self.twoBrowsers(engine)
-    let csrf = AccountBrowser.csrf(one.send(.get, "/account"))
+    let csrf = csrfToken(in: one.send(.get, "/account"))
     _ = one.send(
       .post, "/account/email",
       form: [("csrf", csrf), ("new-email", "taken.over@example.test"), ("email-password", Self.password)])
     let confirm = try #require(f.linkPath(try f.mail(to: "taken.over@example.test", kind: "email_change")))
     _ = one.send(.get, confirm)
     let page = one.send(.get, "/account/email/confirm")
-    _ = one.send(.post, "/account/email/confirm", form: [("csrf", AccountBrowser.csrf(page))])
+    _ = one.send(.post, "/account/email/confirm", form: [("csrf", csrfToken(in: page))])
     #expect(try f.store.account(id: ada.id)?.email == "taken.over@example.test")
     let back = try #require(f.linkPath(try f.mail(to: "ada@example.test", kind: "email_changed")))
 
-    var owner = try AccountBrowser(f)
+    var owner = f.browser()
     #expect(owner.send(.get, back).header("Location") == "/account/email/restore")
     let ask = owner.send(.get, "/account/email/restore")
     #expect(text(ask).contains("Take your account back"))
-    let restored = owner.send(.post, "/account/email/restore", form: [("csrf", AccountBrowser.csrf(ask))])
+    let restored = owner.send(.post, "/account/email/restore", form: [("csrf", csrfToken(in: ask))])
     #expect(restored.header("Location") == "/account/reset")
     #expect(try f.store.account(id: ada.id)?.email == "ada@example.test")
     // Every session ended; the old password no longer signs in; the link works once.
     #expect(one.send(.get, "/account").status == .seeOther && two.send(.get, "/account").status == .seeOther)
-    var attacker = try AccountBrowser(f)
+    var attacker = f.browser()
     #expect(attacker.signIn("ada@example.test", Self.password).status != .seeOther)
     #expect(owner.send(.get, back).status.code == 410)
     // The reset form is next, its link in its cookie: the owner chooses a new password.
     let form = owner.send(.get, "/account/reset")
     #expect(text(form).contains("Choose a new password"))
     let set = owner.send(
-      .post, "/account/reset", form: [("csrf", AccountBrowser.csrf(form)), ("password", Self.new)])
+      .post, "/account/reset", form: [("csrf", csrfToken(in: form)), ("password", Self.new)])
     #expect(set.header("Location") == "/account/reset/done")
     #expect(owner.signIn("ada@example.test", Self.new).status == .seeOther)
     #expect(try f.actions().contains("account.email_restored"))

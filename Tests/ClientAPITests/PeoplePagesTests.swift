@@ -1,49 +1,12 @@
 import Deployment
 import Edge
+import EdgeTesting
 import TestSupport
 import Testing
 
 @testable import Accounts
 @testable import ClientAPI
 @testable import Store
-
-/// A browser over `SchoolsFixture`'s routes: cookies kept, our Origin on every POST.
-private struct PageBrowser {
-  let s: SchoolsFixture
-  var cookies: [String: String] = [:]
-
-  mutating func send(_ method: HTTPMethod, _ target: String, form: [(String, String)]? = nil) -> Response {
-    var fields: [(String, String)] = [("Host", "127.0.0.1:8080")]
-    if !cookies.isEmpty {
-      fields.append(("Cookie", cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")))
-    }
-    if method == .post { fields.append(("Origin", "http://127.0.0.1:8080")) }
-    var body: [UInt8] = []
-    if let form {
-      fields.append(("Content-Type", "application/x-www-form-urlencoded"))
-      body = Array(form.map { "\($0.0)=\(PeoplePages.escapeQuery($0.1))" }.joined(separator: "&").utf8)
-    }
-    let response = s.send(Request(method: method, target: target, headers: fields, body: body))
-    for (name, value) in response.headers where name == "Set-Cookie" {
-      let pair = value.split(separator: ";")[0].split(
-        separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-      cookies[String(pair[0])] = value.contains("Max-Age=0") ? nil : String(pair[1])
-    }
-    return response
-  }
-
-  /// The page's text.
-  static func html(_ response: Response) -> String {
-    String(decoding: response.body.contents, as: UTF8.self)
-  }
-
-  /// The CSRF token in the page's first form.
-  static func csrf(_ response: Response) -> String {
-    let page = html(response)
-    guard let start = page.range(of: "name=\"csrf\" value=\"") else { return "" }
-    return String(page[start.upperBound...].prefix { $0 != "\"" })
-  }
-}
 
 @Suite("People and invitation pages (in-process)")
 struct PeoplePagesTests {
@@ -53,11 +16,11 @@ struct PeoplePagesTests {
   func people(engine: Engine) throws {
     let s = try SchoolsFixture(engine)
     let path = "/schools/\(s.northfield.id)/people"
-    var ada = PageBrowser(s: s)
+    var ada = s.browser()
     ada.cookies[WebSecurity.sessionCookie] = s.tokens[.administrator]
     let page = ada.send(.get, path)
     #expect(page.status == .ok)
-    let html = PageBrowser.html(page)
+    let html = text(page)
     for text in ["People at Northfield Primary", "cy@example.test", "pat@example.test", "Send invitation"] {
       #expect(html.contains(text), "\(text)")
     }
@@ -65,17 +28,17 @@ struct PeoplePagesTests {
     for (caller, status) in [
       (SchoolsFixture.Caller.teacher, Status.forbidden), (.nonMember, .notFound), (.revoked, .notFound),
     ] {
-      var other = PageBrowser(s: s)
+      var other = s.browser()
       other.cookies[WebSecurity.sessionCookie] = s.tokens[caller]
       #expect(other.send(.get, path).status == status, "\(caller)")
     }
-    var signedOut = PageBrowser(s: s)
+    var signedOut = s.browser()
     #expect(signedOut.send(.get, path).header("Location")?.hasPrefix("/sign-in?return=%2Fschools%2F") == true)
     let cy = s.ids["cy@example.test"] ?? ""
     // Without the CSRF token: refused, nothing changed.
     #expect(
       ada.send(.post, path + "/role", form: [("account", cy), ("role", "read_only")]).status == .forbidden)
-    let csrf = PageBrowser.csrf(page)
+    let csrf = csrfToken(in: page)
     let changed = ada.send(
       .post, path + "/role", form: [("csrf", csrf), ("account", cy), ("role", "read_only")])
     #expect(changed.status == .seeOther)
@@ -83,7 +46,7 @@ struct PeoplePagesTests {
     let me = s.ids["ada@example.test"] ?? ""
     let last = ada.send(.post, path + "/remove", form: [("csrf", csrf), ("account", me)])
     #expect(last.status == .conflict)
-    #expect(PageBrowser.html(last).contains("at least one administrator"))
+    #expect(text(last).contains("at least one administrator"))
     #expect(ada.send(.post, path + "/remove", form: [("csrf", csrf), ("account", cy)]).status == .seeOther)
     #expect(try s.f.store.liveMembership(accountID: cy, schoolID: s.northfield.id) == nil)
     #expect(
@@ -96,7 +59,7 @@ struct PeoplePagesTests {
       .post, "/schools/\(s.northfield.id)/invitations",
       form: [("csrf", csrf), ("email", "lee@example.test"), ("role", "teacher")])
     #expect(invited.header("Location") == path + "?done=invited")
-    #expect(PageBrowser.html(ada.send(.get, path + "?done=invited")).contains("Invitation sent."))
+    #expect(text(ada.send(.get, path + "?done=invited")).contains("Invitation sent."))
     #expect(try s.f.store.pendingInvitations(schoolID: s.northfield.id).map(\.email) == ["lee@example.test"])
     // Another school's member through this school's form: not found.
     let sam = s.ids["sam@example.test"] ?? ""
@@ -118,7 +81,7 @@ struct PeoplePagesTests {
       case .created(_, let token) = try s.f.pages.context.invite(
         "lee@example.test", as: .teacher, to: s.northfield, by: admin, in: s.f.store)
     else { throw StoreError("no invitation") }
-    var lee = PageBrowser(s: s)
+    var lee = s.browser()
     let link = lee.send(.get, "/invitations/accept?token=\(token)")
     #expect(link.status == .seeOther)
     #expect(link.header("Location") == "/invitations/accept")
@@ -126,9 +89,9 @@ struct PeoplePagesTests {
     #expect(lee.cookies[InvitationPages.cookie] == token)
     let page = lee.send(.get, "/invitations/accept")
     #expect(page.status == .ok)
-    #expect(!PageBrowser.html(page).contains(token))
-    #expect(PageBrowser.html(page).contains("Create my account and join"))
-    let csrf = PageBrowser.csrf(page)
+    #expect(!text(page).contains(token))
+    #expect(text(page).contains("Create my account and join"))
+    let csrf = csrfToken(in: page)
     let short = lee.send(
       .post, "/invitations/accept", form: [("csrf", csrf), ("name", "Lee"), ("password", "short")])
     #expect(short.status == .badRequest)
@@ -143,7 +106,7 @@ struct PeoplePagesTests {
     #expect(try s.f.store.isVerified(accountID: account.id))
     #expect(try s.f.store.liveMembership(accountID: account.id, schoolID: s.northfield.id)?.role == .teacher)
     // The link works once.
-    var again = PageBrowser(s: s)
+    var again = s.browser()
     _ = again.send(.get, "/invitations/accept?token=\(token)")
     #expect(again.send(.get, "/invitations/accept").status == .notFound)
   }
@@ -158,20 +121,20 @@ struct PeoplePagesTests {
       case .created(_, let token) = try s.f.pages.context.invite(
         "sam@example.test", as: .readOnly, to: s.northfield, by: admin, in: s.f.store)
     else { throw StoreError("no invitation") }
-    var visitor = PageBrowser(s: s)
+    var visitor = s.browser()
     _ = visitor.send(.get, "/invitations/accept?token=\(token)")
-    #expect(PageBrowser.html(visitor.send(.get, "/invitations/accept")).contains("sign in to accept"))
+    #expect(text(visitor.send(.get, "/invitations/accept")).contains("sign in to accept"))
     var nia = visitor
     nia.cookies[WebSecurity.sessionCookie] = s.tokens[.nonMember]
     let told = nia.send(.get, "/invitations/accept")
     #expect(told.status == .forbidden)
-    #expect(PageBrowser.html(told).contains("You are signed in as nia@example.test"))
+    #expect(text(told).contains("You are signed in as nia@example.test"))
     var sam = visitor
     sam.cookies[WebSecurity.sessionCookie] = try s.f.signedInToken(accountID: s.ids["sam@example.test"] ?? "")
     let page = sam.send(.get, "/invitations/accept")
-    #expect(PageBrowser.html(page).contains("Accept and join"))
+    #expect(text(page).contains("Accept and join"))
     #expect(
-      sam.send(.post, "/invitations/accept", form: [("csrf", PageBrowser.csrf(page))]).status == .seeOther)
+      sam.send(.post, "/invitations/accept", form: [("csrf", csrfToken(in: page))]).status == .seeOther)
     #expect(
       try s.f.store.liveMembership(accountID: s.ids["sam@example.test"] ?? "", schoolID: s.northfield.id)?
         .role == .readOnly)

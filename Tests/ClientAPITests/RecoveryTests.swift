@@ -1,86 +1,12 @@
 import Deployment
 import Edge
+import EdgeTesting
 import Foundation
 import TestSupport
 import Testing
 
 @testable import Accounts
 @testable import ClientAPI
-
-/// A browser over in-process requests for the account-lifecycle pages: a cookie jar, an origin on
-/// every POST, and the fixture's routes plus `AccountAPI`'s.
-struct AccountBrowser {
-  let f: SessionFixture
-  let router: Router
-  var cookies: [String: String] = [:]
-  var origin: String? = "http://127.0.0.1:8080"
-
-  init(_ f: SessionFixture) throws {
-    self.f = f
-    router = try Router(f.api.routes + f.pages.routes + AccountAPI(f.pages.context).routes)
-  }
-
-  mutating func send(
-    _ method: HTTPMethod, _ target: String, form: [(String, String)]? = nil, json: String? = nil,
-    headers: [(String, String)] = []
-  ) -> Response {
-    var fields: [(String, String)] = [("Host", "127.0.0.1:8080")] + headers
-    if !cookies.isEmpty {
-      fields.append(("Cookie", cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")))
-    }
-    if let origin, method != .get { fields.append(("Origin", origin)) }
-    var body: [UInt8] = []
-    if let form {
-      fields.append(("Content-Type", "application/x-www-form-urlencoded"))
-      body = Array(form.map { "\(Self.encode($0.0))=\(Self.encode($0.1))" }.joined(separator: "&").utf8)
-    } else if let json {
-      fields.append(("Content-Type", "application/json"))
-      body = Array(json.utf8)
-    }
-    var request = Request(method: method, target: target, headers: fields, body: body)
-    guard case .found(let route, let parameters, _) = router.match(request.method, request.path) else {
-      return Response(status: .notFound)
-    }
-    request.parameters = parameters
-    let response = route.fastPath?(request) ?? route.respond(to: request)
-    for (name, value) in response.headers where name == "Set-Cookie" {
-      let pair = value.split(separator: ";")[0].split(
-        separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-      cookies[String(pair[0])] = value.contains("Max-Age=0") ? nil : String(pair[1])
-    }
-    return response
-  }
-
-  static func encode(_ text: String) -> String {
-    var out = ""
-    for byte in text.utf8 {
-      let plain =
-        (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
-        || byte == 0x2D || byte == 0x5F || byte == 0x2E
-      if plain {
-        out.unicodeScalars.append(Unicode.Scalar(byte))
-      } else {
-        let hex = Array("0123456789ABCDEF")
-        out += "%\(hex[Int(byte >> 4)])\(hex[Int(byte & 15)])"
-      }
-    }
-    return out
-  }
-
-  /// The CSRF token in a page's form.
-  static func csrf(_ response: Response) -> String {
-    let page = text(response)
-    guard let start = page.firstRange(of: "name=\"csrf\" value=\"") else { return "" }
-    return String(page[start.upperBound...].prefix { $0 != "\"" })
-  }
-
-  /// Signs in through the form.
-  mutating func signIn(_ email: String, _ password: String) -> Response {
-    let form = send(.get, "/sign-in")
-    return send(
-      .post, "/sign-in", form: [("csrf", Self.csrf(form)), ("email", email), ("password", password)])
-  }
-}
 
 extension SessionFixture {
   /// An account with a real (cheap) password hash.
@@ -118,11 +44,11 @@ struct RecoveryTests {
     _ = try f.account("ada@example.test", password: Self.old)
     var answers: [(Status, String?)] = []
     for email in ["ada@example.test", "nobody@example.test", "ADA@example.test "] {
-      var browser = try AccountBrowser(f)
+      var browser = f.browser()
       let form = browser.send(.get, "/account/recover")
       #expect(form.status == .ok)
       let sent = browser.send(
-        .post, "/account/recover", form: [("csrf", AccountBrowser.csrf(form)), ("email", email)])
+        .post, "/account/recover", form: [("csrf", csrfToken(in: form)), ("email", email)])
       answers.append((sent.status, sent.header("Location")))
     }
     #expect(answers.allSatisfy { $0.0 == .seeOther && $0.1 == "/account/recover/sent" })
@@ -136,11 +62,11 @@ struct RecoveryTests {
   func perEmailLimit(engine: Engine) throws {
     let f = try SessionFixture(engine)
     _ = try f.account("ada@example.test", password: Self.old)
-    var browser = try AccountBrowser(f)
+    var browser = f.browser()
     for _ in 0..<5 {
       let form = browser.send(.get, "/account/recover")
       let sent = browser.send(
-        .post, "/account/recover", form: [("csrf", AccountBrowser.csrf(form)), ("email", "ada@example.test")])
+        .post, "/account/recover", form: [("csrf", csrfToken(in: form)), ("email", "ada@example.test")])
       #expect(sent.status == .seeOther)
     }
     #expect(try f.store.outbox().count == ClientStore.recoveryLinksPerHour)
@@ -148,25 +74,25 @@ struct RecoveryTests {
     f.clock.advance(3601)
     let form = browser.send(.get, "/account/recover")
     _ = browser.send(
-      .post, "/account/recover", form: [("csrf", AccountBrowser.csrf(form)), ("email", "ada@example.test")])
+      .post, "/account/recover", form: [("csrf", csrfToken(in: form)), ("email", "ada@example.test")])
     #expect(try f.store.outbox().count == ClientStore.recoveryLinksPerHour + 1)
   }
 
   @Test("a recovery form needs same-origin and CSRF; a bad address is a 400", arguments: Engine.available)
   func recoverRefusals(engine: Engine) throws {
     let f = try SessionFixture(engine)
-    var browser = try AccountBrowser(f)
+    var browser = f.browser()
     let form = browser.send(.get, "/account/recover")
     #expect(
       browser.send(.post, "/account/recover", form: [("email", "ada@example.test")]).status == .forbidden)
     browser.origin = "https://evil.example"
     #expect(
       browser.send(
-        .post, "/account/recover", form: [("csrf", AccountBrowser.csrf(form)), ("email", "ada@example.test")]
+        .post, "/account/recover", form: [("csrf", csrfToken(in: form)), ("email", "ada@example.test")]
       ).status == .forbidden)
     browser.origin = "http://127.0.0.1:8080"
     let bad = browser.send(
-      .post, "/account/recover", form: [("csrf", AccountBrowser.csrf(form)), ("email", "not an address")])
+      .post, "/account/recover", form: [("csrf", csrfToken(in: form)), ("email", "not an address")])
     #expect(bad.status == .badRequest && text(bad).contains("Enter the email address you sign in with."))
     #expect(text(bad).contains("value=\"not an address\""), "a malformed address stays to be corrected")
     #expect(try f.store.outbox().isEmpty)
@@ -178,7 +104,7 @@ struct RecoveryTests {
   func reset(engine: Engine) throws {
     let f = try SessionFixture(engine)
     let ada = try f.account("ada@example.test", password: Self.old)
-    var elsewhere = try AccountBrowser(f)
+    var elsewhere = f.browser()
     #expect(elsewhere.signIn("ada@example.test", Self.old).status == .seeOther)
     for _ in 0..<Lockout.threshold {
       try f.store.recordSignInFailure(accountID: ada.id, email: "ada@example.test")
@@ -186,10 +112,10 @@ struct RecoveryTests {
     #expect(try f.store.isLocked(email: "ada@example.test"))
     #expect(try !f.store.isVerified(accountID: ada.id))
 
-    var browser = try AccountBrowser(f)
+    var browser = f.browser()
     let form = browser.send(.get, "/account/recover")
     _ = browser.send(
-      .post, "/account/recover", form: [("csrf", AccountBrowser.csrf(form)), ("email", "ada@example.test")])
+      .post, "/account/recover", form: [("csrf", csrfToken(in: form)), ("email", "ada@example.test")])
     let mail = try f.mail(to: "ada@example.test", kind: "recovery")
     let link = try #require(f.linkPath(mail))
     #expect(link.hasPrefix("/account/reset?token="))
@@ -206,12 +132,12 @@ struct RecoveryTests {
     #expect(!text(page).contains(token))
 
     let weak = browser.send(
-      .post, "/account/reset", form: [("csrf", AccountBrowser.csrf(page)), ("password", "password1234")])
+      .post, "/account/reset", form: [("csrf", csrfToken(in: page)), ("password", "password1234")])
     #expect(weak.status == .badRequest && text(weak).contains("one of the most common"))
     let noCSRF = browser.send(.post, "/account/reset", form: [("password", Self.new)])
     #expect(noCSRF.status == .forbidden)
     let done = browser.send(
-      .post, "/account/reset", form: [("csrf", AccountBrowser.csrf(page)), ("password", Self.new)])
+      .post, "/account/reset", form: [("csrf", csrfToken(in: page)), ("password", Self.new)])
     #expect(done.status == .seeOther && done.header("Location") == "/account/reset/done")
     #expect(browser.cookies["__Host-bl_reset"] == nil)
     #expect(browser.send(.get, "/account/reset/done").status == .ok)
@@ -226,11 +152,11 @@ struct RecoveryTests {
       #expect(!(event.detail ?? "").contains(token) && !(event.detail ?? "").contains(Self.new))
     }
 
-    var again = try AccountBrowser(f)
+    var again = f.browser()
     #expect(again.signIn("ada@example.test", Self.old).header("Location") == nil)
     #expect(again.signIn("ada@example.test", Self.new).status == .seeOther)
     // The link works once.
-    var late = try AccountBrowser(f)
+    var late = f.browser()
     let used = late.send(.get, link)
     #expect(used.status.code == 410 && used.header("Referrer-Policy") == "no-referrer")
     late.cookies["__Host-bl_reset"] = token
@@ -243,11 +169,11 @@ struct RecoveryTests {
     let ada = try f.account("ada@example.test", password: Self.old)
     let first = try f.store.issueToken(.recovery, accountID: ada.id, email: "ada@example.test")
     let second = try f.store.issueToken(.recovery, accountID: ada.id, email: "ada@example.test")
-    var browser = try AccountBrowser(f)
+    var browser = f.browser()
     _ = browser.send(.get, "/account/reset?token=\(first)")
     let page = browser.send(.get, "/account/reset")
     _ = browser.send(
-      .post, "/account/reset", form: [("csrf", AccountBrowser.csrf(page)), ("password", Self.new)])
+      .post, "/account/reset", form: [("csrf", csrfToken(in: page)), ("password", Self.new)])
     #expect(browser.send(.get, "/account/reset?token=\(second)").status.code == 410)
     let third = try f.store.issueToken(.recovery, accountID: ada.id, email: "ada@example.test")
     f.clock.advance(TokenPurpose.recovery.lifetime + 1)
@@ -262,7 +188,7 @@ struct RecoveryTests {
     let bo = try f.store.createAccountWithSetPasswordLink(
       email: "bo@example.test", displayName: "Bo Example", unknownHash: f.pages.context.hasher.decoy(),
       actor: "cli", origin: "http://127.0.0.1:8080")
-    var browser = try AccountBrowser(f)
+    var browser = f.browser()
     #expect(browser.signIn("bo@example.test", "any password at all").status == .badRequest)
     let link = try #require(f.linkPath(try f.mail(to: "bo@example.test", kind: "set_password")))
     #expect(link.hasPrefix("/account/set-password?token="))
@@ -271,10 +197,10 @@ struct RecoveryTests {
     let page = browser.send(.get, "/account/set-password")
     #expect(page.status == .ok && text(page).contains("Choose your password"))
     let short = browser.send(
-      .post, "/account/set-password", form: [("csrf", AccountBrowser.csrf(page)), ("password", "short")])
+      .post, "/account/set-password", form: [("csrf", csrfToken(in: page)), ("password", "short")])
     #expect(short.status == .badRequest && text(short).contains("at least 12 characters"))
     let done = browser.send(
-      .post, "/account/set-password", form: [("csrf", AccountBrowser.csrf(page)), ("password", Self.new)])
+      .post, "/account/set-password", form: [("csrf", csrfToken(in: page)), ("password", Self.new)])
     #expect(done.header("Location") == "/account/set-password/done")
     #expect(try f.store.isVerified(accountID: bo.id))
     #expect(try f.actions().contains("account.password_set"))
@@ -288,14 +214,14 @@ struct RecoveryTests {
   func shortPasswordsStillSignIn(engine: Engine) throws {
     let f = try SessionFixture(engine)
     _ = try f.account("ada@example.test", password: "short")
-    var browser = try AccountBrowser(f)
+    var browser = f.browser()
     #expect(browser.signIn("ada@example.test", "short").status == .seeOther)
   }
 
   @Test("the sign-in page links to recovery")
   func forgotLink() throws {
     let f = try SessionFixture(.sqlite)
-    var browser = try AccountBrowser(f)
+    var browser = f.browser()
     #expect(
       text(browser.send(.get, "/sign-in")).contains("<a href=\"/account/recover\">Forgot your password?</a>"))
   }

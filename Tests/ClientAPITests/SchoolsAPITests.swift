@@ -1,5 +1,6 @@
 import Deployment
 import Edge
+import EdgeTesting
 import Foundation
 import TestSupport
 import Testing
@@ -55,26 +56,22 @@ struct SchoolsFixture {
     invitationID = invitation.id
   }
 
-  func send(_ request: Request) -> Response {
-    guard case .found(let route, let parameters, _) = router.match(request.method, request.path) else {
-      return Response(status: .notFound)
-    }
-    var request = request
-    request.parameters = parameters
-    if let fast = route.fastPath?(request) { return fast }
-    return route.respond(to: request)
-  }
+  /// A client of the API: Bearer tokens, or a cookie with the `Origin` a test gives; none of its own.
+  var client: InProcessClient { InProcessClient(router, origin: nil) }
+
+  /// A new browser: cookies kept, our `Origin` on every unsafe request.
+  func browser() -> InProcessClient { InProcessClient(router) }
 
   /// A call to the API as `token`, with a JSON `body` when given.
   func call(
     _ method: HTTPMethod, _ path: String, token: String?, json: String? = nil, key: String? = nil,
     headers: [(String, String)] = []
   ) -> Response {
-    var fields = [("Host", "127.0.0.1:8080")] + headers
+    var fields = headers
     if let token { fields.append(("Authorization", "Bearer \(token)")) }
-    if json != nil { fields.append(("Content-Type", "application/json")) }
     if let key { fields.append(("Idempotency-Key", key)) }
-    return send(Request(method: method, target: path, headers: fields, body: Array((json ?? "").utf8)))
+    let body = json.map(RequestBody.json) ?? .empty
+    return client.respond(to: client.request(method, path, body: body, headers: fields))
   }
 
   /// The school's API path.
@@ -281,8 +278,8 @@ struct SchoolsAPITests {
     for json in [#"{"email":"not an address","role":"teacher"}"#, #"{"email":"a@example.test"}"#, "null"] {
       #expect(s.call(.post, invitations, token: ada, json: json, key: json).status == .badRequest, "\(json)")
     }
-    let form = s.send(
-      Request(
+    let form = s.client.respond(
+      to: Request(
         method: .post, target: invitations,
         headers: [
           ("Host", "a"), ("Authorization", "Bearer \(ada ?? "")"), ("Content-Type", "text/plain"),

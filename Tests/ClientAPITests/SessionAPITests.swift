@@ -1,5 +1,6 @@
 import Deployment
 import Edge
+import EdgeTesting
 import Foundation
 import TestSupport
 import Testing
@@ -13,6 +14,7 @@ struct SessionFixture {
   let store: ClientStore
   let api: SessionAPI
   let pages: WebPages
+  /// The session endpoints, the web pages and `PATCH /account`.
   let router: Router
   let clock: TestClock
   /// Where the store lives: another connection to it is `location.open()`.
@@ -38,19 +40,14 @@ struct SessionFixture {
     let context = ClientContext(services: services, deployment: deployment, stylesheet: "/styles.test.css")
     api = SessionAPI(context)
     pages = WebPages(context)
-    router = try Router(api.routes + pages.routes)
+    router = try Router(api.routes + pages.routes + AccountAPI(context).routes)
   }
 
-  /// Answers `request` as the server would route it.
-  func send(_ request: Request) -> Response {
-    guard case .found(let route, let parameters, _) = router.match(request.method, request.path) else {
-      return Response(status: .notFound)
-    }
-    var request = request
-    request.parameters = parameters
-    if let fast = route.fastPath?(request) { return fast }  // as the loop does
-    return route.respond(to: request)
-  }
+  /// A client of the API: it sends Bearer tokens, so no `Origin` of its own.
+  var client: InProcessClient { InProcessClient(router, origin: nil) }
+
+  /// A new browser: cookies kept, our `Origin` on every unsafe request.
+  func browser() -> InProcessClient { InProcessClient(router) }
 
   /// Whether the loop would answer `GET /session` for `token` without the pool.
   func answeredOnLoop(_ token: String) -> Bool {
@@ -76,9 +73,7 @@ struct SessionFixture {
 
   func call(_ method: HTTPMethod, token: String?, headers: [(String, String)] = []) -> Response {
     let auth = token.map { [("Authorization", "Bearer \($0)")] } ?? []
-    let request = Request(
-      method: method, target: "/api/client/v1/session", headers: [("Host", "a")] + auth + headers)
-    return send(request)
+    return client.respond(to: client.request(method, "/api/client/v1/session", headers: auth + headers))
   }
 }
 
@@ -179,8 +174,9 @@ struct SessionAPITests {
     #expect(f.answeredOnLoop(ada))
     #expect(!f.answeredOnLoop(bo), "one person's entry never answers another token")
     let cached =
-      f.send(
-        Request(method: .get, target: "/api/client/v1/session", headers: [("Authorization", "Bearer \(ada)")])
+      f.client.respond(
+        to: Request(
+          method: .get, target: "/api/client/v1/session", headers: [("Authorization", "Bearer \(ada)")])
       ).body.contents
     #expect(cached == first.body.contents)
     // Any commit, by any connection, invalidates: here an unrelated account's change.

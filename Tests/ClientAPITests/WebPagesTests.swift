@@ -1,78 +1,12 @@
 import Deployment
 import Edge
+import EdgeTesting
 import TestSupport
 import Testing
 
 @testable import Accounts
 @testable import ClientAPI
 @testable import Store
-
-/// The signed-in browser: a cookie jar over in-process requests.
-private struct Browser {
-  let f: SessionFixture
-  var cookies: [String: String] = [:]
-  var origin: String? = "http://127.0.0.1:8080"
-
-  init(_ f: SessionFixture) { self.f = f }
-
-  mutating func send(
-    _ method: HTTPMethod, _ target: String, form: [(String, String)]? = nil, headers: [(String, String)] = []
-  )
-    -> Response
-  {
-    var fields: [(String, String)] = [("Host", "127.0.0.1:8080")] + headers
-    if !cookies.isEmpty {
-      fields.append(("Cookie", cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")))
-    }
-    if let origin, method == .post { fields.append(("Origin", origin)) }
-    var body: [UInt8] = []
-    if let form {
-      fields.append(("Content-Type", "application/x-www-form-urlencoded"))
-      body = Array(form.map { "\(Self.encode($0.0))=\(Self.encode($0.1))" }.joined(separator: "&").utf8)
-    }
-    let response = f.send(Request(method: method, target: target, headers: fields, body: body))
-    for (name, value) in response.headers where name == "Set-Cookie" {
-      let pair = value.split(separator: ";")[0].split(
-        separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-      if value.contains("Max-Age=0") {
-        cookies[String(pair[0])] = nil
-      } else {
-        cookies[String(pair[0])] = String(pair[1])
-      }
-    }
-    return response
-  }
-
-  static func encode(_ text: String) -> String {
-    var out = ""
-    for byte in text.utf8 {
-      if (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
-        || byte == 0x2D
-        || byte == 0x5F || byte == 0x2E
-      {
-        out.unicodeScalars.append(Unicode.Scalar(byte))
-      } else {
-        let hex = Array("0123456789ABCDEF")
-        out += "%\(hex[Int(byte >> 4)])\(hex[Int(byte & 15)])"
-      }
-    }
-    return out
-  }
-
-  /// The CSRF token in the last page's form.
-  static func csrf(_ response: Response) -> String {
-    let bytes = response.body.contents
-    let page = String(decoding: bytes, as: UTF8.self)
-    guard let start = page.firstRange(of: "name=\"csrf\" value=\"") else { return "" }
-    return String(page[start.upperBound...].prefix { $0 != "\"" })
-  }
-
-  mutating func signIn(_ email: String, _ password: String) -> Response {
-    let form = send(.get, "/sign-in")
-    return send(
-      .post, "/sign-in", form: [("csrf", Self.csrf(form)), ("email", email), ("password", password)])
-  }
-}
 
 func text(_ response: Response) -> String {
   let bytes = response.body.contents
@@ -95,7 +29,8 @@ struct WebPagesTests {
     "sign in through the form: 303, the session cookie with exactly the contract's attributes",
     arguments: Engine.available)
   func signIn(engine: Engine) throws {
-    var browser = Browser(try fixture(engine))
+    let f = try fixture(engine)
+    var browser = f.browser()
     let form = browser.send(.get, "/sign-in")
     #expect(form.status == .ok)
     #expect(form.header("Content-Security-Policy")?.contains("frame-ancestors 'none'") == true)
@@ -103,7 +38,7 @@ struct WebPagesTests {
     let response = browser.send(
       .post, "/sign-in",
       form: [
-        ("csrf", Browser.csrf(form)), ("email", " ADA@example.test "), ("password", "correct horse battery"),
+        ("csrf", csrfToken(in: form)), ("email", " ADA@example.test "), ("password", "correct horse battery"),
       ])
     #expect(response.status == .seeOther)
     #expect(response.header("Location") == "/")
@@ -118,20 +53,21 @@ struct WebPagesTests {
     let account = browser.send(.get, "/account")
     #expect(account.status == .ok)
     #expect(text(account).contains("Northfield Primary") && text(account).contains("Teacher"))
-    let events = try browser.f.store.auditEvents().map(\.action)
+    let events = try f.store.auditEvents().map(\.action)
     #expect(events.contains("sign_in.succeeded"))
   }
 
   @Test("the cookie's value changes at sign-in and the old session ends", arguments: Engine.available)
   func rotation(engine: Engine) throws {
-    var browser = Browser(try fixture(engine))
+    let f = try fixture(engine)
+    var browser = f.browser()
     _ = browser.signIn("ada@example.test", "correct horse battery")
     let first = try #require(browser.cookies[WebSecurity.sessionCookie])
     _ = browser.signIn("ada@example.test", "correct horse battery")  // GET /sign-in redirects when signed in
     browser.cookies[WebSecurity.sessionCookie] = first
     let form = browser.send(.get, "/sign-in")
     #expect(form.status == .seeOther)
-    var fresh = Browser(browser.f)
+    var fresh = f.browser()
     fresh.cookies[WebSecurity.sessionCookie] = first
     let page = fresh.send(.get, "/api/client/v1/session")
     #expect(page.status == .ok)
@@ -146,7 +82,7 @@ struct WebPagesTests {
     #expect(again.status == .seeOther)
     let second = try #require(fresh.cookies[WebSecurity.sessionCookie])
     #expect(second != first)
-    var old = Browser(browser.f)
+    var old = f.browser()
     old.cookies[WebSecurity.sessionCookie] = first
     #expect(old.send(.get, "/api/client/v1/session").status == .unauthorized)
   }
@@ -165,13 +101,13 @@ struct WebPagesTests {
       ("ada@example.test", "wrong password"), ("nobody@example.test", "wrong password"),
       ("off@example.test", "pw-for-off-account"),
     ] {
-      var browser = Browser(f)
+      var browser = f.browser()
       let response = browser.signIn(email, password)
       #expect(response.status == .badRequest)
       #expect(browser.cookies[WebSecurity.sessionCookie] == nil)
       // The typed email is shown again (escaped); apart from it the pages are the same.
       bodies.append(
-        text(response).replacingOccurrences(of: Browser.csrf(response), with: "").replacingOccurrences(
+        text(response).replacingOccurrences(of: csrfToken(in: response), with: "").replacingOccurrences(
           of: " value=\"\(email)\"", with: ""))
     }
     #expect(Set(bodies).count == 1, "the three failures are indistinguishable")
@@ -186,15 +122,15 @@ struct WebPagesTests {
   func forgery(engine: Engine) throws {
     let f = try fixture(engine)
     let cases: [(origin: String?, referer: String?, csrf: (Response) -> String)] = [
-      ("https://evil.example", nil, Browser.csrf),
-      ("null", nil, Browser.csrf),
-      (nil, nil, Browser.csrf),
-      (nil, "https://evil.example/sign-in", Browser.csrf),
+      ("https://evil.example", nil, csrfToken(in:)),
+      ("null", nil, csrfToken(in:)),
+      (nil, nil, csrfToken(in:)),
+      (nil, "https://evil.example/sign-in", csrfToken(in:)),
       ("http://127.0.0.1:8080", nil, { _ in "" }),
       ("http://127.0.0.1:8080", nil, { _ in WebSecurity.csrfToken(binding: "someone-else") }),
     ]
     for c in cases {
-      var browser = Browser(f)
+      var browser = f.browser()
       let form = browser.send(.get, "/sign-in")
       browser.origin = c.origin
       let response = browser.send(
@@ -207,13 +143,13 @@ struct WebPagesTests {
     #expect(try f.store.sessions(.all).isEmpty)
     #expect(try !f.store.auditEvents().contains { $0.action.hasPrefix("sign_in") })
     // Referer from our own origin stands in for a missing Origin.
-    var browser = Browser(f)
+    var browser = f.browser()
     let form = browser.send(.get, "/sign-in")
     browser.origin = nil
     let ok = browser.send(
       .post, "/sign-in",
       form: [
-        ("csrf", Browser.csrf(form)), ("email", "ada@example.test"), ("password", "correct horse battery"),
+        ("csrf", csrfToken(in: form)), ("email", "ada@example.test"), ("password", "correct horse battery"),
       ],
       headers: [("Referer", "http://127.0.0.1:8080/sign-in")])
     #expect(ok.status == .seeOther)
@@ -223,19 +159,20 @@ struct WebPagesTests {
     "sign out: 303, the cookie cleared, the session then 401; a forged sign-out changes nothing",
     arguments: Engine.available)
   func signOut(engine: Engine) throws {
-    var browser = Browser(try fixture(engine))
+    let f = try fixture(engine)
+    var browser = f.browser()
     _ = browser.signIn("ada@example.test", "correct horse battery")
     let token = try #require(browser.cookies[WebSecurity.sessionCookie])
     let account = browser.send(.get, "/account")
     browser.origin = "https://evil.example"
-    #expect(browser.send(.post, "/sign-out", form: [("csrf", Browser.csrf(account))]).status == .forbidden)
+    #expect(browser.send(.post, "/sign-out", form: [("csrf", csrfToken(in: account))]).status == .forbidden)
     browser.origin = "http://127.0.0.1:8080"
     #expect(browser.send(.post, "/sign-out", form: []).status == .forbidden)
     #expect(browser.send(.get, "/api/client/v1/session").status == .ok)
-    let out = browser.send(.post, "/sign-out", form: [("csrf", Browser.csrf(account))])
+    let out = browser.send(.post, "/sign-out", form: [("csrf", csrfToken(in: account))])
     #expect(out.status == .seeOther)
     #expect(browser.cookies[WebSecurity.sessionCookie] == nil)
-    var stale = Browser(browser.f)
+    var stale = f.browser()
     stale.cookies[WebSecurity.sessionCookie] = token
     #expect(stale.send(.get, "/api/client/v1/session").status == .unauthorized)
     #expect(stale.send(.get, "/account").header("Location") == "/sign-in?return=%2Faccount")
@@ -245,8 +182,9 @@ struct WebPagesTests {
   func devices(engine: Engine) throws {
     let f = try fixture(engine)
     let other = try f.signedIn("bo@example.test")
-    var browser = Browser(f)
+    var browser = f.browser()
     _ = browser.signIn("ada@example.test", "correct horse battery")
+    browser.origin = nil  // each DELETE below names its Origin, or sends none
     let list = browser.send(.get, "/api/client/v1/sessions")
     #expect(list.status == .ok)
     #expect(text(list).contains("\"current\":true"))
@@ -281,7 +219,8 @@ struct WebPagesTests {
     ] as [(String, String?)])
   func keepsEmail(engine: Engine, row: (String, String?)) throws {
     let (email, shown) = row
-    var browser = Browser(try fixture(engine))
+    let f = try fixture(engine)
+    var browser = f.browser()
     let response = browser.signIn(email, "wrong password")
     #expect(response.status == .badRequest)
     let page = text(response)
@@ -319,7 +258,8 @@ struct WebPagesTests {
     ])
   func returns(engine: Engine, row: (String, String, String)) throws {
     let (query, raw, location) = row
-    var browser = Browser(try fixture(engine))
+    let f = try fixture(engine)
+    var browser = f.browser()
     let form = browser.send(.get, "/sign-in?return=\(query)")
     #expect(form.status == .ok)
     let page = text(form)
@@ -328,18 +268,18 @@ struct WebPagesTests {
     let response = browser.send(
       .post, "/sign-in",
       form: [
-        ("csrf", Browser.csrf(form)), ("email", "ada@example.test"), ("password", "correct horse battery"),
+        ("csrf", csrfToken(in: form)), ("email", "ada@example.test"), ("password", "correct horse battery"),
       ]
         + hidden)
     #expect(response.status == .seeOther)
     #expect(response.header("Location") == location)
     // A forged field is judged the same way as the query.
-    var other = Browser(browser.f)
+    var other = f.browser()
     let again = other.send(.get, "/sign-in")
     let forged = other.send(
       .post, "/sign-in",
       form: [
-        ("csrf", Browser.csrf(again)), ("email", "ada@example.test"), ("password", "correct horse battery"),
+        ("csrf", csrfToken(in: again)), ("email", "ada@example.test"), ("password", "correct horse battery"),
         ("return", raw),
       ])
     #expect(forged.header("Location") == location)
@@ -349,8 +289,9 @@ struct WebPagesTests {
     "the account page: one word for signing a device out, times in the deployment's zone, labelled",
     arguments: Engine.available)
   func accountWords(engine: Engine) throws {
-    var browser = Browser(try fixture(engine))
-    browser.f.clock.advance(ZoneRulesTests.utc(2026, 7, 1, 9, 30) - browser.f.clock.read())
+    let f = try fixture(engine)
+    var browser = f.browser()
+    f.clock.advance(ZoneRulesTests.utc(2026, 7, 1, 9, 30) - f.clock.read())
     _ = browser.signIn("ada@example.test", "correct horse battery")
     let page = text(browser.send(.get, "/account"))
     #expect(!page.contains("Revoke"))
@@ -378,7 +319,7 @@ struct WebPagesTests {
     let hash = f.pages.context.hasher.hash("another long password")
     _ = try f.store.createAccount(
       email: "x@example.test", displayName: "<script>alert(1)</script>", passwordHash: hash, actor: "test")
-    var browser = Browser(f)
+    var browser = f.browser()
     _ = browser.signIn("x@example.test", "another long password")
     let page = text(browser.send(.get, "/account"))
     #expect(!page.contains("<script>") && page.contains("&lt;script&gt;"))
@@ -393,7 +334,7 @@ struct WebPagesTests {
     _ = try f.store.createAccount(
       email: "old@example.test", displayName: "Old", passwordHash: weak.hash("an old long password"),
       actor: "test")
-    var browser = Browser(f)
+    var browser = f.browser()
     #expect(browser.signIn("old@example.test", "an old long password").status == .seeOther)
     let (_, hash) = try #require(try f.store.account(email: "old@example.test"))
     #expect(!f.pages.context.hasher.needsRehash(hash))
@@ -426,6 +367,18 @@ struct WebSecurityTests {
       method: .post, target: "/", headers: [("Content-Type", "application/x-www-form-urlencoded")],
       body: Array(body.utf8))
     #expect(WebSecurity.form(request) == expected)
+  }
+
+  @Test("what the test client's form encoder writes decodes to what was typed")
+  func formRoundTrip() {
+    let typed = [
+      ("email", " Ada+Lovelace@Example.test "), ("password", "a & b = c; 100% \"sure\" ~ é€ 😀"),
+      ("return", "/account?x=1#y"), ("empty", ""), ("new-password", "tab\there\nline"),
+    ]
+    let request = Request(
+      method: .post, target: "/", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+      body: RequestBody.form(typed).bytes)
+    #expect(WebSecurity.form(request) == Dictionary(uniqueKeysWithValues: typed))
   }
 
   @Test("a form body of another type is not a form")
