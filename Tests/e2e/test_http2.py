@@ -51,6 +51,23 @@ def test_the_same_answers_as_http1(server, path, accept):
         assert headers.get(name) == one.header(name), name
 
 
+@pytest.mark.parametrize("method,path,pragma", [
+    ("PATCH", "/api/client/v1/account", None), ("POST", "/api/client/v1/native/exchange", "no-cache"),
+    ("POST", "/api/client/v1/schools/sch_x/invitations", None),
+])
+def test_a_body_of_unknown_length_past_the_routes_limit_gets_the_routes_own_413(server, method, path, pragma):
+    """No content-length (curl streams stdin): the route's 4096 bytes are enforced as DATA arrives,
+    with the route's own answer; the handlers do not check the size again."""
+    out = subprocess.run(
+        ["curl", "-s", "--http2-prior-knowledge", "-X", method, "-T", "-", "-H", "Content-Type: application/json",
+         "-D", "-", "-o", "-", server.url(path)], input=b" " * 5000, capture_output=True, timeout=20)
+    head, _, body = out.stdout.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").lower().split("\r\n")
+    assert lines[0].startswith("http/2 413"), out.stdout
+    assert json.loads(body)["error"] == "request_too_large", "the route's answer, not the engine's"
+    assert (f"pragma: {pragma}" in lines) == (pragma is not None)
+
+
 def test_api_errors_and_pooled_reads(server):
     _, status, headers, body = curl2(server, "/api/client/v1/session")
     assert status == 401 and headers["cache-control"] == "no-store"

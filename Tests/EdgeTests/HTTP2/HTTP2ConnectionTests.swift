@@ -154,4 +154,27 @@ struct HTTP2ConnectionTests {
       #expect(RawFrames.reset(h.written, stream: UInt32(stream)) == NGHTTP2_NO_ERROR.rawValue)
     }
   }
+
+  @Test("a body of unknown length past the route's limit gets 413, also when it comes with its head")
+  func unknownLengthPastTheRouteLimit() throws {
+    let split = try Harness()
+    let first = split.client.request("POST", "/small", body: [UInt8](repeating: 7, count: 50))
+    let frames = split.clientFrames()
+    guard let headers = frames.firstIndex(where: { $0[3] == 0x01 }) else {
+      Issue.record("no HEADERS")
+      return
+    }
+    split.send(frames[0...headers].flatMap { $0 })
+    split.send(frames[(headers + 1)...].flatMap { $0 })
+    #expect(split.client.answers[first]?.field(":status") == "413", "DATA after the head's read")
+    // HEADERS and all its DATA in one read: the session takes the whole read before the head is
+    // decided, so the route's limit comes after the body is in, and the handler gets all 50 bytes.
+    // ClientAPI's handlers hold their limit themselves meanwhile (JSONBody.pastLimit).
+    let together = try Harness()
+    let second = together.client.request("POST", "/small", body: [UInt8](repeating: 7, count: 50))
+    together.send(together.client.pendingBytes())
+    withKnownIssue("the route's body limit applies only to DATA read after its head's read") {
+      #expect(together.client.answers[second]?.field(":status") == "413", "DATA in the head's read")
+    }
+  }
 }
