@@ -12,8 +12,9 @@ public struct AccountAPI: Sendable {
   /// The longest body read.
   static let maxBodyBytes = 4096
 
-  /// The body, judged on the head (the dispatcher) and again by the handler for in-process
-  /// callers: JSON, at most `maxBodyBytes`.
+  /// The body, judged by the dispatcher on the head (and while a body of unknown length is read),
+  /// before `patch` runs: JSON, at most `maxBodyBytes` (the size held once more by `patch`, see
+  /// `JSONBody.pastLimit`).
   static let jsonBody = BodyPolicy.json(
     maxBytes: maxBodyBytes,
     tooLarge: JSONBody.error(.contentTooLarge, "request_too_large", "The body is too large."),
@@ -36,16 +37,12 @@ public struct AccountAPI: Sendable {
     ]
   }
 
-  /// The body is judged first, the same for everyone (415 unless JSON, 413 past `maxBodyBytes`, 400
-  /// unless exactly `{"displayName": string}` with a valid name); then the caller is authenticated
-  /// as for `/session` (401, 426, 403 for a cookie without a same-origin `Origin`).
+  /// The body is judged first, the same for everyone (`jsonBody`: 415 unless JSON, 413 past
+  /// `maxBodyBytes`; 400 unless exactly `{"displayName": string}` with a valid name); then the
+  /// caller is authenticated as for `/session` (401, 426, 403 for a cookie without a same-origin
+  /// `Origin`).
   func patch(_ request: Request) -> Response {
-    if let accepts = Self.jsonBody.accepts, !accepts(request.mediaType),
-      let refusal = Self.jsonBody.unsupported
-    {
-      return refusal
-    }
-    if request.body.count > Self.maxBodyBytes, let refusal = Self.jsonBody.tooLarge { return refusal }
+    if let refusal = JSONBody.pastLimit(request, Self.jsonBody) { return refusal }
     let parsed = JSONBody.parse(request.body)
     if let refusal = parsed.refusal { return refusal }
     guard case .object(let body)? = parsed.value, body.count == 1,

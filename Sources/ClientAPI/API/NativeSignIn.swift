@@ -93,9 +93,10 @@ public struct NativeSignIn: Sendable {
   /// Largest exchange body accepted (it holds five short strings).
   static let maxExchangeBytes = 4096
 
-  /// The exchange's body, judged on the head (the dispatcher) and again by the handler for
-  /// in-process callers: JSON, at most `maxExchangeBytes`; its refusals carry `Pragma: no-cache`
-  /// like every answer of the token endpoint.
+  /// The exchange's body, judged by the dispatcher on the head (and while a body of unknown length
+  /// is read), before `exchange` runs: JSON, at most `maxExchangeBytes` (the size held once more by
+  /// `exchange`, see `JSONBody.pastLimit`); its refusals carry `Pragma: no-cache` like every answer
+  /// of the token endpoint.
   static let exchangeBody = BodyPolicy.json(
     maxBytes: maxExchangeBytes,
     tooLarge: JSONBody.error(
@@ -302,13 +303,7 @@ public struct NativeSignIn: Sendable {
 
   func exchange(_ request: Request) -> Response {
     let pragma: [(name: String, value: String)] = [("Pragma", "no-cache")]
-    // JSON is UTF-8 (RFC 8259 §8.1): a charset parameter may say so, and may say nothing else.
-    if let accepts = Self.exchangeBody.accepts, !accepts(request.mediaType),
-      let refusal = Self.exchangeBody.unsupported
-    {
-      return refusal
-    }
-    if request.body.count > Self.maxExchangeBytes, let refusal = Self.exchangeBody.tooLarge { return refusal }
+    if let refusal = JSONBody.pastLimit(request, Self.exchangeBody) { return refusal }
     guard context.deployment.capabilities["nativeSignIn"] else {
       return JSONBody.error(
         .forbidden, "native_sign_in_disabled", "Signing in from the app is turned off for now.",

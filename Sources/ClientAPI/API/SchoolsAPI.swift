@@ -109,9 +109,10 @@ public struct SchoolsAPI: Sendable {
 
   // MARK: operations
 
-  /// The role a `PATCH .../members/{accountId}` asks for, or its refusal (415, 413, 400).
+  /// The role a `PATCH .../members/{accountId}` asks for, or its refusal (413, 400; `jsonBody` has
+  /// answered 415).
   static func roleChange(_ request: Request) -> Result<Role, Refused> {
-    if let refusal = jsonRefusal(request) { return .failure(Refused(refusal)) }
+    if let refusal = JSONBody.pastLimit(request, jsonBody) { return .failure(Refused(refusal)) }
     let parsed = JSONBody.parse(request.body)
     if let refusal = parsed.refusal { return .failure(Refused(refusal)) }
     guard case .object(let body)? = parsed.value, body.count == 1,
@@ -142,9 +143,10 @@ public struct SchoolsAPI: Sendable {
     }
   }
 
-  /// The key, address and role of a `POST .../invitations`, or its refusal (415, 413, 400).
+  /// The key, address and role of a `POST .../invitations`, or its refusal (413, 400; `jsonBody`
+  /// has answered 415).
   static func invitationRequest(_ request: Request) -> Result<(String, EmailAddress, Role), Refused> {
-    if let refusal = jsonRefusal(request) { return .failure(Refused(refusal)) }
+    if let refusal = JSONBody.pastLimit(request, jsonBody) { return .failure(Refused(refusal)) }
     guard let key = request.headers["idempotency-key"], !key.isEmpty, key.utf8.count <= maxKeyBytes,
       key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
     else {
@@ -212,21 +214,14 @@ public struct SchoolsAPI: Sendable {
     .conflict, "last_administrator",
     "A school needs at least one administrator. Make someone else an administrator first.")
 
-  /// The body of the school endpoints that take one, judged on the head: JSON, at most
-  /// `maxBodyBytes`; `jsonRefusal` holds the same rule for in-process callers.
+  /// The body of the school endpoints that take one, judged by the dispatcher on the head (and
+  /// while a body of unknown length is read), before the handler runs: JSON, at most `maxBodyBytes`
+  /// (the size held once more by the handlers, see `JSONBody.pastLimit`).
   static let jsonBody = BodyPolicy.json(
     maxBytes: maxBodyBytes,
     tooLarge: JSONBody.error(.contentTooLarge, "request_too_large", "The request body is too large."),
     unsupported: JSONBody.error(
       .unsupportedMediaType, "unsupported_media_type", "Send the body as application/json."))
-
-  /// 415 unless the body is JSON in UTF-8; 413 past the limit (the dispatcher answers both on the
-  /// head; this keeps the handler whole on its own).
-  static func jsonRefusal(_ request: Request) -> Response? {
-    if let accepts = jsonBody.accepts, !accepts(request.mediaType) { return jsonBody.unsupported }
-    guard request.body.count <= maxBodyBytes else { return jsonBody.tooLarge }
-    return nil
-  }
 
   /// A member: exactly `accountId`, `displayName`, `email`, `role`.
   static func json(_ member: Member) -> JSONValue {
