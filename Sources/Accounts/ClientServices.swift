@@ -118,7 +118,7 @@ public final class ClientServices: Sendable {
   /// This worker thread's store connection (opened on first use).
   package func store() throws(StoreError) -> ClientStore {
     do { return try stores.value() } catch let error as StoreError { throw error } catch {
-      throw StoreError("\(error)")
+      throw StoreError.failed("\(error)")
     }
   }
 

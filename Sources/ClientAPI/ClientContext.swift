@@ -67,20 +67,29 @@ extension ClientContext {
   /// An absolute link on the deployment's origin to `path` (with its query).
   func link(_ path: String) -> String { deployment.origin + path }
 
-  /// The 500 answer: a plain sentence, the cause in the error log only. A database out of reach
-  /// for now is a 503 with `Retry-After: 1` instead, so clients and balancers try again shortly.
+  /// The answer to a store failure, a plain sentence with the cause in the log only: an outage is
+  /// a `503` with `Retry-After: 1`, so clients and balancers try again shortly; a rule the data
+  /// refused (the state changed under the request, e.g. an invitation accepted meanwhile) is a
+  /// `409`; anything else is a `500`.
   static func storeFailure(_ error: any Error, html: Bool) -> Response {
-    if let error = error as? StoreError, error.unavailable {
+    switch error as? StoreError {
+    case .outage?:
       Log.event("error", "store_unavailable", [("error", "\(error)")])
       let message = "The service cannot reach its database just now. Please try again in a moment."
       let retry = [(name: "Retry-After", value: "1")]
       if html { return Response.text(.serviceUnavailable, message + "\n", headers: retry) }
       return JSONBody.error(.serviceUnavailable, "unavailable", message, headers: retry)
+    case .refused?:
+      Log.event("info", "store_refused", [("error", "\(error)")])
+      let message = "That changed meanwhile, so nothing was done. Please reload and try again."
+      if html { return Response.text(.conflict, message + "\n") }
+      return JSONBody.error(.conflict, "conflict", message)
+    case .failed?, nil:
+      Log.event("error", "client_store", [("error", "\(error)")])
+      let message = "Something went wrong on our side. Please try again."
+      if html { return Response.text(.internalServerError, message + "\n") }
+      return JSONBody.error(.internalServerError, "internal_error", message)
     }
-    Log.event("error", "client_store", [("error", "\(error)")])
-    let message = "Something went wrong on our side. Please try again."
-    if html { return Response.text(.internalServerError, message + "\n") }
-    return JSONBody.error(.internalServerError, "internal_error", message)
   }
 }
 

@@ -1,14 +1,26 @@
-/// Why the store failed. The message is for operators and logs; clients get a generic 500, or a
-/// 503 with `Retry-After` when the database is out of reach for now.
-public struct StoreError: Error, CustomStringConvertible, Sendable {
-  public let description: String
+/// Why the store could not do what was asked, in three kinds that callers answer differently. The
+/// message is for operators and logs, never for a client.
+public enum StoreError: Error, CustomStringConvertible, Sendable {
   /// The database could not be reached or did not answer in time (down, restarting, a statement
-  /// timeout): worth retrying in a moment, unlike a broken rule.
-  public let unavailable: Bool
-  /// An error with `description` as its message.
-  public init(_ description: String, unavailable: Bool = false) {
-    self.description = description
-    self.unavailable = unavailable
+  /// timeout): worth retrying in a moment. Clients get a `503` with `Retry-After`; the reconnect
+  /// schedule backs off; a worker keeps its connection object.
+  case outage(String)
+  /// A rule of the data refused the change: no such account or school, a duplicate, a row another
+  /// request used meanwhile. Nothing was written. Admin commands print the message; a request
+  /// that meets one answers `409` (the state changed under it).
+  case refused(String)
+  /// Anything else: a statement that failed, damaged data, a bug. Clients get a generic `500`.
+  case failed(String)
+
+  public var description: String {
+    switch self {
+    case .outage(let message), .refused(let message), .failed(let message): message
+    }
+  }
+
+  /// Whether this is an outage, worth retrying in a moment.
+  public var isOutage: Bool {
+    if case .outage = self { true } else { false }
   }
 }
 

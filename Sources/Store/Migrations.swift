@@ -249,7 +249,7 @@ public enum Migrations {
   public static func apply(to database: any Database, upTo target: Int = latest) throws(StoreError) -> [Int] {
     let current = try version(of: database)
     guard current <= latest else {
-      throw StoreError(
+      throw StoreError.failed(
         "the database has schema version \(current) but this band-edge knows only up to \(latest); "
           + "run a newer band-edge or restore a matching backup")
     }

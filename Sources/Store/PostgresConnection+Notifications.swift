@@ -17,22 +17,22 @@ extension PostgresConnection {
 
   /// Waits up to `milliseconds` for notifications and returns how many arrived (0 after a quiet
   /// wait). A connection the server closed (a restart, `pg_terminate_backend`) throws
-  /// `unavailable` at once, instead of waiting out the timeout.
+  /// an `outage` at once, instead of waiting out the timeout.
   package func notifications(waitingUpTo milliseconds: Int32) throws(StoreError) -> Int {
     var arrived = drainNotifications()
     guard arrived == 0 else { return arrived }
     let socket = PQsocket(handle)
     guard socket >= 0, PQstatus(handle) == CONNECTION_OK else {
-      throw StoreError("the PostgreSQL listening connection is closed", unavailable: true)
+      throw StoreError.outage("the PostgreSQL listening connection is closed")
     }
     var ready = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
     let polled = poll(&ready, 1, milliseconds)
     guard polled != 0 else { return 0 }
     guard polled > 0 || errno == EINTR else {
-      throw StoreError("waiting for PostgreSQL notifications failed", unavailable: true)
+      throw StoreError.outage("waiting for PostgreSQL notifications failed")
     }
     guard PQconsumeInput(handle) == 1, PQstatus(handle) == CONNECTION_OK else {
-      throw StoreError("the PostgreSQL listening connection was closed by the server", unavailable: true)
+      throw StoreError.outage("the PostgreSQL listening connection was closed by the server")
     }
     arrived = drainNotifications()
     return arrived

@@ -26,7 +26,7 @@ public final class PostgresConnection {
   public private(set) var lastSQLState: String? = nil
 
   /// Connects to the libpq URI (or key=value string) `uri` with `settings`' connect and statement
-  /// timeouts. The error never holds the password; a server that cannot be reached is `unavailable`.
+  /// timeouts. The error never holds the password; a server that cannot be reached is an `outage`.
   /// `name` is the connection's `application_name` unless the URI sets one, so an operator can
   /// tell the pool's connections from the change listener's in `pg_stat_activity`.
   /// `schedule` spaces out its reconnections (with the other connections sharing it).
@@ -34,7 +34,9 @@ public final class PostgresConnection {
     uri: String, settings: DatabaseSettings = DatabaseSettings(), name: String = "band-edge",
     schedule: ReconnectSchedule? = nil
   ) throws(StoreError) {
-    guard !uri.utf8.contains(0) else { throw StoreError("cannot connect to PostgreSQL: the URI holds a NUL") }
+    guard !uri.utf8.contains(0) else {
+      throw StoreError.failed("cannot connect to PostgreSQL: the URI holds a NUL")
+    }
     self.settings = settings
     self.schedule = schedule ?? ReconnectSchedule(settings)
     // The URI comes second, so a connect_timeout it names wins over the default.
@@ -52,14 +54,13 @@ public final class PostgresConnection {
       }
     }
     guard let handle = made else {
-      throw StoreError("cannot connect to PostgreSQL: out of memory")
+      throw StoreError.failed("cannot connect to PostgreSQL: out of memory")
     }
     guard PQstatus(handle) == CONNECTION_OK else {
       let message = Self.message(PQerrorMessage(handle))
       PQfinish(handle)
-      throw StoreError(
-        "cannot connect to PostgreSQL at \(Self.maskedURI(uri)): \(Self.scrubbed(message, of: uri))",
-        unavailable: true)
+      throw StoreError.outage(
+        "cannot connect to PostgreSQL at \(Self.maskedURI(uri)): \(Self.scrubbed(message, of: uri))")
     }
     self.handle = handle
     // NOTICEs (e.g. from DROP ... IF EXISTS) would go to stderr; errors arrive as results anyway.
@@ -74,9 +75,8 @@ public final class PostgresConnection {
   /// What each new or remade connection is set to: UTF-8, and the statement timeout.
   private func prepareSession() throws(StoreError) {
     guard PQsetClientEncoding(handle, "UTF8") == 0 else {
-      throw StoreError(
-        "cannot set the PostgreSQL client encoding to UTF8: \(Self.message(PQerrorMessage(handle)))",
-        unavailable: true)
+      throw StoreError.outage(
+        "cannot set the PostgreSQL client encoding to UTF8: \(Self.message(PQerrorMessage(handle)))")
     }
     _ = try rows(
       of: PQexec(
@@ -85,7 +85,7 @@ public final class PostgresConnection {
 
   /// A connection the server dropped (a restart, `pg_terminate_backend`) is made again before the
   /// next statement. While that keeps failing, attempts are spaced out (0.1 s doubling to 2 s, by
-  /// default) and statements meanwhile fail at once as `unavailable`, so a request never waits on
+  /// default) and statements meanwhile fail at once as an `outage`, so a request never waits on
   /// a database that is down.
   private func reconnectIfLost() throws(StoreError) {
     // An idle pool connection has nothing to read unless the server has spoken first — closing it
@@ -98,7 +98,7 @@ public final class PostgresConnection {
       // again silently (a new session would not be listening): its owner starts over.
       guard PQstatus(handle) == CONNECTION_OK, PQconsumeInput(handle) == 1, PQstatus(handle) == CONNECTION_OK
       else {
-        throw StoreError("the PostgreSQL listening connection is closed", unavailable: true)
+        throw StoreError.outage("the PostgreSQL listening connection is closed")
       }
       return
     }
@@ -111,14 +111,14 @@ public final class PostgresConnection {
     // would commit on its own: the transaction fails here, and the caller's ROLLBACK (outside it)
     // makes the connection again.
     if inTransaction {
-      throw StoreError("the PostgreSQL connection went in the middle of a transaction", unavailable: true)
+      throw StoreError.outage("the PostgreSQL connection went in the middle of a transaction")
     }
     try schedule.attempt { () throws(StoreError) in
       PQreset(handle)
       prepared.removeAll()
       guard PQstatus(handle) == CONNECTION_OK else {
-        throw StoreError(
-          "PostgreSQL is out of reach: \(Self.message(PQerrorMessage(handle)))", unavailable: true)
+        throw StoreError.outage(
+          "PostgreSQL is out of reach: \(Self.message(PQerrorMessage(handle)))")
       }
       try prepareSession()
     }
@@ -130,7 +130,7 @@ public final class PostgresConnection {
   /// transaction (all or none).
   @discardableResult
   public func execute(_ sql: String) throws(StoreError) -> [[DatabaseValue]] {
-    guard !sql.utf8.contains(0) else { throw StoreError("SQL holds a NUL") }
+    guard !sql.utf8.contains(0) else { throw StoreError.failed("SQL holds a NUL") }
     try reconnectIfLost()
     return try rows(of: PQexec(handle, sql))
   }
@@ -144,8 +144,8 @@ public final class PostgresConnection {
   public func query(_ sql: String, _ parameters: [DatabaseValue] = []) throws(StoreError)
     -> [[DatabaseValue]]
   {
-    guard !sql.utf8.contains(0) else { throw StoreError("SQL holds a NUL") }
-    guard parameters.count <= Int(Int32.max) else { throw StoreError("too many parameters") }
+    guard !sql.utf8.contains(0) else { throw StoreError.failed("SQL holds a NUL") }
+    guard parameters.count <= Int(Int32.max) else { throw StoreError.failed("too many parameters") }
     try reconnectIfLost()
     var types: [Oid] = []
     var values: [UnsafePointer<CChar>?] = []
@@ -175,14 +175,15 @@ public final class PostgresConnection {
         formats.append(0)
       case .text(let s):
         guard !s.utf8.contains(0) else {
-          throw StoreError("parameter $\(i + 1) is text holding a NUL, which PostgreSQL text cannot hold")
+          throw StoreError.failed(
+            "parameter $\(i + 1) is text holding a NUL, which PostgreSQL text cannot hold")
         }
         types.append(0)
         values.append(copy(s.utf8, terminated: true))
         lengths.append(0)
         formats.append(0)
       case .blob(let b):
-        guard b.count <= Int(Int32.max) else { throw StoreError("parameter $\(i + 1) is too long") }
+        guard b.count <= Int(Int32.max) else { throw StoreError.failed("parameter $\(i + 1) is too long") }
         types.append(Self.bytea)
         values.append(copy(b, terminated: false))
         lengths.append(Int32(b.count))
@@ -237,7 +238,7 @@ public final class PostgresConnection {
   private func rows(of result: OpaquePointer?) throws(StoreError) -> [[DatabaseValue]] {
     lastSQLState = nil
     guard let result else {
-      throw StoreError("PostgreSQL: \(Self.message(PQerrorMessage(handle)))", unavailable: true)
+      throw StoreError.outage("PostgreSQL: \(Self.message(PQerrorMessage(handle)))")
     }
     defer { PQclear(result) }
     let status = PQresultStatus(result)
@@ -247,9 +248,11 @@ public final class PostgresConnection {
       // The primary message and SQLSTATE only: DETAIL lines quote row values (a duplicate key's
       // email, a digest), which must not reach a log.
       let primary = PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) }
-      throw StoreError(
-        "PostgreSQL \(lastSQLState ?? "error"): \(primary ?? "the statement failed")",
-        unavailable: Self.isUnavailable(lastSQLState) || PQstatus(handle) != CONNECTION_OK)
+      let message = "PostgreSQL \(lastSQLState ?? "error"): \(primary ?? "the statement failed")"
+      if Self.isUnavailable(lastSQLState) || PQstatus(handle) != CONNECTION_OK {
+        throw StoreError.outage(message)
+      }
+      throw StoreError.failed(message)
     }
     lastChanges = PQcmdTuples(result).flatMap { Int(String(cString: $0)) } ?? 0
     let columns = PQnfields(result)
@@ -277,7 +280,7 @@ public final class PostgresConnection {
     switch type {
     case Self.int2, Self.int4, Self.int8:
       guard let n = Int64(String(cString: field)) else {
-        throw StoreError("PostgreSQL sent an integer that is not one: \(String(cString: field))")
+        throw StoreError.failed("PostgreSQL sent an integer that is not one: \(String(cString: field))")
       }
       return .integer(n)
     case Self.bytea:
@@ -285,7 +288,7 @@ public final class PostgresConnection {
       var length = 0
       guard let bytes = PQunescapeBytea(UnsafeRawPointer(field).assumingMemoryBound(to: UInt8.self), &length)
       else {
-        throw StoreError("PostgreSQL sent bytea that cannot be decoded")
+        throw StoreError.failed("PostgreSQL sent bytea that cannot be decoded")
       }
       defer { PQfreemem(bytes) }
       return .blob(Array(UnsafeBufferPointer(start: bytes, count: length)))

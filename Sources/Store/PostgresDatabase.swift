@@ -158,14 +158,14 @@ public final class PostgresDatabase: Database {
     guard case .text(let readOnly)? = try connection.query("SHOW transaction_read_only").first?.first,
       readOnly == "off"
     else {
-      throw StoreError("the database \(self.name) cannot be written (a read-only server or standby)")
+      throw StoreError.failed("the database \(self.name) cannot be written (a read-only server or standby)")
     }
     do {
       try exclusiveTransaction(.migration) { () throws(StoreError) in
         try recordSchemaVersion(try schemaVersion())
       }
     } catch {
-      throw StoreError("the database \(self.name) cannot be written: \(error)")
+      throw StoreError.failed("the database \(self.name) cannot be written: \(error)")
     }
   }
 

@@ -16,7 +16,7 @@ public final class SQLiteDatabase: Database {
     guard sqlite3_open_v2(path, &handle, flags, nil) == SQLITE_OK else {
       let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
       sqlite3_close(handle)
-      throw StoreError("cannot open database \(path): \(message)")
+      throw StoreError.failed("cannot open database \(path): \(message)")
     }
     sqlite3_busy_timeout(handle, 5000)
     // Switching a new file to WAL needs a moment alone with it, and SQLite answers BUSY at once
@@ -47,7 +47,7 @@ public final class SQLiteDatabase: Database {
     guard sqlite3_exec(handle, sql, nil, nil, &error) == SQLITE_OK else {
       let message = error.map { String(cString: $0) } ?? "unknown error"
       sqlite3_free(error)
-      throw StoreError("SQL failed: \(message)")
+      throw StoreError.failed("SQL failed: \(message)")
     }
   }
 
@@ -171,16 +171,17 @@ public final class SQLiteDatabase: Database {
       if case .text(let line) = row.first { line } else { nil }
     }
     guard report == ["ok"] else {
-      throw StoreError(
+      throw StoreError.failed(
         "the database \(name) is damaged (quick_check: \(report.prefix(3).joined(separator: "; ")))")
     }
     guard !isReadOnly else {
-      throw StoreError("the database \(name) cannot be written (a read-only file, directory or file system)")
+      throw StoreError.failed(
+        "the database \(name) cannot be written (a read-only file, directory or file system)")
     }
     do {
       try transaction { () throws(StoreError) in try recordSchemaVersion(try schemaVersion()) }
     } catch {
-      throw StoreError("the database \(name) cannot be written: \(error)")
+      throw StoreError.failed("the database \(name) cannot be written: \(error)")
     }
   }
 
@@ -195,7 +196,7 @@ public final class SQLiteDatabase: Database {
   }
 
   private func lastError(_ what: String) -> StoreError {
-    StoreError("SQL \(what) failed: \(String(cString: sqlite3_errmsg(handle)))")
+    StoreError.failed("SQL \(what) failed: \(String(cString: sqlite3_errmsg(handle)))")
   }
 
   /// SQLITE_TRANSIENT: SQLite copies bound text and blobs before the call returns.

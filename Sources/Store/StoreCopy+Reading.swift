@@ -85,7 +85,7 @@ extension StoreCopy {
       keys.isEmpty || keys.contains(where: faulty.contains)
       ? "row \(index + 1) as read"
       : "the row with " + keys.map { "\(table.columns[$0]) \(keyText(row[$0]))" }.joined(separator: ", ")
-    return StoreError(
+    return StoreError.failed(
       "copy-store refuses \(table.name).\(table.columns[problem.column]) in \(row): it \(problem.text); "
         + "correct the source and copy again (nothing was written)")
   }

@@ -10,7 +10,7 @@ extension StoreCopy {
         do {
           try apply(statement, to: &tables)
         } catch {
-          throw StoreError("copy-store cannot read migration \(index + 1): \(error.description)")
+          throw StoreError.failed("copy-store cannot read migration \(index + 1): \(error.description)")
         }
       }
     }
@@ -55,12 +55,12 @@ extension StoreCopy {
     let upper = words.map { $0.uppercased() }
     func index(of name: String) throws(StoreError) -> Int {
       guard let i = tables.firstIndex(where: { $0.name == name }) else {
-        throw StoreError("'\(statement)' names a table no earlier migration made")
+        throw StoreError.failed("'\(statement)' names a table no earlier migration made")
       }
       return i
     }
     func word(_ i: Int) throws(StoreError) -> String {
-      guard i < words.count else { throw StoreError("'\(statement)' ends too soon") }
+      guard i < words.count else { throw StoreError.failed("'\(statement)' ends too soon") }
       return words[i]
     }
     switch (upper.first, upper.dropFirst().first) {
@@ -90,17 +90,17 @@ extension StoreCopy {
       case "RENAME":
         let (old, new) = (try identifier(try word(named)), try identifier(try word(named + 2)))
         guard upper[safe: named + 1] == "TO", tables[t].columns.contains(old) else {
-          throw StoreError("'\(statement)' renames a column the table does not have")
+          throw StoreError.failed("'\(statement)' renames a column the table does not have")
         }
         tables[t].columns = tables[t].columns.map { $0 == old ? new : $0 }
         tables[t].primaryKey = tables[t].primaryKey.map { $0 == old ? new : $0 }
         tables[t].types[new] = tables[t].types.removeValue(forKey: old)
         if tables[t].identity == old { tables[t].identity = new }
       default:
-        throw StoreError("'\(statement)' is an ALTER TABLE copy-store does not know")
+        throw StoreError.failed("'\(statement)' is an ALTER TABLE copy-store does not know")
       }
     default:
-      throw StoreError("'\(statement.prefix(60))' is a statement copy-store does not know")
+      throw StoreError.failed("'\(statement.prefix(60))' is a statement copy-store does not know")
     }
   }
 
@@ -108,11 +108,11 @@ extension StoreCopy {
   private static func createdTable(_ statement: String) throws(StoreError) -> Table {
     guard let open = statement.firstIndex(of: "("), let close = statement.lastIndex(of: ")"), open < close
     else {
-      throw StoreError("'\(statement.prefix(60))' has no column list")
+      throw StoreError.failed("'\(statement.prefix(60))' has no column list")
     }
     let head = statement[..<open].split(separator: " ").map(String.init)
     guard head.count == 3 else {
-      throw StoreError("'\(statement.prefix(60))' is not CREATE TABLE name (...)")
+      throw StoreError.failed("'\(statement.prefix(60))' is not CREATE TABLE name (...)")
     }
     var table = Table(name: try identifier(head[2]), columns: [], primaryKey: [], identity: nil)
     for item in topLevelItems(statement[statement.index(after: open)..<close]) {
@@ -121,7 +121,7 @@ extension StoreCopy {
       switch words.first?.uppercased() {
       case "PRIMARY":
         guard let from = item.firstIndex(of: "("), let to = item.lastIndex(of: ")"), from < to else {
-          throw StoreError("'\(item)' is a primary key without columns")
+          throw StoreError.failed("'\(item)' is a primary key without columns")
         }
         table.primaryKey = try item[item.index(after: from)..<to].split(separator: ",").map {
           (name) throws(StoreError) -> String in
@@ -132,20 +132,22 @@ extension StoreCopy {
       default:
         let column = try identifier(words[0])
         table.columns.append(column)
-        guard words.count > 1 else { throw StoreError("'\(item)' declares no type") }
+        guard words.count > 1 else { throw StoreError.failed("'\(item)' declares no type") }
         table.types[column] = try columnType(words[1], in: item)
         if upper.contains("PRIMARY KEY") { table.primaryKey = [column] }
         if upper.contains("AUTOINCREMENT") { table.identity = column }
       }
     }
-    guard !table.columns.isEmpty else { throw StoreError("'\(statement.prefix(60))' makes no columns") }
+    guard !table.columns.isEmpty else {
+      throw StoreError.failed("'\(statement.prefix(60))' makes no columns")
+    }
     return table
   }
 
   /// The declared type `word` names: INTEGER, TEXT or BLOB (all the migrations use), else an error.
   private static func columnType(_ word: String, in text: String) throws(StoreError) -> ColumnType {
     guard let type = ColumnType(rawValue: word.lowercased()) else {
-      throw StoreError("'\(text.prefix(60))' declares a type copy-store does not know")
+      throw StoreError.failed("'\(text.prefix(60))' declares a type copy-store does not know")
     }
     return type
   }
@@ -185,7 +187,7 @@ extension StoreCopy {
         (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || $0 == UInt8(ascii: "_")
           || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
       }
-    guard valid else { throw StoreError("'\(text)' is not a plain lower-case name") }
+    guard valid else { throw StoreError.failed("'\(text)' is not a plain lower-case name") }
     return String(text)
   }
 }

@@ -69,18 +69,18 @@ public enum StoreCopy {
   ) throws(StoreError) -> [Summary] {
     let version = try source.schemaVersion()
     guard version <= Migrations.latest else {
-      throw StoreError(
+      throw StoreError.failed(
         "the source \(sourceName) has schema version \(version), newer than this band-edge knows "
           + "(\(Migrations.latest)); run the copy with a newer band-edge")
     }
     guard version == Migrations.latest else {
-      throw StoreError(
+      throw StoreError.failed(
         "the source \(sourceName) has schema version \(version), not \(Migrations.latest); run "
           + "band-edge admin --database \(sourceName) migrate on it first")
     }
     let targetVersion = try target.schemaVersion()
     guard targetVersion <= Migrations.latest else {
-      throw StoreError(
+      throw StoreError.failed(
         "the target \(targetName) has schema version \(targetVersion), newer than this band-edge knows "
           + "(\(Migrations.latest)); copy only into an empty store")
     }
@@ -113,7 +113,7 @@ public enum StoreCopy {
           summaries.append(original)
         }
         guard differing.isEmpty else {
-          throw StoreError(
+          throw StoreError.failed(
             "the copy in \(targetName) does not match the source in \(differing.joined(separator: ", ")); "
               + "nothing was written")
         }
@@ -201,7 +201,7 @@ public enum StoreCopy {
       }
     }
     guard filled.isEmpty else {
-      throw StoreError(
+      throw StoreError.failed(
         "the target \(name) is not empty (\(filled.joined(separator: ", "))); copy-store writes only into "
           + "a store with no rows")
     }

@@ -18,7 +18,7 @@ extension AdminCommand {
       let origin: String
       switch ConfigCommand.load(options.value("--config")) {
       case .success(let deployment): origin = deployment.origin
-      case .failure(let problems): throw StoreError(problems.lines.joined(separator: "; "))
+      case .failure(let problems): throw StoreError.refused(problems.lines.joined(separator: "; "))
       }
       let account = try store.createAccountWithSetPasswordLink(
         email: email, displayName: displayName, unknownHash: PasswordHasher().decoy(), actor: "cli",
@@ -27,7 +27,7 @@ extension AdminCommand {
       return
     }
     let password = readPassword()
-    if let problem = PasswordPolicy.problem(password, email: email) { throw StoreError(problem) }
+    if let problem = PasswordPolicy.problem(password, email: email) { throw StoreError.refused(problem) }
     let account = try store.createAccount(
       email: email, displayName: name, passwordHash: PasswordHasher().hash(password), actor: "cli")
     print("created account \(account.id) \(account.email)")
@@ -123,7 +123,7 @@ extension AdminCommand {
   /// `outbox show --id N`: one message; its text only in development.
   static func showOutboxEntry(_ options: Options, _ store: ClientStore) throws {
     guard let id = Int(try options.required("--id")), let m = try store.outboxEntry(id: id) else {
-      throw StoreError("no message with that number in the outbox")
+      throw StoreError.refused("no message with that number in the outbox")
     }
     print("Message-ID: \(m.messageID)\nKind: \(m.kind)\nTo: \(m.to)\nSubject: \(m.subject)")
     print(

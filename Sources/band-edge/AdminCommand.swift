@@ -144,7 +144,7 @@ enum AdminCommand {
   static func seedDemo(_ store: ClientStore) throws {
     let environment = ProcessEnvironment.value("BAND_LICENCE_ENV") ?? "development"
     guard environment.isEmpty || environment == "development" else {
-      throw StoreError("demo data is for development only, not \(environment)")
+      throw StoreError.refused("demo data is for development only, not \(environment)")
     }
     let people: [(EmailAddress?, String, [(String, Role)])] = [
       (
@@ -155,13 +155,15 @@ enum AdminCommand {
       (EmailAddress("rhea.readonly@example.test"), "Rhea Example", [("riverside", .readOnly)]),
     ]
     let emails = people.compactMap(\.0)
-    guard emails.count == people.count else { throw StoreError("a demo address is not an email address") }
+    guard emails.count == people.count else {
+      throw StoreError.refused("a demo address is not an email address")
+    }
     if try store.account(email: emails[0]) != nil {
       print("demo data is already there")
       return
     }
     guard try store.auditEvents().isEmpty else {
-      throw StoreError(
+      throw StoreError.refused(
         "the database already holds other data; demo data goes only into an empty development database")
     }
     let password = Secrets.base64url(Secrets.randomBytes(12))
@@ -263,7 +265,7 @@ extension AdminCommand {
     do {
       // Opening a missing SQLite file would make an empty one: say so instead.
       if let file = from.sqlitePath, access(file, F_OK) != 0 {
-        throw StoreError("there is no store at \(from) (no band-edge.sqlite in that directory)")
+        throw StoreError.refused("there is no store at \(from) (no band-edge.sqlite in that directory)")
       }
       if let file = to.sqlitePath { mkdir(String(file.dropLast("/band-edge.sqlite".count)), 0o700) }
       let summaries = try StoreCopy.copy(

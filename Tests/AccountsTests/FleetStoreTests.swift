@@ -171,7 +171,7 @@ struct PostgresFleetTests {
           }
         }
       } catch {
-        return [.failure(error as? StoreError ?? StoreError("\(error)"))]
+        return [.failure(error as? StoreError ?? StoreError.failed("\(error)"))]
       }
     }.flatMap { $0 }
     let failed = outcomes.compactMap { if case .failure(let e) = $0 { "\(e)" } else { nil } }
@@ -276,7 +276,7 @@ struct PostgresFleetTests {
           )
           .changes
         }
-      } throws: { ($0 as? StoreError)?.unavailable == true }
+      } throws: { ($0 as? StoreError)?.isOutage == true }
     }
     #expect(attempts.withLock { $0 } == 1, "the second and third fail at once, without connecting")
   }
@@ -343,7 +343,7 @@ struct PostgresFleetTests {
       try connection.execute("SELECT pg_sleep(5)")
     } throws: { error in
       guard let error = error as? StoreError else { return false }
-      return error.unavailable && error.description.contains("57014")
+      return error.isOutage && error.description.contains("57014")
     }
     #expect(try connection.query("SELECT 1").first?.first == .integer(1), "the connection stays usable")
   }

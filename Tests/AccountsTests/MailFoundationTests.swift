@@ -45,7 +45,7 @@ struct MailFoundationTests {
       reason: "You got this because of a request on Band Licence.")
     _ = try? store.transactionForTests { () throws(StoreError) in
       try store.enqueueMail(message, host: "x.example.test")
-      throw StoreError("the action failed")
+      throw StoreError.failed("the action failed")
     }
     #expect(try store.outbox().isEmpty, "rolled back with its action")
     let id = try store.enqueueMail(message, host: "x.example.test")

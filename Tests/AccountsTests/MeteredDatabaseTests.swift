@@ -16,14 +16,14 @@ struct MeteredDatabaseTests {
     var dialect: SQLDialect { .sqlite }
     var changes: Int { 0 }
     func query(_ sql: String, _ parameters: [DatabaseValue]) throws(StoreError) -> [[DatabaseValue]] {
-      if sql == "FAIL" { throw StoreError("no such table") }
+      if sql == "FAIL" { throw StoreError.failed("no such table") }
       return []
     }
     func execute(_ sql: String) throws(StoreError) {}
     func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
       for _ in 1..<attempts { _ = try body() }
       let result = try body()
-      if fails { throw StoreError("the commit failed") }
+      if fails { throw StoreError.failed("the commit failed") }
       return result
     }
     func exclusiveTransaction<T>(_ lock: ExclusiveLock, _ body: () throws(StoreError) -> T) throws(StoreError)

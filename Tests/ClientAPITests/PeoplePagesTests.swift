@@ -80,7 +80,7 @@ struct PeoplePagesTests {
     guard
       case .created(_, let token) = try s.f.pages.context.invite(
         "lee@example.test", as: .teacher, to: s.northfield, by: admin, in: s.f.store)
-    else { throw StoreError("no invitation") }
+    else { throw StoreError.failed("no invitation") }
     var lee = s.browser()
     let link = lee.send(.get, "/invitations/accept?token=\(token)")
     #expect(link.status == .seeOther)
@@ -120,7 +120,7 @@ struct PeoplePagesTests {
     guard
       case .created(_, let token) = try s.f.pages.context.invite(
         "sam@example.test", as: .readOnly, to: s.northfield, by: admin, in: s.f.store)
-    else { throw StoreError("no invitation") }
+    else { throw StoreError.failed("no invitation") }
     var visitor = s.browser()
     _ = visitor.send(.get, "/invitations/accept?token=\(token)")
     #expect(text(visitor.send(.get, "/invitations/accept")).contains("sign in to accept"))

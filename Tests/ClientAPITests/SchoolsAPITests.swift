@@ -52,7 +52,7 @@ struct SchoolsFixture {
     guard
       case .created(let invitation, _) = try f.pages.context.invite(
         "pat@example.test", as: .teacher, to: northfield, by: admin, in: f.store)
-    else { throw StoreError("no invitation") }
+    else { throw StoreError.failed("no invitation") }
     invitationID = invitation.id
   }
 
@@ -178,7 +178,7 @@ struct SchoolsAPITests {
       case .created(let theirs, _) = try s.f.pages.context.invite(
         "kit@example.test", as: .teacher, to: s.southgate,
         by: try #require(try s.f.store.account(id: s.ids["nia@example.test"] ?? "")), in: s.f.store)
-    else { throw StoreError("no invitation") }
+    else { throw StoreError.failed("no invitation") }
     let before = try s.f.store.auditEvents().count
     let answers = [
       // Their school's path, though Ada administers another.
@@ -393,7 +393,7 @@ struct SchoolsAPITests {
       guard
         case .created(let i, let token) = try s.f.pages.context.invite(
           email, as: role, to: s.northfield, by: admin, in: store)
-      else { throw StoreError("not created") }
+      else { throw StoreError.failed("not created") }
       return (i, token)
     }
     // An existing account (Sam, of Southgate) accepts as itself.

@@ -306,11 +306,31 @@ struct WebPagesTests {
   @Test("a store failure on a page is a page (500), its cause only in the log")
   func failurePage() throws {
     let f = try fixture(.sqlite)  // the failure is the test's own: no store is read
-    let response = f.pages.guarded { throw StoreError("disk I/O error at /secret/path") }
+    let response = f.pages.guarded { throw StoreError.failed("disk I/O error at /secret/path") }
     #expect(response.status == .internalServerError)
     #expect(response.header("Content-Type") == "text/html; charset=utf-8")
     let page = text(response)
     #expect(page.contains("<h1>Something went wrong</h1>") && !page.contains("secret"))
+  }
+
+  @Test(
+    "each kind of store failure has its own page: an outage 503 with Retry-After, a refused rule 409, any other 500",
+    arguments: [
+      (StoreError.outage("PostgreSQL 57P01 at /secret/path"), 503, "Try again in a moment"),
+      (StoreError.refused("the invitation was used meanwhile /secret/path"), 409, "That changed meanwhile"),
+      (StoreError.failed("disk I/O error at /secret/path"), 500, "Something went wrong"),
+    ])
+  func failureKinds(error: StoreError, status: Int, heading: String) throws {
+    let f = try fixture(.sqlite)  // the failure is the test's own: no store is read
+    let page = f.pages.guarded { throw error }
+    #expect(page.status.code == status)
+    #expect((page.header("Retry-After") == "1") == (status == 503))
+    #expect(text(page).contains("<h1>\(heading)</h1>") && !text(page).contains("secret"))
+    let json = ClientContext.storeFailure(error, html: false)
+    #expect(json.status.code == status)
+    #expect(json.header("Content-Type") == "application/json; charset=utf-8")
+    #expect((json.header("Retry-After") == "1") == (status == 503))
+    #expect(!text(json).contains("secret"))
   }
 
   @Test("pages escape what people typed", arguments: Engine.available)

@@ -6,7 +6,7 @@ import Testing
 
 /// The text in `value`, or a test failure.
 private func text(_ value: DatabaseValue) throws -> String {
-  guard case .text(let text) = value else { throw StoreError("\(value) is not text") }
+  guard case .text(let text) = value else { throw StoreError.failed("\(value) is not text") }
   return text
 }
 

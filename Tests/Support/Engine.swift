@@ -26,7 +26,7 @@ package enum Engine: String, CaseIterable, Sendable, CustomStringConvertible {
       let path = try TestDirectory.make("engine").appendingPathComponent("test.sqlite").path
       return (try SQLiteDatabase(path: path), {})
     case .postgres:
-      let base = try testPostgresURI ?? { throw StoreError("BAND_EDGE_TEST_POSTGRES is not set") }()
+      let base = try testPostgresURI ?? { throw StoreError.failed("BAND_EDGE_TEST_POSTGRES is not set") }()
       let schema = TestSchemas.name()
       let admin = try PostgresConnection(uri: base)
       try admin.execute("CREATE SCHEMA \(schema)")
@@ -42,7 +42,7 @@ package enum Engine: String, CaseIterable, Sendable, CustomStringConvertible {
     switch self {
     case .sqlite: return .sqlite(directory: try TestDirectory.make("store").path)
     case .postgres:
-      let base = try testPostgresURI ?? { throw StoreError("BAND_EDGE_TEST_POSTGRES is not set") }()
+      let base = try testPostgresURI ?? { throw StoreError.failed("BAND_EDGE_TEST_POSTGRES is not set") }()
       return .postgres(uri: TestSchemas.uri(base, try TestSchemas.make(on: base)))
     }
   }

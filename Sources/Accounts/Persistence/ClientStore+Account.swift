@@ -136,7 +136,7 @@ extension ClientStore {
     try db.transaction { () throws(StoreError) in
       try db.query(
         "UPDATE accounts SET display_name = ? WHERE id = ?", [.text(displayName), .text(accountID)])
-      guard db.changes == 1 else { throw StoreError("no account with that ID") }
+      guard db.changes == 1 else { throw StoreError.refused("no account with that ID") }
       try audit(actor: accountID, action: "account.name_changed", subject: accountID)
     }
   }

@@ -363,7 +363,7 @@ extension ClientStore {
     try db.query(
       "UPDATE invitations SET accepted_at = ? WHERE id = ? AND accepted_at IS NULL AND revoked_at IS NULL",
       [.integer(now), .text(invitation.id)])
-    guard db.changes == 1 else { throw StoreError("the invitation was used meanwhile") }
+    guard db.changes == 1 else { throw StoreError.refused("the invitation was used meanwhile") }
     try markVerified(accountID: accountID)
     try db.query(
       """

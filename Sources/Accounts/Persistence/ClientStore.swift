@@ -44,7 +44,7 @@ public final class ClientStore {
         "INSERT INTO server_keys (name, key, created_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING",
         [.text(name), .blob(Secrets.randomBytes(32)), .integer(Int64(clock()))])
       guard case .blob(let key)? = try db.query(select, [.text(name)]).first?.first, key.count == 32 else {
-        throw StoreError("the server key '\(name)' is damaged")
+        throw StoreError.failed("the server key '\(name)' is damaged")
       }
       return key
     }
@@ -74,10 +74,10 @@ public final class ClientStore {
     throws(StoreError) -> Account
   {
     let email = address.normalised
-    guard !displayName.isEmpty else { throw StoreError("an account needs a name") }
+    guard !displayName.isEmpty else { throw StoreError.refused("an account needs a name") }
     return try db.transaction { () throws(StoreError) -> Account in
       guard try db.query("SELECT 1 FROM accounts WHERE email = ?", [.text(email)]).isEmpty else {
-        throw StoreError("an account with that email already exists")
+        throw StoreError.refused("an account with that email already exists")
       }
       let account = Account(
         id: Secrets.identifier("acc"), email: email, displayName: displayName, disabled: false)
@@ -111,7 +111,7 @@ public final class ClientStore {
     throws(StoreError) -> Account
   {
     guard let (account, _) = try self.account(email: email) else {
-      throw StoreError("no account with that email")
+      throw StoreError.refused("no account with that email")
     }
     return try setDisabled(account, disabled, actor: actor, force: force)
   }
@@ -121,7 +121,7 @@ public final class ClientStore {
   public func setDisabled(id: String, _ disabled: Bool, actor: String, force: Bool = false) throws(StoreError)
     -> Account
   {
-    guard let account = try self.account(id: id) else { throw StoreError("no account with that ID") }
+    guard let account = try self.account(id: id) else { throw StoreError.refused("no account with that ID") }
     return try setDisabled(account, disabled, actor: actor, force: force)
   }
 
@@ -143,12 +143,12 @@ public final class ClientStore {
       let deleted = try db.query(
         "SELECT 1 FROM accounts WHERE id = ? AND deleted_at IS NOT NULL", [.text(account.id)])
       guard disabled || deleted.isEmpty else {
-        throw StoreError("that account was deleted by its owner and cannot be enabled again")
+        throw StoreError.refused("that account was deleted by its owner and cannot be enabled again")
       }
       if disabled, !force {
         let schools = try schoolsOnlyAdministeredBy(accountID: account.id)
         guard schools.isEmpty else {
-          throw StoreError(
+          throw StoreError.refused(
             "that account is the only administrator of \(schools.map(\.slug).joined(separator: ", ")); "
               + "make someone else an administrator there first, or add --force to leave "
               + (schools.count == 1 ? "it" : "them") + " without one")
@@ -169,10 +169,12 @@ public final class ClientStore {
   public func createSchool(name: String, slug: String, actor: String) throws(StoreError) -> School {
     guard !name.isEmpty, !slug.isEmpty,
       slug.allSatisfy({ ($0.isLetter && $0.isLowercase) || $0.isNumber || $0 == "-" })
-    else { throw StoreError("a school needs a name and a slug of lower-case letters, digits and hyphens") }
+    else {
+      throw StoreError.refused("a school needs a name and a slug of lower-case letters, digits and hyphens")
+    }
     return try db.transaction { () throws(StoreError) -> School in
       guard try db.query("SELECT 1 FROM schools WHERE slug = ?", [.text(slug)]).isEmpty else {
-        throw StoreError("a school with slug '\(slug)' already exists")
+        throw StoreError.refused("a school with slug '\(slug)' already exists")
       }
       let school = School(id: Secrets.identifier("sch"), name: name, slug: slug)
       try db.query(
@@ -211,7 +213,9 @@ public final class ClientStore {
       try db.query(
         "UPDATE memberships SET revoked_at = ? WHERE account_id = ? AND school_id = ? AND revoked_at IS NULL",
         [.integer(Int64(clock())), .text(account.id), .text(school.id)])
-      guard db.changes == 1 else { throw StoreError("no live membership of \(schoolSlug) for that account") }
+      guard db.changes == 1 else {
+        throw StoreError.refused("no live membership of \(schoolSlug) for that account")
+      }
       try withdrawInvitations(sentBy: account.id, in: school.id, because: "inviter_removed")
       try audit(actor: actor, action: "membership.revoked", subject: account.id, detail: school.id)
     }
@@ -354,10 +358,12 @@ public final class ClientStore {
 
   private func accountAndSchool(_ email: EmailAddress, _ slug: String) throws(StoreError) -> (Account, School)
   {
-    guard let (account, _) = try account(email: email) else { throw StoreError("no account with that email") }
+    guard let (account, _) = try account(email: email) else {
+      throw StoreError.refused("no account with that email")
+    }
     guard let row = try db.query("SELECT id, name, slug FROM schools WHERE slug = ?", [.text(slug)]).first,
       case .text(let id) = row[0], case .text(let name) = row[1]
-    else { throw StoreError("no school with slug '\(slug)'") }
+    else { throw StoreError.refused("no school with slug '\(slug)'") }
     return (account, School(id: id, name: name, slug: slug))
   }
 

@@ -30,7 +30,7 @@ enum StoreLoop {
             Log.event("info", events.resumed, [])
           }
         } catch {
-          if (error as? StoreError)?.unavailable != true { store = nil }
+          if (error as? StoreError)?.isOutage != true { store = nil }
           if !failing {
             failing = true
             Log.event("error", events.failed, [("error", "\(error)")])

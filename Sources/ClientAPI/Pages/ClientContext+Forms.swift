@@ -42,6 +42,12 @@ extension ClientContext {
   func guardedPage(_ body: () throws -> Response) -> Response {
     do { return try body() } catch {
       let plain = ClientContext.storeFailure(error, html: true)
+      if plain.status == .conflict {
+        return HTMLPage.problem(
+          plain.status, "That changed meanwhile",
+          "That changed meanwhile, so nothing was done. Please reload and try again.",
+          context: self, next: ("/", "Go to the start page"))
+      }
       guard plain.status == .serviceUnavailable else {
         return HTMLPage.problem(
           plain.status, "Something went wrong", "Something went wrong on our side. Please try again.",
