@@ -22,6 +22,7 @@ import sys
 import time
 
 from bench_h2_idle import hold, still_open
+import bench_h2load
 from bench_h2load import HZ, h2load, half_cpu, summed, ticks
 
 work, js_path, small_path, rounds, seconds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
@@ -104,12 +105,16 @@ def idle():
             print(f"ratio      band-edge/{NAMES[name]} peak RSS (VmHWM) {peak:.3f}{verdict}; VmRSS {rss:.3f}")
 
 
+# h2load 1.52 sometimes waits forever after "Stopped all clients" (seen against nginx 1.22 at
+# -c64 -m100, several turns in a row): such a turn is killed and run again, up to this many times.
+ATTEMPTS = 5
 HUNG = {}
+SERVER_OF = {port: name for name, port, _ in servers}
 
 
 def turn(port, root, path, header, connections, streams, duration=2):
     pids = processes(root)
-    for attempt in range(3):
+    for attempt in range(ATTEMPTS):
         before, started = sum(map(ticks, pids)), time.monotonic()
         run = h2load("-c", str(connections), "-m", str(streams), "-D", str(duration),
                      "--warm-up-time", f"{int(WARM_UP * 1000)}ms", *(["-H", header] if header else []),
@@ -117,10 +122,11 @@ def turn(port, root, path, header, connections, streams, duration=2):
         if run is not None:
             break
         HUNG[port] = HUNG.get(port, 0) + 1
-        print(f"note: h2load -c{connections} -m{streams} against 127.0.0.1:{port} did not finish; the turn is run "
-              "again", flush=True)
+        print(f"note: h2load -c{connections} -m{streams} against {NAMES.get(SERVER_OF[port], port)} (127.0.0.1:{port}) "
+              "did not finish; the turn is run again", flush=True)
     else:
-        raise SystemExit(f"bench: error: h2load against 127.0.0.1:{port} hung three times")
+        raise SystemExit(f"bench: error: h2load against {NAMES.get(SERVER_OF[port], port)} (127.0.0.1:{port}) hung "
+                         f"{ATTEMPTS} times; the last run had printed:\n{bench_h2load.HUNG_OUTPUT}")
     if run["protocol"] != "h2":
         raise SystemExit(f"bench: error: h2load spoke {run['protocol']} to 127.0.0.1:{port}, not h2:\n{run['out']}")
     # h2load counts the requests after the warm-up; the server's CPU time covers the warm-up too.

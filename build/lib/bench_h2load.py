@@ -9,6 +9,8 @@ import resource
 import subprocess
 
 HZ = os.sysconf("SC_CLK_TCK")
+# What the last h2load that had to be killed had printed (for the error that names it).
+HUNG_OUTPUT = ""
 
 
 def ticks(pid):
@@ -26,7 +28,10 @@ def h2load(*args, timeout=None):
     try:
         out = subprocess.run(["taskset", "-c", "1", "h2load", "-t", "1", *args], capture_output=True, text=True,
                              timeout=timeout).stdout
-    except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired as hung:
+        global HUNG_OUTPUT
+        partial = hung.stdout or b""
+        HUNG_OUTPUT = partial.decode(errors="replace") if isinstance(partial, bytes) else partial
         return None
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = re.search(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed", out)

@@ -32,6 +32,19 @@ ensure_packages() {
 }
 
 # The C libraries the package links (module maps in Sources/C*).
+# ensure_pypi PACKAGE[=MODULE] ...: pip-installs the PyPI packages whose module cannot be imported
+# (MODULE defaults to PACKAGE).
+ensure_pypi() {
+  local missing=() item
+  for item in "$@"; do
+    python3 -c "import ${item#*=}" 2>/dev/null || missing+=("${item%%=*}")
+  done
+  ((${#missing[@]})) || return 0
+  log "pip install ${missing[*]}"
+  python3 -m pip install --quiet "${missing[@]}" 2>/dev/null \
+    || python3 -m pip install --quiet --break-system-packages "${missing[@]}"
+}
+
 ensure_build_packages() {
   ensure_packages libssl-dev zlib1g-dev libbrotli-dev libsqlite3-dev libargon2-dev libpq-dev libcurl4-openssl-dev libnghttp2-dev pkg-config
   command -v swift >/dev/null || { echo "band-edge: error: the Swift 6 toolchain is not on PATH (expected /opt/swift)" >&2; exit 1; }
