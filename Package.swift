@@ -16,6 +16,7 @@ let package = Package(
   products: [
     .executable(name: "band-edge", targets: ["band-edge"]),
     .executable(name: "EdgeFuzz", targets: ["EdgeFuzz"]),
+    .executable(name: "EdgeFuzzResponse", targets: ["EdgeFuzzResponse"]),
   ],
   targets: [
     // System-library shims: Debian's -dev packages (and Linux headers Glibc leaves out).
@@ -62,8 +63,10 @@ let package = Package(
     .plugin(name: "EmbedFiles", capability: .buildTool(), dependencies: ["EmbedTool"]),
     .executableTarget(name: "EmbedTool"),
 
-    // libFuzzer target for the HTTP/1.1 parser: build/fuzz builds it with --sanitize=fuzzer.
+    // libFuzzer targets for the HTTP/1.1 request and response parsers: build/fuzz builds one
+    // with --sanitize=fuzzer.
     .executableTarget(name: "EdgeFuzz", dependencies: ["Edge"]),
+    .executableTarget(name: "EdgeFuzzResponse", dependencies: ["Edge"]),
 
     .testTarget(name: "EdgeTests", dependencies: ["Edge", "EdgeTesting", "CLinux", "COpenSSL", "CNGHTTP2"]),
     .testTarget(name: "ShellTests", dependencies: ["Shell", "Edge"]),

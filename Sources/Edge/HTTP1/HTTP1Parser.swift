@@ -457,7 +457,7 @@ public struct HTTP1Parser: Sendable {
   // MARK: fields
 
   /// field-line = field-name ":" OWS field-value OWS (RFC 9112 §5).
-  private static func parseField(
+  static func parseField(
     _ buffer: UnsafeRawBufferPointer, _ start: Int, _ end: Int, into fields: inout [HTTPFields.Field]
   ) throws(HTTPParseError) {
     // RFC 9112 §5.2: obs-fold is refused; so is whitespace before the first field.
@@ -559,7 +559,7 @@ public struct HTTP1Parser: Sendable {
     return .head
   }
 
-  private static func nameIs(_ buffer: UnsafeRawBufferPointer, _ start: Int, _ lowercase: StaticString)
+  static func nameIs(_ buffer: UnsafeRawBufferPointer, _ start: Int, _ lowercase: StaticString)
     -> Bool
   {
     let p = lowercase.utf8Start
@@ -624,7 +624,7 @@ public struct HTTP1Parser: Sendable {
   }
 
   /// chunk-ext = *( BWS ";" BWS name [ BWS "=" BWS ( token / quoted-string ) ] )
-  private static func checkChunkExtensions(
+  static func checkChunkExtensions(
     _ buffer: UnsafeRawBufferPointer, _ start: Int, _ end: Int
   ) throws(HTTPParseError) {
     var i = start
@@ -672,7 +672,7 @@ public struct HTTP1Parser: Sendable {
     return .invalidChunkExtension
   }
 
-  @inline(__always) private static func hexValue(_ b: UInt8) -> Int? {
+  @inline(__always) static func hexValue(_ b: UInt8) -> Int? {
     switch b {
     case 48...57: Int(b - 48)
     case 65...70: Int(b - 55)
@@ -730,7 +730,7 @@ public struct HTTP1Parser: Sendable {
     bodyLimit = limits.maxBodyBytes
   }
 
-  @inline(__always) private static func findLineFeed(_ buffer: UnsafeRawBufferPointer, from: Int) -> Int? {
+  @inline(__always) static func findLineFeed(_ buffer: UnsafeRawBufferPointer, from: Int) -> Int? {
     guard from < buffer.count, let base = buffer.baseAddress else { return nil }
     guard let hit = memchr(base + from, Int32(ASCII.lf), buffer.count - from) else { return nil }
     return base.distance(to: UnsafeRawPointer(hit))
