@@ -126,6 +126,8 @@ public struct ExclusiveLock: Sendable, Equatable {
   public static let jobs = ExclusiveLock(key: 0x6265_6a6f_6273_3031)
   /// Claiming outbox messages to deliver: "bemail01".
   public static let mail = ExclusiveLock(key: 0x6265_6d61_696c_3031)
+  /// Making and rotating the gateway's signing keys: "begwkeys".
+  public static let gatewayKeys = ExclusiveLock(key: 0x6265_6777_6b65_7973)
 
   /// The lock of one sign-in failure counter, from the first 8 bytes of its (keyed) digest.
   public static func failures(_ digest: [UInt8]) -> ExclusiveLock {

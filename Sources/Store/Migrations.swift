@@ -209,6 +209,20 @@ public enum Migrations {
     """
     ALTER TABLE sessions ADD COLUMN network TEXT;
     """,
+    // 12: the gateway's signing keys (Ed25519), one row per key: its JWK thumbprint, the private
+    // key sealed under the key-encryption key (a file outside the store; the kid is bound to the
+    // sealed bytes), the public key in clear for the JWKS, when it was made, when it starts to sign
+    // and when its successor starts to (no successor yet: NULL).
+    """
+    CREATE TABLE gateway_keys (
+      kid TEXT PRIMARY KEY,
+      sealed BLOB NOT NULL,
+      public_x TEXT NOT NULL,
+      created_at INTEGER NOT NULL,
+      signs_from INTEGER NOT NULL,
+      replaced_at INTEGER
+    );
+    """,
   ]
 
   /// What PostgreSQL adds to a step, after the shared SQL: statement triggers that announce every

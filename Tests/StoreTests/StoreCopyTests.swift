@@ -44,6 +44,10 @@ struct StoreCopyTests {
       INSERT INTO invitations (id, school_id, email, role, invited_by, token_digest, created_at, expires_at)
       SELECT 'inv_1', id, 'tom@example.test', 'teacher', ?, ?, 1, 2 FROM schools
       """, [.text(ada.id), .blob(Secrets.digest("invitation"))])
+    // The gateway's keys are made by the Gateway target; a row of the same shape stands in here.
+    try db.query(
+      "INSERT INTO gateway_keys (kid, sealed, public_x, created_at, signs_from) VALUES (?, ?, ?, ?, ?)",
+      [.text("kid-1"), .blob(Secrets.randomBytes(60)), .text("x"), .integer(1), .integer(1)])
     clock.advance(1)
     return (token, "tom@example.test")
   }
@@ -55,7 +59,7 @@ struct StoreCopyTests {
       tables.map(\.name) == [
         "accounts", "schools", "memberships", "sessions", "audit_events", "handoffs", "sign_in_failures",
         "server_keys", "change_counter", "job_runs", "instances", "outbox", "invitations", "trusted_devices",
-        "action_tokens",
+        "action_tokens", "gateway_keys",
       ])
     #expect(tables.first { $0.name == "memberships" }?.primaryKey == ["account_id", "school_id"])
     #expect(tables.first { $0.name == "sign_in_failures" }?.primaryKey == ["email_key"], "renamed in 6")
