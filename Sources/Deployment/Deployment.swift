@@ -18,6 +18,11 @@ public struct Capabilities: Equatable, Sendable {
     "scheduling": false,
     "studentManagement": false, "offlineSync": false, "subscriptions": false, "pdfReports": false,
   ]
+  /// The capabilities an API core serves through band-edge's forward routes (`"forward"`). Each is
+  /// on exactly while a forward route naming it is enabled, its upstream is enabled and no kill
+  /// switch names it; `"capabilities"` may not set one by hand. The one list of them (see
+  /// docs/configuration.md).
+  public static let forwarded: Set<String> = ["attendance", "scheduling", "studentManagement"]
 
   /// Every flag's value.
   public var values: [String: Bool]
@@ -65,6 +70,24 @@ public struct Deployment: Equatable, Sendable {
   public var mail = MailSettings()
   /// The admin listener (`"admin"`: where `/metrics` is served, and to whom); flags win.
   public var admin = AdminSettings()
+  /// The API cores forward routes go to (`"upstreams"`), by name.
+  public var upstreams: [String: UpstreamSettings] = [:]
+  /// The routes forwarded to an API core (`"forward"`), in the file's order.
+  public var forwardRoutes: [ForwardRoute] = []
+
+  /// Whether `route` is forwarded now: it is enabled, its upstream is enabled, and no kill switch
+  /// names its capability. A route that is not answers as if it were not configured.
+  public func forwards(_ route: ForwardRoute) -> Bool {
+    Self.forwards(route, upstreams: upstreams, killSwitches: killSwitches)
+  }
+
+  /// `forwards(_:)` before a `Deployment` exists (the loader derives the capabilities with it).
+  static func forwards(_ route: ForwardRoute, upstreams: [String: UpstreamSettings], killSwitches: [String])
+    -> Bool
+  {
+    route.enabled && upstreams[route.upstream]?.enabled == true
+      && !(route.capability.map { killSwitches.contains($0) } ?? false)
+  }
 
   /// The default label of each environment.
   public static func defaultLabel(_ environment: Environment) -> String {

@@ -120,11 +120,19 @@ extension DeploymentLoader {
     }
 
     /// `"capabilities"` over the defaults, then `"killSwitches"`, each naming a capability once,
-    /// switch theirs off.
+    /// switch theirs off. The capabilities an API core serves (`Capabilities.forwarded`) follow
+    /// the forward routes instead, and are refused here.
     mutating func capabilities() -> (values: [String: Bool], killSwitches: [String]) {
       var capabilities = Capabilities.defaults
       if let configured = reader.object("capabilities", known: Set(Capabilities.names)) {
-        for (name, value) in configured {
+        for (name, value) in configured.sorted(by: { $0.key < $1.key }) {
+          if Capabilities.forwarded.contains(name) {
+            problems.append(
+              "capability '\(name)' follows the forward routes: it is on while an enabled route naming it goes to "
+                + "an enabled upstream; remove it from \"capabilities\" (\"killSwitches\" still turns it off)"
+            )
+            continue
+          }
           guard case .bool(let flag) = value else {
             if Capabilities.names.contains(name) {
               problems.append("capability '\(name)' must be true or false")

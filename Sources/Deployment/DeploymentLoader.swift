@@ -14,22 +14,28 @@ public enum DeploymentLoader {
   static let knownKeys: Set<String> = [
     "environment", "origin", "label", "apple", "android", "verifiedLinkPaths", "capabilities",
     "killSwitches", "minimumAppVersion", "handoffLifetimeSeconds", "linkFileMaxAgeSeconds", "knownIdentities",
-    "listen", "limits", "tls", "timezone", "database", "mail", "admin",
+    "listen", "limits", "tls", "timezone", "database", "mail", "admin", "upstreams", "forward",
   ]
 
   /// Reads `configPath` (if any) and validates it together with `environment` variables.
-  public static func load(environment: [String: String], configPath: String?) -> Result<
-    Deployment, DeploymentProblems
-  > {
-    guard let configPath else { return load(environment: environment, configText: nil, name: "") }
+  /// `ownRoutes`: the path patterns band-edge answers itself, which the composition knows; a
+  /// forward route that can match one of their paths is a problem.
+  public static func load(environment: [String: String], configPath: String?, ownRoutes: [String] = [])
+    -> Result<Deployment, DeploymentProblems>
+  {
+    guard let configPath else {
+      return load(environment: environment, configText: nil, name: "", ownRoutes: ownRoutes)
+    }
     guard let data = FileManager.default.contents(atPath: configPath) else {
       return .failure(DeploymentProblems(lines: ["config file \(configPath) cannot be read"]))
     }
-    return load(environment: environment, configText: Array(data), name: configPath)
+    return load(environment: environment, configText: Array(data), name: configPath, ownRoutes: ownRoutes)
   }
 
   /// Validates the file's bytes (nil: no file) with `environment` variables; `name` is for messages.
-  static func load(environment: [String: String], configText: [UInt8]?, name: String)
+  static func load(
+    environment: [String: String], configText: [UInt8]?, name: String, ownRoutes: [String] = []
+  )
     -> Result<Deployment, DeploymentProblems>
   {
     var problems: [String] = []
@@ -50,7 +56,7 @@ public enum DeploymentLoader {
       }
     }
     var reader = Reader(members: file, problems: [])
-    let deployment = validate(environment: environment, reader: &reader)
+    let deployment = validate(environment: environment, reader: &reader, ownRoutes: ownRoutes)
     problems += reader.problems
     for key in file.keys.sorted() where !knownKeys.contains(key) {
       problems.append("unknown setting '\(key)'")
@@ -126,8 +132,11 @@ public enum DeploymentLoader {
   }
 
   /// The deployment the variables in `env` and the file in `r` describe, nil when `r.problems`
-  /// holds at least one problem. One section of the file after the other (see `Sections`).
-  static func validate(environment env: [String: String], reader r: inout Reader) -> Deployment? {
+  /// holds at least one problem. One section of the file after the other (see `Sections`);
+  /// `ownRoutes` as for `load`.
+  static func validate(environment env: [String: String], reader r: inout Reader, ownRoutes: [String] = [])
+    -> Deployment?
+  {
     // Environment: the variable wins over the file; development by default.
     let environmentName =
       env["BAND_LICENCE_ENV"].flatMap { $0.isEmpty ? nil : $0 } ?? r.string("environment") ?? "development"
@@ -142,14 +151,18 @@ public enum DeploymentLoader {
     let (packageName, fingerprints) = s.android()
     s.knownIdentities(appIDs: appIDs, packageName: packageName)
     let paths = s.verifiedLinkPaths()
-    let (capabilities, killSwitches) = s.capabilities()
-    s.requireIdentities(capabilities, appIDs: appIDs, packageName: packageName)
+    let (configured, killSwitches) = s.capabilities()
+    s.requireIdentities(configured, appIDs: appIDs, packageName: packageName)
     let (ios, androidVersion) = s.minimumVersions()
     let (handoff, maxAge) = s.lifetimes()
     let (listen, tls, admin) = s.listeners()
     let limits = s.limits()
     let mail = s.mail()
     let timezone = s.timezone()
+    let upstreams = s.upstreams()
+    let forwardRoutes = s.forwardRoutes(own: ownRoutes)
+    let forwarded = s.forwardedCapabilities(forwardRoutes, upstreams: upstreams, killSwitches: killSwitches)
+    let capabilities = configured.merging(forwarded) { $1 }
 
     r = s.reader
     r.problems += s.problems
@@ -160,7 +173,8 @@ public enum DeploymentLoader {
       capabilities: Capabilities(values: capabilities), killSwitches: killSwitches, minimumIOSVersion: ios,
       minimumAndroidVersion: androidVersion, handoffLifetimeSeconds: handoff, linkFileMaxAge: maxAge,
       listen: listen,
-      limits: limits, tls: tls, timezone: timezone, database: r.string("database"), mail: mail, admin: admin)
+      limits: limits, tls: tls, timezone: timezone, database: r.string("database"), mail: mail, admin: admin,
+      upstreams: upstreams, forwardRoutes: forwardRoutes)
   }
 
   /// Why `name` cannot be the display time zone, or nil: an IANA name (`Area/City`, letters,

@@ -19,8 +19,8 @@ enum ConfigCommand {
     would open without --database or --data (BAND_LICENCE_DATABASE_URL, else the file's
     "database", else sqlite:data; a password masked) and where it was named, and both link files,
     or every problem, one per line. `config limits` prints the table of every limit (flag and file
-    key, unit, range, default) as docs/limits.md carries it. `links print` prints one file exactly
-    as served.
+    key, unit, range, default), then the gateway's per-upstream and per-route numbers, as
+    docs/limits.md carries them. `links print` prints one file exactly as served.
 
     Exit status: 0 valid; 1 problems found (each on its own line on stderr); 2 usage error.
     """
@@ -30,13 +30,18 @@ enum ConfigCommand {
     flag ?? ProcessEnvironment.value("BAND_LICENCE_CONFIG").flatMap { $0.isEmpty ? nil : $0 }
   }
 
-  /// The deployment, with its `"limits"` checked against the limit table (names, units, ranges).
+  /// The deployment, with its `"limits"` checked against the limit table (names, units, ranges),
+  /// and its forward routes against band-edge's own routes (`GatewayRoutes`) and those limits.
   static func load(_ path: String?) -> Result<Deployment, DeploymentProblems> {
-    DeploymentLoader.load(environment: ProcessEnvironment.all(), configPath: configPath(path)).flatMap {
-      deployment in
+    DeploymentLoader.load(
+      environment: ProcessEnvironment.all(), configPath: configPath(path),
+      ownRoutes: GatewayRoutes.ownPatterns
+    ).flatMap { deployment in
       var scratch = ServeSettings()
       var problems = LimitTable.apply(file: deployment.limits, except: [], to: &scratch)
-      if problems.isEmpty { problems = LimitTable.crossCheck(scratch) }
+      if problems.isEmpty {
+        problems = LimitTable.crossCheck(scratch) + GatewayRoutes.crossCheck(deployment, settings: scratch)
+      }
       return problems.isEmpty ? .success(deployment) : .failure(DeploymentProblems(lines: problems))
     }
   }
@@ -49,7 +54,7 @@ enum ConfigCommand {
       return 0
     }
     if verb == "limits" {
-      print(LimitTable.markdown())
+      print(LimitTable.markdown() + "\n\n" + GatewayLimits.markdown())
       return 0
     }
     guard verb == "check" else {

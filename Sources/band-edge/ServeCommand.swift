@@ -161,7 +161,9 @@ enum ServeCommand {
   static func applyLimits(_ deployment: Deployment, to options: inout ServeOptions) throws(StartFailure) {
     // Checked already by ConfigCommand.load: only the applying is left.
     _ = LimitTable.apply(file: deployment.limits, except: options.givenLimits, to: &options.settings)
-    let conflicts = LimitTable.crossCheck(options.settings)
+    let conflicts =
+      LimitTable.crossCheck(options.settings)
+      + GatewayRoutes.crossCheck(deployment, settings: options.settings)
     guard conflicts.isEmpty else { throw StartFailure(lines: conflicts) }
   }
 
@@ -335,6 +337,7 @@ enum ServeCommand {
               ("environment", deployment.environment.rawValue), ("origin", deployment.origin),
               ("label", deployment.label),
             ])
+          GatewayRoutes.log(deployment)
           // Whether password hashing can run at SCHED_IDLE (see IdlePriority), for operators.
           Log.event(
             "info", "password_hashing", [("priority", IdlePriority.available ? "sched_idle" : "nice_19")])
@@ -403,8 +406,11 @@ enum ServeCommand {
       + OpenAPIDocument.routes
       + (testRoutes ? EdgeRoutes.testing() : [])
     // Every approved app-link path nothing else answers gets its web page (the app is not installed).
+    let all = routes + LinkFallback.routes(deployment: deployment, stylesheet: stylesheet, existing: routes)
+    // `config check` held the forward routes to the client API's school routes; here, to all.
+    try GatewayRoutes.check(deployment, routes: all)
     return try Router(
-      routes + LinkFallback.routes(deployment: deployment, stylesheet: stylesheet, existing: routes),
+      all,
       privatePrefixes: EngineRules.privatePrefixes,
       errors: EngineRules.errors(page: ErrorPages.renderer(deployment: deployment, stylesheet: stylesheet)))
   }

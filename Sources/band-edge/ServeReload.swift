@@ -41,6 +41,7 @@ struct ServeReload: Sendable {
         Log.event(
           "info", "deployment",
           [("environment", next.environment.rawValue), ("origin", next.origin), ("label", next.label)])
+        GatewayRoutes.log(next)
         warnOfRestart(next)
         Operators.publish(next, tls: tls, to: Metrics.process)
         return Snapshot(

@@ -118,6 +118,15 @@ struct SchoolsAPITests {
     #expect(routes.count == 6)
     #expect(routes.allSatisfy { $0.cacheClass == .private && $0.execution == .pooled })
     #expect(routes.allSatisfy { $0.pattern.hasPrefix("/api/client/v1/schools/:schoolId/") })
+    // What the gateway's configuration is checked against before a context exists.
+    #expect(Set(routes.map(\.pattern)) == Set(SchoolsAPI.patterns))
+    #expect(SchoolsAPI.patterns.count == Set(SchoolsAPI.patterns).count)
+  }
+
+  @Test("a forward route's least role names exactly the school roles the store keeps")
+  func gatewayRoles() {
+    #expect(Set(SchoolRole.allCases.map(\.rawValue)) == Set(Role.allCases.map(\.rawValue)))
+    #expect(SchoolRole.allCases.count == Role.allCases.count)
   }
 
   @Test(

@@ -72,4 +72,28 @@ struct LinkFileTests {
     #expect(members["contractVersion"] == .number(2))
     #expect(members["origin"] == .string("https://app.bandlicence.test"))
   }
+
+  @Test(
+    "/config reports attendance only while a forward route for it is forwarded",
+    arguments: [
+      ("true", "true", "[]", true), ("false", "true", "[]", false), ("true", "false", "[]", false),
+      ("true", "true", #"["attendance"]"#, false),
+    ])
+  func forwardedCapability(route: String, upstream: String, killSwitches: String, on: Bool) throws {
+    let text = production([
+      "upstreams": #"{"core": {"url": "http://127.0.0.1:8081", "enabled": \#(upstream)}}"#,
+      "forward":
+        #"[{"path": "/api/client/v1/schools/:schoolId/attendance", "methods": {"GET": "read_only"}, "upstream": "core", "capability": "attendance", "enabled": \#(route)}]"#,
+      "killSwitches": killSwitches,
+    ])
+    let files = LinkFiles(try load(text).get())
+    guard case .object(let members) = try JSONValue.parse(files.clientConfig),
+      case .object(let capabilities)? = members["capabilities"]
+    else {
+      Issue.record("no capabilities")
+      return
+    }
+    #expect(capabilities["attendance"] == .bool(on))
+    #expect(capabilities["studentManagement"] == .bool(false) && capabilities["scheduling"] == .bool(false))
+  }
 }

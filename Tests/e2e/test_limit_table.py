@@ -13,20 +13,38 @@ def run(*args, env=None):
     return subprocess.run([str(binary()), *args], capture_output=True, text=True, timeout=20, env=env or {})
 
 
-def table():
+def output():
     out = run("config", "limits")
     assert out.returncode == 0
     return out.stdout.strip()
+
+
+def table():
+    """The limit table (flags and the file's "limits"): the output's first paragraph."""
+    return output().split("\n\n", 1)[0]
+
+
+def gateway_tables():
+    """The gateway's numbers, per upstream and per forward route: the rest of the output."""
+    return output().split("\n\n", 1)[1]
 
 
 def names():
     return re.findall(r"^\| `([a-z-]+)` \|", table(), re.M)
 
 
+def between(text, marker):
+    return text.split(f"<!-- {marker}: begin -->\n")[1].split(f"\n<!-- {marker}: end -->")[0]
+
+
 def test_docs_carry_exactly_the_table():
     docs = (ROOT / "docs" / "limits.md").read_text()
-    inside = docs.split("<!-- limits table: begin -->\n")[1].split("\n<!-- limits table: end -->")[0]
-    assert inside == table(), "docs/limits.md is out of date: paste `band-edge config limits` between the markers"
+    assert between(docs, "limits table") == table(), (
+        "docs/limits.md is out of date: paste `band-edge config limits` between the markers")
+    assert between(docs, "gateway tables") == gateway_tables(), (
+        "docs/limits.md is out of date: paste the gateway tables of `band-edge config limits` between their markers")
+    assert "| `connectTimeout` | seconds | 0.05–600 | 1 |" in gateway_tables()
+    assert "| `maxBodyBytes` | bytes | 0–16777216 | 65536 |" in gateway_tables()
 
 
 def test_every_limit_is_a_flag_in_help():

@@ -223,6 +223,39 @@ def test_reload_under_load_swaps_atomically_and_refuses_an_invalid_file(tmp_path
     assert "must use https in production" in refused[0]["problems"] and "is a placeholder" in refused[0]["problems"]
 
 
+def test_a_bad_gateway_section_on_reload_keeps_the_old_configuration_and_logs_every_problem(tmp_path):
+    prefix = "/api/client/v1/schools/:schoolId"
+    path = config("production", tmp_path, upstreams={"core": {"url": "http://127.0.0.1:8081"}},
+                  forward=[{"path": f"{prefix}/attendance", "methods": {"GET": "read_only"}, "upstream": "core",
+                            "capability": "attendance"}])
+    server = Server("--config", str(path), test_routes=False, env={"BAND_LICENCE_ENV": "production"})
+    try:
+        assert strict_json(fetch(server, "/api/client/v1/config").body)["capabilities"]["attendance"] is True
+        data = json.loads(path.read_text())
+        data["upstreams"]["core"].update(url="http://10.1.2.3:8081", queue=-1)
+        data["forward"][0]["enabled"] = False
+        data["forward"].append({"path": f"{prefix}/members/:id", "methods": {"DELETE": "administrator"},
+                                "upstream": "core", "audit": "member.removed"})
+        path.write_text(json.dumps(data))
+        server.signal(signal.SIGHUP)
+        deadline = time.monotonic() + 10
+        while "reload_refused" not in [e["event"] for e in server.events()] and time.monotonic() < deadline:
+            time.sleep(0.02)
+        refused = [e for e in server.events() if e["event"] == "reload_refused"]
+        assert len(refused) == 1
+        assert refused[0]["problems"] == "; ".join([
+            "upstreams.core.url 'http://10.1.2.3:8081' must be https:// or unix: outside development: "
+            "plain http:// only to 127.0.0.0/8 or [::1]",
+            "upstreams.core.queue must be a whole number between 0 and 100000",
+            f"forward route '{prefix}/members/:id' overlaps band-edge's own route '{prefix}/members/:accountId': "
+            "both match /api/client/v1/schools/1/members/1; band-edge answers that path itself",
+        ])
+        # The old configuration still serves: its route, and so attendance, stay on.
+        assert strict_json(fetch(server, "/api/client/v1/config").body)["capabilities"]["attendance"] is True
+    finally:
+        server.stop()
+
+
 def test_kill_switch_takes_effect_on_reload(tmp_path):
     path = config("production", tmp_path)
     server = Server("--config", str(path), test_routes=False, env={"BAND_LICENCE_ENV": "production"})

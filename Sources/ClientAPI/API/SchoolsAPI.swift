@@ -18,17 +18,25 @@ public struct SchoolsAPI: Sendable {
   public init(_ context: ClientContext) { self.context = context }
 
   static let prefix = "/api/client/v1/schools/:schoolId"
+  static let members = prefix + "/members"
+  static let member = prefix + "/members/:accountId"
+  static let invitations = prefix + "/invitations"
+  static let invitation = prefix + "/invitations/:id"
+
+  /// The path patterns `routes` answers, known without a context: the composition checks before
+  /// it has one (`config check`) that no forward route of the gateway overlaps them.
+  public static let patterns = [members, member, invitations, invitation]
 
   public var routes: [Route] {
     [
-      Route(.get, Self.prefix + "/members", cacheClass: .private, execution: .pooled) { request in
+      Route(.get, Self.members, cacheClass: .private, execution: .pooled) { request in
         scoped(request, mutating: false) { _, membership, store in
           let members = try store.members(schoolID: membership.school.id)
           return JSONBody.response(.ok, .object(["members": .array(members.map(Self.json))]))
         }
       },
       Route(
-        .patch, Self.prefix + "/members/:accountId", cacheClass: .private, execution: .pooled,
+        .patch, Self.member, cacheClass: .private, execution: .pooled,
         body: Self.jsonBody
       ) {
         request in
@@ -41,7 +49,7 @@ public struct SchoolsAPI: Sendable {
           }
         }
       },
-      Route(.delete, Self.prefix + "/members/:accountId", cacheClass: .private, execution: .pooled) {
+      Route(.delete, Self.member, cacheClass: .private, execution: .pooled) {
         request in
         scoped(request, mutating: true) { signed, membership, store in
           let id = request.parameters["accountId"] ?? ""
@@ -54,14 +62,14 @@ public struct SchoolsAPI: Sendable {
           }
         }
       },
-      Route(.get, Self.prefix + "/invitations", cacheClass: .private, execution: .pooled) { request in
+      Route(.get, Self.invitations, cacheClass: .private, execution: .pooled) { request in
         scoped(request, mutating: false) { _, membership, store in
           let pending = try store.pendingInvitations(schoolID: membership.school.id)
           return JSONBody.response(.ok, .object(["invitations": .array(pending.map(Self.json))]))
         }
       },
       Route(
-        .post, Self.prefix + "/invitations", cacheClass: .private, execution: .pooled, body: Self.jsonBody
+        .post, Self.invitations, cacheClass: .private, execution: .pooled, body: Self.jsonBody
       ) {
         request in
         switch Self.invitationRequest(request) {
@@ -72,7 +80,7 @@ public struct SchoolsAPI: Sendable {
           }
         }
       },
-      Route(.delete, Self.prefix + "/invitations/:id", cacheClass: .private, execution: .pooled) { request in
+      Route(.delete, Self.invitation, cacheClass: .private, execution: .pooled) { request in
         scoped(request, mutating: true) { signed, membership, store in
           let id = request.parameters["id"] ?? ""
           guard try store.revokeInvitation(id: id, schoolID: membership.school.id, actor: signed.account.id)
