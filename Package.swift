@@ -53,6 +53,7 @@ let package = Package(
     .target(
       name: "ClientAPI", dependencies: ["Accounts", "Store", "Edge", "Deployment"],
       plugins: ["EmbedFiles"]),
+    .target(name: "Gateway", dependencies: ["Accounts", "Store", "Edge", "Deployment", "COpenSSL"]),
     .executableTarget(
       name: "band-edge",
       dependencies: ["Edge", "Shell", "Deployment", "LinkAssoc", "Store", "Accounts", "ClientAPI"]),
@@ -80,6 +81,9 @@ let package = Package(
       dependencies: [
         "ClientAPI", "Accounts", "Store", "Edge", "EdgeTesting", "Deployment", "LinkAssoc", "TestSupport",
       ]),
+    .testTarget(
+      name: "GatewayTests",
+      dependencies: ["Gateway", "Accounts", "Store", "Edge", "Deployment", "TestSupport"]),
     .testTarget(name: "EmbedFilesTests", exclude: ["Fixtures"], plugins: ["EmbedFiles"]),
   ]
 )
