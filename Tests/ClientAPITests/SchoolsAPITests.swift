@@ -335,6 +335,10 @@ struct SchoolsAPITests {
     let none = s.call(.post, path, token: ada, json: json)
     #expect(none.status == .badRequest)
     #expect(try body(none)["error"] as? String == "idempotency_key_required")
+    let twice = s.call(
+      .post, path, token: ada, json: json, key: "retry-1", headers: [("idempotency-key", "retry-9")])
+    #expect(twice.status == .badRequest, "two keys name no one request")
+    #expect(try body(twice)["error"] as? String == "idempotency_key_required")
     // A new key is a new invitation; the earlier link to that address is withdrawn.
     let second = s.call(.post, path, token: ada, json: json, key: "retry-2")
     #expect(second.status == .created)

@@ -10,9 +10,8 @@ import Store
 public struct SchoolsAPI: Sendable {
   let context: ClientContext
 
-  /// Longest request body and `Idempotency-Key` accepted.
+  /// Longest request body accepted.
   static let maxBodyBytes = 4096
-  static let maxKeyBytes = 255
 
   /// The endpoints over `context`.
   public init(_ context: ClientContext) { self.context = context }
@@ -155,14 +154,12 @@ public struct SchoolsAPI: Sendable {
   /// has answered 415).
   static func invitationRequest(_ request: Request) -> Result<(String, EmailAddress, Role), Refused> {
     if let refusal = JSONBody.pastLimit(request, jsonBody) { return .failure(Refused(refusal)) }
-    guard let key = request.headers["idempotency-key"], !key.isEmpty, key.utf8.count <= maxKeyBytes,
-      key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
-    else {
+    guard let key = IdempotencyKey(of: request)?.description else {
       return .failure(
         Refused(
           JSONBody.error(
             .badRequest, "idempotency_key_required",
-            "Send an Idempotency-Key header (1 to 255 visible ASCII characters) with every invitation.")))
+            "Send one Idempotency-Key header (1 to 255 visible ASCII characters) with every invitation.")))
     }
     let parsed = JSONBody.parse(request.body)
     if let refusal = parsed.refusal { return .failure(Refused(refusal)) }
