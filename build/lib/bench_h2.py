@@ -6,8 +6,9 @@ nginx, each with one worker on CPU 0, h2load on CPU 1.
          VmHWM of its processes (nginx master + worker, h2o all of its processes) before and with
          them;
   load:  the script (accept-encoding: br, gzip) and the small file, each at h2load -c16 -m16 and
-         -c64 -m100, SECONDS per round in 2 s turns (after a 0.25 s warm-up) that alternate between
-         the servers; first with the servers held to half of CPU 0 by a cgroup CPU quota (so that
+         -c64 -m100, SECONDS per round in turns of about 2 s (each asks for as many requests as
+         that server's previous turn served in 2 s; a first turn of each warms up) that alternate
+         between the servers; first with the servers held to half of CPU 0 by a cgroup CPU quota (so that
          they, not h2load, are the limit: the targets are read here), then on all of CPU 0.
 Usage: bench_h2.py WORK JS_PATH SMALL_PATH ROUNDS SECONDS name:port:pid... (edge first; pid the
 root of the server's processes). BENCH_H2_FULL_CPU=0 skips the run on all of CPU 0;
@@ -28,7 +29,6 @@ from bench_h2load import HZ, h2load, half_cpu, summed, ticks
 work, js_path, small_path, rounds, seconds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
 servers = [(name, int(port), int(pid)) for name, port, pid in (arg.split(":") for arg in sys.argv[6:])]
 NAMES = {"edge": "band-edge", "h2o": "h2o", "nginx": "nginx"}
-WARM_UP = 0.25
 IDLE = int(os.environ.get("BENCH_H2_IDLE", "1000"))
 TARGETS = []  # (what, met) for the summary
 
@@ -105,32 +105,40 @@ def idle():
             print(f"ratio      band-edge/{NAMES[name]} peak RSS (VmHWM) {peak:.3f}{verdict}; VmRSS {rss:.3f}")
 
 
-# h2load 1.52 sometimes waits forever after "Stopped all clients" (seen against nginx 1.22 at
-# -c64 -m100, several turns in a row): such a turn is killed and run again, up to this many times.
+# h2load 1.52 in its timed mode (-D) often waits forever after "Stopped all clients" against nginx
+# 1.22 at -c64 -m100 (turn after turn on a quiet machine), so each turn asks for a number of
+# requests (-n) that the server's previous turn of the same workload served in about `duration`:
+# every run ends when its last answer arrives. A run that still hangs is killed and run again, up
+# to this many times.
 ATTEMPTS = 5
 HUNG = {}
 SERVER_OF = {port: name for name, port, _ in servers}
+# (port, path, connections, streams) -> requests per second in that server's last turn of it.
+RATE = {}
 
 
 def turn(port, root, path, header, connections, streams, duration=2):
     pids = processes(root)
+    key = (port, path, connections, streams)
+    count = max(2 * connections * streams, int(RATE.get(key, 0) * duration))
     for attempt in range(ATTEMPTS):
         before, started = sum(map(ticks, pids)), time.monotonic()
-        run = h2load("-c", str(connections), "-m", str(streams), "-D", str(duration),
-                     "--warm-up-time", f"{int(WARM_UP * 1000)}ms", *(["-H", header] if header else []),
-                     f"https://127.0.0.1:{port}{path}", timeout=duration + 20)
+        run = h2load("-c", str(connections), "-m", str(streams), "-n", str(count),
+                     *(["-H", header] if header else []), f"https://127.0.0.1:{port}{path}",
+                     timeout=10 * duration + 20)
         if run is not None:
             break
         HUNG[port] = HUNG.get(port, 0) + 1
-        print(f"note: h2load -c{connections} -m{streams} against {NAMES.get(SERVER_OF[port], port)} (127.0.0.1:{port}) "
-              "did not finish; the turn is run again", flush=True)
+        print(f"note: h2load -c{connections} -m{streams} -n{count} against {NAMES.get(SERVER_OF[port], port)} "
+              f"(127.0.0.1:{port}) did not finish; the turn is run again", flush=True)
     else:
         raise SystemExit(f"bench: error: h2load against {NAMES.get(SERVER_OF[port], port)} (127.0.0.1:{port}) hung "
                          f"{ATTEMPTS} times; the last run had printed:\n{bench_h2load.HUNG_OUTPUT}")
     if run["protocol"] != "h2":
         raise SystemExit(f"bench: error: h2load spoke {run['protocol']} to 127.0.0.1:{port}, not h2:\n{run['out']}")
-    # h2load counts the requests after the warm-up; the server's CPU time covers the warm-up too.
-    cpu = (sum(map(ticks, pids)) - before) / HZ * duration / (duration + WARM_UP)
+    RATE[key] = run["rps"]
+    # The run and the server's CPU time both cover its connections' handshakes, for every server alike.
+    cpu = (sum(map(ticks, pids)) - before) / HZ
     return {**run, "cpu": cpu, "wall": time.monotonic() - started}
 
 
@@ -173,7 +181,7 @@ def ratio(rows, other, metric, what, target, higher, setting):
 def report(results, setting, label):
     for (w, (c, m)), rows in results.items():
         print(f"\n== {WORKLOADS[w][0]}, h2 over TLS, h2load -c{c} -m{m}, {label}, {rounds} rounds x {seconds:g} s "
-              "in 2 s turns")
+              "in turns of about 2 s")
         for r in range(rounds):
             for name, _, _ in servers:
                 x = rows[name][r]
