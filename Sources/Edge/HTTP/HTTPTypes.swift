@@ -64,7 +64,9 @@ public struct Status: Hashable, Sendable {
   public static let requestHeaderFieldsTooLarge = Status(431, "Request Header Fields Too Large")
   public static let internalServerError = Status(500, "Internal Server Error")
   public static let notImplemented = Status(501, "Not Implemented")
+  public static let badGateway = Status(502, "Bad Gateway")
   public static let serviceUnavailable = Status(503, "Service Unavailable")
+  public static let gatewayTimeout = Status(504, "Gateway Timeout")
   public static let httpVersionNotSupported = Status(505, "HTTP Version Not Supported")
 
   /// Whether a response with this status never has content (RFC 9110 §6.4.1).
