@@ -272,7 +272,7 @@ public struct HTTP1Parser: Sendable {
       try Self.parseField(buffer, start, end, into: &trailerFields)
       if fields.count + trailerFields.count > limits.maxHeaderCount { throw .tooManyHeaderFields }
     case .chunkSize:
-      let size = try parseChunkLine(buffer, start, end)
+      let size = try Self.parseChunkLine(buffer, start, end)
       if size == 0 {
         trailersStart = lineStart
         phase = .trailers
@@ -604,8 +604,10 @@ public struct HTTP1Parser: Sendable {
 
   // MARK: chunked framing
 
-  /// chunk-size [ chunk-ext ] (RFC 9112 §7.1): hex digits, then `;name[=value]` extensions.
-  private func parseChunkLine(
+  /// chunk-size [ chunk-ext ] (RFC 9112 §7.1): hex digits, then `;name[=value]` extensions,
+  /// checked and dropped. More than 15 hex digits is more than any body allowance. The response
+  /// parser reads its chunks with it too.
+  static func parseChunkLine(
     _ buffer: UnsafeRawBufferPointer, _ start: Int, _ end: Int
   ) throws(HTTPParseError) -> Int {
     var i = start

@@ -27,28 +27,18 @@ extension HTTP1ResponseParser {
     return true
   }
 
-  /// chunk-size [ chunk-ext ] (RFC 9112 §7.1): hex digits, then `;name[=value]` extensions,
-  /// checked and dropped. More than 15 hex digits is more than any body allowance.
+  /// chunk-size [ chunk-ext ] (RFC 9112 §7.1), read as the request parser reads it.
   static func chunkSize(
     _ buffer: UnsafeRawBufferPointer, _ start: Int, _ end: Int
   ) throws(ResponseParseError) -> Int {
-    var i = start
-    var size = 0
-    while i < end, let digit = HTTP1Parser.hexValue(buffer[i]) {
-      if i - start >= 15 { throw .bodyTooLarge }
-      size = size << 4 | digit
-      i += 1
-    }
-    guard i > start else {
-      if i < end && buffer[i] == ASCII.cr { throw .bareCarriageReturn }
-      throw .invalidChunkSize
-    }
-    guard i < end else { return size }
     do throws(HTTPParseError) {
-      try HTTP1Parser.checkChunkExtensions(buffer, i, end)
+      return try HTTP1Parser.parseChunkLine(buffer, start, end)
+    } catch .bodyTooLarge {
+      throw .bodyTooLarge
+    } catch .invalidChunkSize {
+      throw .invalidChunkSize
     } catch {
       throw ResponseParseError(error)
     }
-    return size
   }
 }
