@@ -23,6 +23,9 @@ public struct InProcessClient: Sendable {
   public var peer = ""
   /// The cookies kept from `Set-Cookie` answers, sent back with every request.
   public var cookies = CookieJar()
+  /// What answers a forwarded request (`Response.forward`) in place of the upstream; nil: every
+  /// upstream is switched off.
+  public var upstream: (@Sendable (UpstreamCall) -> UpstreamResult)? = nil
 
   /// The `Host` a client sends unless told otherwise.
   public static let defaultHost = "127.0.0.1:8080"
@@ -99,11 +102,13 @@ public struct InProcessClient: Sendable {
       var request = request
       request.parameters = parameters
       request.client = peer
-      let response: Response
+      var response: Response
       switch dispatcher.action(route, request) {
       case .answer(let answer), .hold(let answer, _): response = answer
       case .pool: response = route.respond(to: request)
+      case .forward(let call): response = Response.forward(call)
       }
+      if let call = response.forward { response = call.answer(upstream?(call) ?? .fault(.disabled)) }
       return headOnly ? Self.withoutContent(response) : response
     }
   }

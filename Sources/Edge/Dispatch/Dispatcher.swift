@@ -149,12 +149,19 @@ public struct Dispatcher: Sendable {
     case hold(Response, Duration)
     /// Hand it to the route's pool; the answer comes back on the loop.
     case pool
+    /// Send the call to its upstream from the loop; the call makes the answer.
+    case forward(UpstreamCall)
   }
 
-  /// Runs an inline route, or a pooled route's fast path; `.pool` when the pool must answer.
+  /// Runs an inline route, or a pooled route's fast path; `.pool` when the pool must answer,
+  /// `.forward` when the answer is an upstream's.
   public func action(_ route: Route, _ request: Request) -> Action {
-    guard route.execution != .inline else { return .answer(route.respond(to: request)) }
+    guard route.execution != .inline else {
+      let response = route.respond(to: request)
+      return response.forward.map { .forward($0) } ?? .answer(response)
+    }
     guard var fast = route.fastPath?(request) else { return .pool }
+    if let call = fast.forward { return .forward(call) }
     if let hold = fast.holdFor, hold > .zero {
       fast.holdFor = nil
       return .hold(fast, hold)

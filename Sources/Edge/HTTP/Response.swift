@@ -71,6 +71,9 @@ public struct Response: Sendable {
   /// floods: a client that will not wait gets one answer per connection per hold, and holding
   /// costs the loop nothing but a timer).
   public var holdFor: Duration? = nil
+  /// Set when the answer is to come from an upstream (`Response.forward`): the loop sends the call
+  /// and answers with what the call makes of the upstream's response.
+  public internal(set) var forward: UpstreamCall? = nil
 
   /// A response; `headers` must not contain the writer's own fields (checked).
   public init(status: Status, headers: [(name: String, value: String)] = [], body: Body = .empty) {
@@ -95,6 +98,15 @@ public struct Response: Sendable {
     Response(
       status: status, headers: [("Content-Type", "text/plain; charset=utf-8")] + headers,
       body: .bytes(Array(message.utf8)))
+  }
+
+  /// An answer that is to come from an upstream: the loop sends `call` and answers with what it
+  /// makes of the result. Where nothing forwards, it is written as it stands: a `502` with no
+  /// content, never a made-up success.
+  public static func forward(_ call: UpstreamCall) -> Response {
+    var response = Response(status: .badGateway)
+    response.forward = call
+    return response
   }
 
   /// Adds a header field; the writer's own fields are refused (a programming error).

@@ -91,9 +91,12 @@ struct ConnectionMachine<Clock: EdgeClock> {
   final class Dispatch {
     let request: Request
     let route: Route
-    init(request: Request, route: Route) {
+    /// Set when the answer is an upstream's: the loop sends this call instead of using the pool.
+    let call: UpstreamCall?
+    init(request: Request, route: Route, call: UpstreamCall? = nil) {
       self.request = request
       self.route = route
+      self.call = call
     }
   }
 
@@ -558,14 +561,26 @@ struct ConnectionMachine<Clock: EdgeClock> {
       held = response
       readDeadline = now.adding(hold)
     case .pool:
-      inFlight = InFlight(
-        method: method, path: path, route: route, headOnly: headOnly, connection: connection, started: now)
-      state = .handling
-      readDeadline = .never
-      inFlightBodyBytes = request.body.count
-      return Dispatch(request: request, route: route)
+      return handOver(request, route, call: nil, headOnly: headOnly, connection: connection, now: now)
+    case .forward(let call):
+      return handOver(request, route, call: call, headOnly: headOnly, connection: connection, now: now)
     }
     return nil
+  }
+
+  /// The request goes to the pool (or, with `call`, to its upstream); its answer comes back
+  /// through `handlerFinished`.
+  private mutating func handOver(
+    _ request: Request, _ route: Route, call: UpstreamCall?, headOnly: Bool, connection: ConnectionHeader,
+    now: Instant
+  ) -> Dispatch {
+    inFlight = InFlight(
+      method: request.method, path: request.path, route: route, headOnly: headOnly, connection: connection,
+      started: now)
+    state = .handling
+    readDeadline = .never
+    inFlightBodyBytes = request.body.count
+    return Dispatch(request: request, route: route, call: call)
   }
 
   private mutating func emit(

@@ -248,6 +248,10 @@ final class HTTP2Connection<Clock: EdgeClock> {
       inFlight[stream] = InFlight(
         method: request.method, path: request.path, route: route, headOnly: headOnly, started: started)
       return ConnectionMachine<Clock>.Dispatch(request: request, route: route)
+    case .forward(let call):
+      inFlight[stream] = InFlight(
+        method: request.method, path: request.path, route: route, headOnly: headOnly, started: started)
+      return ConnectionMachine<Clock>.Dispatch(request: request, route: route, call: call)
     }
   }
 

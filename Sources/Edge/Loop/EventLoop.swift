@@ -410,6 +410,10 @@ final class EventLoop {
   /// Hands a request to its pool; its answer comes back to this loop under `key`. False (nothing
   /// queued) when the pool's queue is full.
   private func submit(_ dispatch: ConnectionMachine<MonotonicClock>.Dispatch, _ key: CompletionKey) -> Bool {
+    if let call = dispatch.call {
+      forward(call, key)
+      return true
+    }
     let request = dispatch.request
     let route = dispatch.route
     let mailbox = self.mailbox
@@ -576,20 +580,11 @@ final class EventLoop {
       switch message {
       case .completed(let key, let response):
         metrics?.count(.requestsCompleted)
-        guard Int(key.fd) < connections.count, let connection = connections[Int(key.fd)],
-          connection.generation == key.generation
-        else { continue }  // the client went away meanwhile
-        if let h2 = connection.h2 {
-          guard applyH2(h2.finished(stream: Int32(key.stream), response, context: &context), connection)
-          else {
-            continue
-          }
+        if let call = response.forward {
+          forward(call, key)
         } else {
-          guard key.stream == 0,
-            apply(connection.machine.handlerFinished(response, context: &context), connection)
-          else { continue }
+          complete(key, response)
         }
-        pump(connection)
       case .tls(let next):
         if tls != nil { tls = next }
       case .snapshot(let snapshot):
@@ -610,6 +605,29 @@ final class EventLoop {
         startDraining()
       }
     }
+  }
+
+  /// Gives the request `key` names its answer (unless its client went away meanwhile).
+  private func complete(_ key: CompletionKey, _ response: Response) {
+    guard Int(key.fd) < connections.count, let connection = connections[Int(key.fd)],
+      connection.generation == key.generation
+    else { return }  // the client went away meanwhile
+    if let h2 = connection.h2 {
+      guard applyH2(h2.finished(stream: Int32(key.stream), response, context: &context), connection) else {
+        return
+      }
+    } else {
+      guard key.stream == 0,
+        apply(connection.machine.handlerFinished(response, context: &context), connection)
+      else { return }
+    }
+    pump(connection)
+  }
+
+  /// Sends `call` to its upstream and answers `key` with what the call makes of the result. No
+  /// upstream client runs on the loops yet: every call is answered as its upstream switched off.
+  private func forward(_ call: UpstreamCall, _ key: CompletionKey) {
+    complete(key, call.answer(.fault(.disabled)))
   }
 
   private func startDraining() {
