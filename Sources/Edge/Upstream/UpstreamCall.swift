@@ -21,7 +21,7 @@ public struct UpstreamCall: Sendable {
   /// The request body, whole.
   public let body: [UInt8]
   /// The client's answer from the upstream's: runs on the loop, so it must be quick (no store, no
-  /// signing, no waiting).
+  /// cryptography, no waiting).
   public let answer: @Sendable (UpstreamResult) -> Response
 
   /// A call to `upstream` with `head` and `body`; `answer` turns the result into the client's answer.
