@@ -7,7 +7,12 @@ Tests/h2.)"""
 import json
 import shutil
 import signal
+import socket
 import subprocess
+
+import h2.config
+import h2.connection
+import h2.events
 
 import pytest
 from edge import Server, fetch
@@ -56,16 +61,41 @@ def test_the_same_answers_as_http1(server, path, accept):
     ("POST", "/api/client/v1/schools/sch_x/invitations", None),
 ])
 def test_a_body_of_unknown_length_past_the_routes_limit_gets_the_routes_own_413(server, method, path, pragma):
-    """No content-length (curl streams stdin): the route's 4096 bytes are enforced as DATA arrives,
-    with the route's own answer; the handlers do not check the size again."""
-    out = subprocess.run(
-        ["curl", "-s", "--http2-prior-knowledge", "-X", method, "-T", "-", "-H", "Content-Type: application/json",
-         "-D", "-", "-o", "-", server.url(path)], input=b" " * 5000, capture_output=True, timeout=20)
-    head, _, body = out.stdout.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").lower().split("\r\n")
-    assert lines[0].startswith("http/2 413"), out.stdout
+    """No content-length; the head goes first, then 5000 bytes of DATA: the route's 4096 bytes are
+    enforced as DATA arrives, with the route's own answer; the handlers do not check the size again.
+    The answer ends before the request does, so a RST_STREAM NO_ERROR follows it (RFC 9113 §8.1),
+    which a client must not take as a reason to discard the answer. Debian's curl 7.88 sometimes
+    does (an upload answered early and reset: "Empty reply from server"; curl 8.1 fixed its upload
+    handling), so this speaks through the h2 library instead."""
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True, header_encoding="latin-1"))
+    conn.initiate_connection()
+    conn.send_headers(1, [(":method", method), (":scheme", "http"), (":authority", "127.0.0.1"), (":path", path),
+                          ("content-type", "application/json")])
+    sock.sendall(conn.data_to_send())
+    conn.send_data(1, b" " * 5000, end_stream=True)
+    sock.sendall(conn.data_to_send())
+    headers, body, ended = {}, bytearray(), False
+    try:
+        while not ended:
+            data = sock.recv(65536)
+            assert data, "the connection closed before the answer ended"
+            for event in conn.receive_data(data):
+                if isinstance(event, h2.events.ResponseReceived):
+                    headers = dict(event.headers)
+                elif isinstance(event, h2.events.DataReceived):
+                    body += event.data
+                    conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                elif isinstance(event, h2.events.StreamEnded):
+                    ended = True
+                elif isinstance(event, h2.events.StreamReset):
+                    assert False, f"reset before the answer ended: {event.error_code}"
+            sock.sendall(conn.data_to_send())
+    finally:
+        sock.close()
+    assert headers[":status"] == "413"
     assert json.loads(body)["error"] == "request_too_large", "the route's answer, not the engine's"
-    assert (f"pragma: {pragma}" in lines) == (pragma is not None)
+    assert (headers.get("pragma") == pragma) if pragma else ("pragma" not in headers)
 
 
 def test_api_errors_and_pooled_reads(server):
