@@ -138,13 +138,16 @@ final class EventLoop {
   /// For the admin listener's loop: the client networks served (others are closed at once,
   /// unanswered, like a firewall's refusal).
   private let allowed: [IPNetwork]?
+  /// The loop's connections to upstreams, for forwarded calls: made with the first upstream
+  /// configured or call forwarded, so a loop that forwards nothing pays nothing for it.
+  private var upstreamClient: UpstreamClient<MonotonicClock>?
   private static let maxEvents: Int32 = 256
 
   init(
     listeners: [Int32], tlsListeners: Set<Int32> = [], tls: TLSContext? = nil, mailbox: LoopMailbox,
     pool: WorkerPool,
     background: WorkerPool, limits: Limits, budget: RequestBudget, context: ConnectionContext,
-    http2Cleartext: Bool = false, allowed: [IPNetwork]? = nil
+    http2Cleartext: Bool = false, allowed: [IPNetwork]? = nil, upstreams: [UpstreamEndpoint] = []
   )
     throws(SystemError)
   {
@@ -167,6 +170,7 @@ final class EventLoop {
       var event = epoll_event(events: epollIn, data: epoll_data_t(fd: fd))
       guard epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event) == 0 else { throw SystemError("epoll_ctl") }
     }
+    if !upstreams.isEmpty { upstream().configure(upstreams) }
   }
 
   deinit {
@@ -208,6 +212,7 @@ final class EventLoop {
     // Buffered log lines are written within about a second even when no request follows.
     let logWait: Int32 = context.log.isEmpty ? -1 : 1000
     var next = timers.earliest
+    if let due = upstreamClient?.earliest, next.map({ due < $0 }) ?? true { next = due }
     if backoff.paused, next.map({ backoff.resumeAt < $0 }) ?? true { next = backoff.resumeAt }
     guard let earliest = next else { return logWait }
     let now = clock.now()
@@ -314,7 +319,10 @@ final class EventLoop {
   // MARK: connection events
 
   private func handle(_ fd: Int32, _ flags: UInt32) {
-    guard Int(fd) < connections.count, let connection = connections[Int(fd)] else { return }
+    guard Int(fd) < connections.count, let connection = connections[Int(fd)] else {
+      upstreamClient?.handle(fd, flags)
+      return
+    }
     if flags & epollErr != 0 {
       closeConnection(connection, .error)
       return
@@ -544,6 +552,7 @@ final class EventLoop {
   }
 
   private func fireTimers() {
+    upstreamClient?.fireTimers()
     let now = clock.now()
     while let entry = timers.popDue(now) {
       guard Int(entry.fd) < connections.count, let connection = connections[Int(entry.fd)],
@@ -591,6 +600,7 @@ final class EventLoop {
         context.router = snapshot.router
         if let next = snapshot.tls { tls = next }
         if context.httpsRedirect != nil { context.httpsRedirect = snapshot.httpsRedirect }
+        if upstreamClient != nil || !snapshot.upstreams.isEmpty { upstream().configure(snapshot.upstreams) }
         // HTTP/2 connections live long: each is told to go (GOAWAY), finishes its streams on the
         // snapshot it began with, and its client comes back on a new connection, under this one.
         for case let connection? in connections {
@@ -624,10 +634,19 @@ final class EventLoop {
     pump(connection)
   }
 
-  /// Sends `call` to its upstream and answers `key` with what the call makes of the result. No
-  /// upstream client runs on the loops yet: every call is answered as its upstream switched off.
+  /// Sends `call` to its upstream and answers `key` with what the call makes of the result.
   private func forward(_ call: UpstreamCall, _ key: CompletionKey) {
-    complete(key, call.answer(.fault(.disabled)))
+    upstream().forward(call, key)
+  }
+
+  /// The loop's upstream client, made on first use.
+  private func upstream() -> UpstreamClient<MonotonicClock> {
+    if let upstreamClient { return upstreamClient }
+    let made = UpstreamClient(epoll: epoll, clock: clock) { [unowned self] key, response in
+      complete(key, response)
+    }
+    upstreamClient = made
+    return made
   }
 
   private func startDraining() {

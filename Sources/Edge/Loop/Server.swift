@@ -47,6 +47,9 @@ public struct ServerConfiguration: Sendable {
   public var adminAllow: [IPNetwork] = []
   /// Where the loops count (nil: metrics off).
   public var metrics: Metrics? = nil
+  /// The upstreams forwarded calls go to (each loop keeps its own pool of each); a `Snapshot`
+  /// replaces them.
+  public var upstreams: [UpstreamEndpoint] = []
 
   /// The defaults.
   public init() {}
@@ -62,11 +65,16 @@ public struct Snapshot: Sendable {
   public var tls: TLSContext?
   /// As `ServerConfiguration.httpsRedirect` (the origin may change on reload).
   public var httpsRedirect: String?
+  /// As `ServerConfiguration.upstreams`: a pool whose endpoint is unchanged keeps its connections.
+  public var upstreams: [UpstreamEndpoint]
 
-  public init(router: Router, tls: TLSContext? = nil, httpsRedirect: String? = nil) {
+  public init(
+    router: Router, tls: TLSContext? = nil, httpsRedirect: String? = nil, upstreams: [UpstreamEndpoint] = []
+  ) {
     self.router = router
     self.tls = tls
     self.httpsRedirect = httpsRedirect
+    self.upstreams = upstreams
   }
 }
 
@@ -161,6 +169,7 @@ public final class Server: Sendable {
       let tls = configuration.tls
       let limits = configuration.limits
       let http2Cleartext = configuration.http2Cleartext
+      let upstreams = configuration.upstreams
       var loopContext = ConnectionContext(router: router, log: AccessLog(enabled: configuration.accessLog))
       loopContext.httpsRedirect = configuration.httpsRedirect
       loopContext.clearPaths = configuration.clearPaths
@@ -176,7 +185,7 @@ public final class Server: Sendable {
           let loop = try EventLoop(
             listeners: listeners, tlsListeners: secureListeners, tls: tls, mailbox: mailbox, pool: pool,
             background: background, limits: limits, budget: budget, context: context,
-            http2Cleartext: http2Cleartext)
+            http2Cleartext: http2Cleartext, upstreams: upstreams)
           loop.run()
         } catch {
           Log.event("error", "loop_failed", [("error", "\(error)")])

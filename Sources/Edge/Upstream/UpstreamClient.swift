@@ -1,0 +1,400 @@
+import CLinux
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// One event loop's client of its upstreams: a pool per upstream (`UpstreamPoolState`), the
+/// sockets of those pools in the loop's epoll set, and the exchanges they carry. The loop hands it
+/// each forwarded call (`forward`), each event on a socket it does not own itself (`handle`), and
+/// each turn of its timers (`fireTimers`); answers go back through `deliver`, on the loop's thread,
+/// after the client's own state is settled (so an answer that starts the next call finds it
+/// consistent).
+///
+/// Bound to its loop's thread (not Sendable), like the connections it answers.
+final class UpstreamClient<Clock: EdgeClock> {
+  /// One upstream's pool on this loop.
+  final class Pool {
+    var endpoint: UpstreamEndpoint
+    let state: UpstreamPoolState<Clock>
+    var sockets: [UpstreamConnectionID: UpstreamSocket] = [:]
+    var waiters: [UpstreamWaiterID: UpstreamExchange] = [:]
+    /// Replaced by a reload: it takes no new call, and its connections close when done.
+    var retired = false
+
+    init(_ endpoint: UpstreamEndpoint, clock: Clock) {
+      self.endpoint = endpoint
+      state = UpstreamPoolState(clock: clock, limits: endpoint.pool, enabled: endpoint.enabled)
+    }
+  }
+
+  private let epoll: Int32
+  private let clock: Clock
+  private let deliver: (CompletionKey, Response) -> Void
+  private var pools: [String: Pool] = [:]
+  /// Every pool's sockets by descriptor, with the pool each belongs to.
+  private var sockets: [Int32: (UpstreamSocket, Pool)] = [:]
+  private var timers = TimerHeap()
+  private var nextGeneration: UInt64 = 1
+  private var answers: [(CompletionKey, Response)] = []
+  private var delivering = false
+  private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+
+  /// A client whose sockets join `epoll`, timed by `clock`, answering through `deliver`.
+  init(epoll: Int32, clock: Clock, deliver: @escaping (CompletionKey, Response) -> Void) {
+    self.epoll = epoll
+    self.clock = clock
+    self.deliver = deliver
+  }
+
+  deinit {
+    for (fd, _) in sockets { close(fd) }
+    buffer.deallocate()
+  }
+
+  /// Whether `fd` is one of its sockets.
+  func owns(_ fd: Int32) -> Bool { sockets[fd] != nil }
+
+  /// Sockets open, for tests and metrics.
+  var socketCount: Int { sockets.count }
+
+  /// The earliest deadline of any exchange or pool (nil: none).
+  var earliest: Instant? {
+    var next = timers.earliest
+    for pool in pools.values {
+      let deadline = pool.state.nextDeadline
+      if deadline != .never, next.map({ deadline < $0 }) ?? true { next = deadline }
+    }
+    return next
+  }
+
+  // MARK: configuration
+
+  /// Uses `endpoints` from now on. A pool whose endpoint is unchanged stays, with its connections;
+  /// one that differs only in its switch is switched; any other is retired (its idle connections
+  /// close, its busy ones when done, its waiters are refused) and a new pool takes its name.
+  func configure(_ endpoints: [UpstreamEndpoint]) {
+    let named = Dictionary(endpoints.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+    for (name, pool) in pools {
+      guard let next = named[name], next.sameButSwitch(pool.endpoint) else {
+        retire(pool)
+        pools[name] = nil
+        continue
+      }
+      if next.enabled != pool.endpoint.enabled {
+        pool.endpoint = next
+        perform(pool.state.setEnabled(next.enabled), pool)
+      }
+    }
+    for (name, endpoint) in named where pools[name] == nil {
+      pools[name] = Pool(endpoint, clock: clock)
+    }
+    flushAnswers()
+  }
+
+  private func retire(_ pool: Pool) {
+    pool.retired = true
+    perform(pool.state.setEnabled(false), pool)
+  }
+
+  // MARK: calls
+
+  /// Sends `call` to its upstream; the answer for `key` comes through `deliver` (at once when the
+  /// call is refused without trying).
+  func forward(_ call: UpstreamCall, _ key: CompletionKey) {
+    let exchange = UpstreamExchange(
+      call, key: key, timeouts: pools[call.upstream]?.endpoint.timeouts ?? UpstreamTimeouts(),
+      started: clock.now())
+    if let pool = pools[call.upstream] {
+      acquire(exchange, pool)
+    } else {
+      answer(exchange, .fault(.disabled))
+    }
+    flushAnswers()
+  }
+
+  private func acquire(_ exchange: UpstreamExchange, _ pool: Pool) {
+    switch pool.state.acquire() {
+    case .reuse(let id):
+      guard let socket = pool.sockets[id] else { return answer(exchange, .fault(.outOfResources)) }
+      start(exchange, on: socket, pool, reused: true)
+    case .connect(let id):
+      open(id, for: exchange, pool)
+    case .queued(let waiter):
+      pool.waiters[waiter] = exchange
+    case .refuse(let refusal):
+      answer(exchange, .fault(refusal.fault))
+    }
+  }
+
+  /// Opens connection `id` of `pool` for `exchange`.
+  private func open(_ id: UpstreamConnectionID, for exchange: UpstreamExchange, _ pool: Pool) {
+    switch UpstreamSocket.connect(pool.endpoint.address, id: id, generation: nextGeneration) {
+    case .failed(let fault):
+      let actions = pool.state.connectFailed(id, fault)
+      answer(exchange, .fault(fault))
+      perform(actions, pool)
+    case .started(let socket):
+      nextGeneration += 1
+      pool.sockets[id] = socket
+      sockets[socket.fd] = (socket, pool)
+      socket.start(exchange, limits: pool.endpoint.response)
+      exchange.attempt.reusedConnection = false
+      exchange.deadlines.connectStarted(at: clock.now())
+      // Edge-triggered: the first writable event says the connect finished (either way).
+      var event = epoll_event(
+        events: UInt32(EPOLLIN.rawValue | EPOLLOUT.rawValue | EPOLLRDHUP.rawValue) | UInt32(EPOLLET.rawValue),
+        data: epoll_data_t(fd: socket.fd))
+      epoll_ctl(epoll, EPOLL_CTL_ADD, socket.fd, &event)
+      schedule(socket)
+    }
+  }
+
+  /// Sends `exchange` on `socket`, an established connection.
+  private func start(_ exchange: UpstreamExchange, on socket: UpstreamSocket, _ pool: Pool, reused: Bool) {
+    socket.start(exchange, limits: pool.endpoint.response)
+    exchange.attempt.reusedConnection = reused
+    exchange.deadlines.writing()
+    send(socket, pool)
+  }
+
+  // MARK: socket events
+
+  /// An epoll event on one of its sockets.
+  func handle(_ fd: Int32, _ flags: UInt32) {
+    guard let (socket, pool) = sockets[fd] else { return }
+    if socket.connecting {
+      guard flags & UInt32(EPOLLOUT.rawValue | EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0 else { return }
+      if let fault = socket.connectResult() {
+        connectFailed(socket, pool, fault)
+        flushAnswers()
+        return
+      }
+      socket.connecting = false
+      pool.state.connected(socket.id)
+      socket.exchange?.deadlines.writing()
+    }
+    if socket.exchange != nil, socket.written < socket.output.count {
+      send(socket, pool)
+    }
+    if flags & UInt32(EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLRDHUP.rawValue | EPOLLERR.rawValue) != 0,
+      sockets[fd]?.0 === socket
+    {
+      receive(socket, pool)
+    }
+    flushAnswers()
+  }
+
+  /// Writes what is left of the socket's request.
+  private func send(_ socket: UpstreamSocket, _ pool: Pool) {
+    guard let exchange = socket.exchange else { return }
+    let before = socket.written
+    let result = socket.write()
+    if socket.written > before { exchange.attempt.requestBytesWritten = true }
+    switch result {
+    case .done:
+      exchange.deadlines.requestWritten(at: clock.now())
+      schedule(socket)
+    case .blocked:
+      break
+    case .failed:
+      fail(socket, pool, .resetBeforeResponse)
+    }
+  }
+
+  /// Reads what arrived and parses it.
+  private func receive(_ socket: UpstreamSocket, _ pool: Pool) {
+    let before = socket.input.count
+    let read = socket.read(through: buffer)
+    guard let exchange = socket.exchange else {
+      // An idle connection spoke or closed: the upstream is done with it.
+      drop(socket, pool)
+      perform(pool.state.closed(socket.id), pool)
+      return
+    }
+    if socket.input.count > before, !exchange.attempt.responseBytesReceived {
+      exchange.attempt.responseBytesReceived = true
+      exchange.deadlines.responseStarted()
+    }
+    do throws(ResponseParseError) {
+      if try parse(socket, pool) { return }
+      switch read {
+      case .drained:
+        break
+      case .ended:
+        let response = try socket.input.withUnsafeBytes { raw in
+          Result { () throws(ResponseParseError) in try socket.parser.finish(raw) }
+        }.get()
+        finish(socket, pool, response, reusable: false)
+      case .failed:
+        fail(socket, pool, exchange.attempt.responseBytesReceived ? .closedMidResponse : .resetBeforeResponse)
+      }
+    } catch {
+      fail(socket, pool, Self.fault(error, received: exchange.attempt.responseBytesReceived))
+    }
+  }
+
+  /// Parses the socket's input; true when the exchange ended with a whole response.
+  private func parse(_ socket: UpstreamSocket, _ pool: Pool) throws(ResponseParseError) -> Bool {
+    while true {
+      let result = try socket.input.withUnsafeBytes { raw in
+        Result { () throws(ResponseParseError) in try socket.parser.parse(raw) }
+      }.get()
+      switch result {
+      case .needMore:
+        return false
+      case .informational(_, let consumed):
+        socket.input.removeFirst(consumed)
+      case .complete(let response, let consumed):
+        // Bytes past the response were never asked for: the connection is not reused.
+        finish(socket, pool, response, reusable: response.keepAlive && consumed == socket.input.count)
+        return true
+      }
+    }
+  }
+
+  /// What a parse error is for the client: a head or body past the limits, a connection closed
+  /// early, or a malformed response.
+  static func fault(_ error: ResponseParseError, received: Bool) -> UpstreamFault {
+    switch error {
+    case .headTooLarge, .tooManyFields: .responseHeadTooLarge
+    case .bodyTooLarge: .responseBodyTooLarge
+    case .noResponse: received ? .closedMidResponse : .closedBeforeResponse
+    case .truncatedHead, .truncatedBody: .closedMidResponse
+    default: .badResponse(error.description)
+    }
+  }
+
+  /// The exchange on `socket` got `response`.
+  private func finish(_ socket: UpstreamSocket, _ pool: Pool, _ response: UpstreamResponse, reusable: Bool) {
+    guard let exchange = socket.exchange else { return }
+    socket.exchange = nil
+    socket.input.removeAll(keepingCapacity: true)
+    socket.output = []
+    var actions = pool.state.record(.response(status: response.status), on: socket.id)
+    actions += pool.state.release(socket.id, reusable: reusable && !pool.retired)
+    answer(exchange, .response(response))
+    perform(actions, pool)
+  }
+
+  /// The exchange on `socket` failed with `fault`: tried once more where the retry rule allows,
+  /// else answered with the fault. The socket is closed either way.
+  private func fail(_ socket: UpstreamSocket, _ pool: Pool, _ fault: UpstreamFault) {
+    guard let exchange = socket.exchange else {
+      drop(socket, pool)
+      perform(pool.state.closed(socket.id), pool)
+      return
+    }
+    socket.exchange = nil
+    drop(socket, pool)
+    if socket.connecting {
+      let actions = pool.state.connectFailed(socket.id, fault)
+      answer(exchange, .fault(fault))
+      perform(actions, pool)
+      return
+    }
+    if UpstreamRetry.decide(exchange.attempt, after: fault) != nil, !pool.retired {
+      // The idle-close race: the connection was stale, which says nothing of the upstream.
+      perform(pool.state.closed(socket.id), pool)
+      exchange.attempt = UpstreamAttempt(
+        method: exchange.attempt.method, number: 2, reusedConnection: false, requestBytesWritten: false)
+      acquire(exchange, pool)
+      return
+    }
+    var actions = pool.state.record(.fault(fault), on: socket.id)
+    actions += pool.state.release(socket.id, reusable: false)
+    answer(exchange, .fault(fault))
+    perform(actions, pool)
+  }
+
+  private func connectFailed(_ socket: UpstreamSocket, _ pool: Pool, _ fault: UpstreamFault) {
+    fail(socket, pool, fault)
+  }
+
+  /// Closes `socket` and forgets it (the pool is told by the caller).
+  private func drop(_ socket: UpstreamSocket, _ pool: Pool) {
+    guard sockets[socket.fd]?.0 === socket else { return }
+    sockets[socket.fd] = nil
+    pool.sockets[socket.id] = nil
+    close(socket.fd)  // also leaves the epoll set
+  }
+
+  // MARK: pool actions
+
+  private func perform(_ actions: [UpstreamPoolAction], _ pool: Pool) {
+    for action in actions {
+      switch action {
+      case .handOver(let id, let waiter):
+        guard let exchange = pool.waiters.removeValue(forKey: waiter) else { continue }
+        guard let socket = pool.sockets[id] else {
+          answer(exchange, .fault(.outOfResources))
+          continue
+        }
+        start(exchange, on: socket, pool, reused: true)
+      case .connect(let id, let waiter):
+        guard let exchange = pool.waiters.removeValue(forKey: waiter) else { continue }
+        open(id, for: exchange, pool)
+      case .refuse(let waiter, let refusal):
+        guard let exchange = pool.waiters.removeValue(forKey: waiter) else { continue }
+        answer(exchange, .fault(refusal.fault))
+      case .close(let id, _):
+        guard let socket = pool.sockets[id] else { continue }
+        if let exchange = socket.exchange {
+          socket.exchange = nil
+          answer(exchange, .fault(.disabled))
+        }
+        drop(socket, pool)
+      }
+    }
+  }
+
+  // MARK: timers
+
+  private func schedule(_ socket: UpstreamSocket) {
+    guard let exchange = socket.exchange else { return }
+    let deadline = exchange.deadlines.next.deadline
+    guard deadline < socket.scheduled else { return }
+    socket.scheduled = deadline
+    timers.push(.init(deadline: deadline, fd: socket.fd, generation: socket.generation))
+  }
+
+  /// Ends the exchanges whose deadline passed, and gives the pools their turn.
+  func fireTimers() {
+    let now = clock.now()
+    while let entry = timers.popDue(now) {
+      guard let (socket, pool) = sockets[entry.fd], socket.generation == entry.generation,
+        socket.scheduled == entry.deadline
+      else { continue }
+      socket.scheduled = .never
+      guard let exchange = socket.exchange else { continue }
+      if let fault = exchange.deadlines.expired(at: now) {
+        fail(socket, pool, fault)
+      } else {
+        schedule(socket)
+      }
+    }
+    for pool in Array(pools.values) where pool.state.nextDeadline <= now {
+      perform(pool.state.deadlinePassed(), pool)
+    }
+    flushAnswers()
+  }
+
+  // MARK: answers
+
+  private func answer(_ exchange: UpstreamExchange, _ result: UpstreamResult) {
+    answers.append((exchange.key, exchange.call.answer(result)))
+  }
+
+  /// Hands the answers gathered to the loop (once the client's state is settled; an answer may
+  /// start another call, which gathers its own).
+  private func flushAnswers() {
+    guard !delivering else { return }
+    delivering = true
+    defer { delivering = false }
+    while !answers.isEmpty {
+      let ready = answers
+      answers.removeAll()
+      for (key, response) in ready { deliver(key, response) }
+    }
+  }
+}

@@ -1,0 +1,50 @@
+/// One upstream as the event loops see it: where it listens, and the numbers each loop's pool and
+/// exchanges keep to. The composition builds these from the configuration and hands them over in
+/// every `Snapshot`; a loop keeps a pool whose endpoint did not change across a reload.
+public struct UpstreamEndpoint: Sendable, Equatable {
+  /// Where the upstream listens.
+  public enum Address: Sendable, Equatable, CustomStringConvertible {
+    /// TCP to a numeric address.
+    case tcp(SocketAddress)
+    /// A Unix-domain socket at this absolute path.
+    case unix(path: String)
+
+    public var description: String {
+      switch self {
+      case .tcp(let address): "\(address)"
+      case .unix(let path): "unix:\(path)"
+      }
+    }
+  }
+
+  /// The name routes send calls to (`UpstreamCall.upstream`).
+  public var name: String
+  public var address: Address
+  /// One loop's share of the pool (`maxConnections` and `queueLength` are per loop here).
+  public var pool: UpstreamPoolLimits
+  public var timeouts: UpstreamTimeouts
+  public var response: ResponseLimits
+  /// The operator's switch: off, every call is answered as `UpstreamFault.disabled`.
+  public var enabled: Bool
+
+  /// An endpoint named `name` at `address`.
+  public init(
+    name: String, address: Address, pool: UpstreamPoolLimits = UpstreamPoolLimits(),
+    timeouts: UpstreamTimeouts = UpstreamTimeouts(), response: ResponseLimits = ResponseLimits(),
+    enabled: Bool = true
+  ) {
+    self.name = name
+    self.address = address
+    self.pool = pool
+    self.timeouts = timeouts
+    self.response = response
+    self.enabled = enabled
+  }
+
+  /// Whether `other` differs from this one only in its switch: the pool and its connections stay.
+  func sameButSwitch(_ other: UpstreamEndpoint) -> Bool {
+    var flipped = other
+    flipped.enabled = enabled
+    return flipped == self
+  }
+}
