@@ -114,12 +114,22 @@ enum ServeCommand {
       let reload = ServeReload(
         configPath: ConfigCommand.configPath(options.configFlag), started: deployment,
         shellDirectory: options.shellDirectory, services: services, testRoutes: options.testRoutes,
-        http2: options.http2, tlsFiles: options.settings.server.tls == nil ? nil : tlsPairs)
+        http2: options.http2, tlsFiles: options.settings.server.tls == nil ? nil : tlsPairs,
+        loops: options.settings.server.threads)
+      options.settings.server.upstreams = upstreams(deployment, loops: options.settings.server.threads)
       return try serve(deployment, options, router: router, adminRouter: adminRouter, reload: reload)
     } catch {
       for line in error.lines { fail(line) }
       return 1
     }
+  }
+
+  /// The loops' endpoints for `deployment`'s upstreams; each that cannot be reached as configured
+  /// is switched off and logged (`upstream_unreachable`), so its routes answer 503.
+  static func upstreams(_ deployment: Deployment, loops: Int) -> [UpstreamEndpoint] {
+    let made = UpstreamEndpoints.make(deployment, loops: loops)
+    for line in made.problems { Log.event("warning", "upstream_unreachable", [("problem", line)]) }
+    return made.endpoints
   }
 
   /// Why serve does not start: the lines it prints (none when a child printed its own); exit 1.

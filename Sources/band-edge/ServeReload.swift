@@ -17,6 +17,8 @@ struct ServeReload: Sendable {
   let http2: Bool
   /// The certificate/key pairs, read again at every reload; nil when serve has no TLS listener.
   let tlsFiles: [(certificate: String, key: String)]?
+  /// The event loops, which share each upstream's connections and queue.
+  let loops: Int
 
   /// The next snapshot, or nil (logged as `reload_refused`) when anything in it is wrong.
   func next() -> Snapshot? {
@@ -46,7 +48,8 @@ struct ServeReload: Sendable {
         Operators.publish(next, tls: tls, to: Metrics.process)
         return Snapshot(
           router: router, tls: tls,
-          httpsRedirect: tls != nil && next.environment != .development ? next.origin : nil)
+          httpsRedirect: tls != nil && next.environment != .development ? next.origin : nil,
+          upstreams: ServeCommand.upstreams(next, loops: loops))
       } catch {
         Log.event("error", "reload_refused", [("problems", "\(error)")])
         return nil

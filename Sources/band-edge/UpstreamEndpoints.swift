@@ -1,0 +1,103 @@
+import Deployment
+import Edge
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The loops' view of a deployment's upstreams: each `UpstreamSettings` as an `UpstreamEndpoint`,
+/// its address resolved and its instance-wide numbers split between the loops.
+enum UpstreamEndpoints {
+  /// The endpoints for `deployment` served by `loops` event loops, and a line for each upstream
+  /// that cannot be reached as configured (it is kept, switched off, so its routes answer 503).
+  static func make(_ deployment: Deployment, loops: Int) -> (
+    endpoints: [UpstreamEndpoint], problems: [String]
+  ) {
+    var endpoints: [UpstreamEndpoint] = []
+    var problems: [String] = []
+    for settings in deployment.upstreams.values.sorted(by: { $0.name < $1.name }) {
+      var endpoint = UpstreamEndpoint(
+        name: settings.name, address: .unix(path: "/"), pool: pool(settings, loops: loops),
+        timeouts: timeouts(settings), response: response(settings), enabled: settings.enabled)
+      switch settings.target {
+      case .unix(let path):
+        endpoint.address = .unix(path: path)
+      case .http(let host, let port):
+        if let address = resolve(host, port: port) {
+          endpoint.address = .tcp(address)
+        } else {
+          endpoint.enabled = false
+          problems.append("upstream '\(settings.name)': '\(host)' does not resolve to an address")
+        }
+      case .https:
+        // The loops' client speaks plain HTTP/1.1 (TCP or Unix) so far.
+        endpoint.enabled = false
+        problems.append("upstream '\(settings.name)': https:// upstreams are not served by this build yet")
+      }
+      endpoints.append(endpoint)
+    }
+    return (endpoints, problems)
+  }
+
+  /// One loop's share of the instance's connections and queue (at least one each).
+  static func pool(_ settings: UpstreamSettings, loops: Int) -> UpstreamPoolLimits {
+    let loops = max(1, loops)
+    var limits = UpstreamPoolLimits()
+    limits.maxIdle = settings.maxIdlePerLoop
+    limits.maxConnections = max(1, settings.maxConnections / loops)
+    limits.queueLength = max(1, settings.queue / loops)
+    limits.queueTimeout = settings.queueTimeout
+    limits.idleTimeout = settings.idleTimeout
+    limits.maxRequestsPerConnection = settings.maxRequestsPerConnection
+    limits.maxConnectionAge = settings.maxConnectionAge
+    limits.failuresToOpen = settings.failuresToOpen
+    limits.openDuration = settings.openDuration
+    return limits
+  }
+
+  static func timeouts(_ settings: UpstreamSettings) -> UpstreamTimeouts {
+    var timeouts = UpstreamTimeouts()
+    timeouts.connect = settings.connectTimeout
+    timeouts.firstByte = settings.firstByteTimeout
+    timeouts.total = settings.totalTimeout
+    return timeouts
+  }
+
+  static func response(_ settings: UpstreamSettings) -> ResponseLimits {
+    ResponseLimits(maxHeadBytes: settings.maxResponseHeadBytes, maxBodyBytes: settings.maxResponseBodyBytes)
+  }
+
+  /// `host` (an IP literal, or a name the system resolves: development only) and `port` as a socket
+  /// address: the first the resolver gives.
+  static func resolve(_ host: String, port: Int) -> SocketAddress? {
+    let literal = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    if let address = SocketAddress(literal) { return address }
+    var hints = addrinfo()
+    hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+    var found: UnsafeMutablePointer<addrinfo>? = nil
+    guard getaddrinfo(host, nil, &hints, &found) == 0, let first = found else { return nil }
+    defer { freeaddrinfo(found) }
+    var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+    switch first.pointee.ai_family {
+    case AF_INET:
+      var address = first.pointee.ai_addr.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+        $0.pointee.sin_addr
+      }
+      inet_ntop(AF_INET, &address, &text, socklen_t(text.count))
+      return SocketAddress("\(Self.string(text)):\(port)")
+    case AF_INET6:
+      var address = first.pointee.ai_addr.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+        $0.pointee.sin6_addr
+      }
+      inet_ntop(AF_INET6, &address, &text, socklen_t(text.count))
+      return SocketAddress("[\(Self.string(text))]:\(port)")
+    default:
+      return nil
+    }
+  }
+
+  /// A NUL-terminated C string's text.
+  private static func string(_ chars: [CChar]) -> String {
+    String(decoding: chars.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+  }
+}
