@@ -7,7 +7,7 @@ import PackageDescription
 /// - Edge (the HTTP engine) and Store (the databases) know nothing of the application;
 /// - Deployment (the configuration); Shell, LinkAssoc: the web app's files and the verified-link files;
 /// - EdgeTesting: the in-process test client, over Edge alone (the tests' way in to a route table);
-/// - Accounts: the domain, over Store; ClientAPI: HTTP over Accounts;
+/// - Accounts: the domain, over Store; ClientAPI: HTTP over Accounts; Gateway: forwarding, over ClientAPI;
 /// - band-edge: the executable that composes them.
 /// `build/check-layers` (run by build/test) fails when a file imports a module of this package
 /// that its target does not list.
@@ -54,10 +54,13 @@ let package = Package(
     .target(
       name: "ClientAPI", dependencies: ["Accounts", "Store", "Edge", "Deployment"],
       plugins: ["EmbedFiles"]),
-    .target(name: "Gateway", dependencies: ["Accounts", "Store", "Edge", "Deployment", "COpenSSL"]),
+    // The gateway: forwarding school-scoped client API calls to an API core, over the client API
+    // (its one authenticator and JSON error shape) and Accounts (school access, the store).
+    .target(
+      name: "Gateway", dependencies: ["ClientAPI", "Accounts", "Store", "Edge", "Deployment", "COpenSSL"]),
     .executableTarget(
       name: "band-edge",
-      dependencies: ["Edge", "Shell", "Deployment", "LinkAssoc", "Store", "Accounts", "ClientAPI"]),
+      dependencies: ["Edge", "Shell", "Deployment", "LinkAssoc", "Store", "Accounts", "ClientAPI", "Gateway"]),
 
     // Data compiled into a target (the one static binary has no resource bundle): the target's
     // embedded-files.txt names the files, EmbedTool turns them into Swift at build time.
@@ -86,7 +89,9 @@ let package = Package(
       ]),
     .testTarget(
       name: "GatewayTests",
-      dependencies: ["Gateway", "Accounts", "Store", "Edge", "Deployment", "TestSupport"]),
+      dependencies: [
+        "Gateway", "ClientAPI", "Accounts", "Store", "Edge", "EdgeTesting", "Deployment", "TestSupport",
+      ]),
     .testTarget(name: "EmbedFilesTests", exclude: ["Fixtures"], plugins: ["EmbedFiles"]),
   ]
 )

@@ -71,7 +71,7 @@ extension ClientContext {
   /// a `503` with `Retry-After: 1`, so clients and balancers try again shortly; a rule the data
   /// refused (the state changed under the request, e.g. an invitation accepted meanwhile) is a
   /// `409`; anything else is a `500`.
-  static func storeFailure(_ error: any Error, html: Bool) -> Response {
+  package static func storeFailure(_ error: any Error, html: Bool) -> Response {
     switch error as? StoreError {
     case .outage?:
       Log.event("error", "store_unavailable", [("error", "\(error)")])

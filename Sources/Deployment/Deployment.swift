@@ -76,7 +76,7 @@ public struct Deployment: Equatable, Sendable {
   public var forwardRoutes: [ForwardRoute] = []
 
   /// Whether `route` is forwarded now: it is enabled, its upstream is enabled, and no kill switch
-  /// names its capability. A route that is not answers as if it were not configured.
+  /// names its capability. A route that is not is still routed, and answers 503 (docs/gateway.md).
   public func forwards(_ route: ForwardRoute) -> Bool {
     Self.forwards(route, upstreams: upstreams, killSwitches: killSwitches)
   }

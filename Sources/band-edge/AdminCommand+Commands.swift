@@ -1,7 +1,13 @@
 import Accounts
 import ClientAPI
+import Deployment
 import Edge
+import Gateway
 import Store
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// One function per `band-edge admin` command: each prints what it changed, or throws (a
 /// `UsageError` for exit status 2, anything else for 1).
@@ -188,5 +194,23 @@ extension AdminCommand {
     }
     // --quiet when serve runs it: the server's standard output is the JSON access log.
     if !options.flag("--quiet") { print("schema version \(Migrations.latest)") }
+  }
+
+  /// `keys rotate`: a new gateway key, published now, signing after the policy's delay; keys
+  /// retired from the JWKS are deleted. The KEK is found as `serve` finds it.
+  static func rotateKeys(_ options: Options, _ store: ClientStore, database: DatabaseLocation) throws {
+    let name = ProcessEnvironment.value("BAND_LICENCE_ENV") ?? "development"
+    guard let environment = Environment(rawValue: name.isEmpty ? "development" : name) else {
+      throw UsageError("BAND_LICENCE_ENV must be development, staging or production")
+    }
+    guard
+      let path = GatewayKeys.path(
+        flag: options.value("--key-encryption-key"), environment: environment, store: database)
+    else { throw GatewayError.keyFile(path: "(none)", reason: "is needed: pass --key-encryption-key FILE") }
+    let kek = try GatewayKeys.kek(path: path, environment: environment)
+    let ring = try GatewayKeyStore(store: store, kek: kek).rotate(now: Int(time(nil)), actor: "admin")
+    guard let newest = ring.entries.last else { return }
+    print("gateway key \(newest.key.kid) made; it signs from \(newest.signsFrom) (epoch seconds)")
+    print("published keys: \(ring.published(at: Int(time(nil))).map(\.key.kid).joined(separator: ", "))")
   }
 }

@@ -31,6 +31,11 @@ enum AdminCommand {
       outbox test --to E                    queue a test message (the running servers deliver it)
       seed-demo                             fictional demo data; development only (BAND_LICENCE_ENV)
       migrate                               apply migrations and exit (serve runs this at every start)
+      keys rotate [--key-encryption-key FILE]
+                                            make a new gateway signing key: published at once, signing
+                                            10 minutes later (running servers read it at their next
+                                            reload, SIGHUP); KEK as serve finds it (BAND_LICENCE_KEK_FILE,
+                                            development: gateway-kek in the data directory)
       retention [--days N] [--once-per S]   erase the personal fields of accounts deleted N days ago or more
                                             (default 30), and forget handoffs and failure counts a day
                                             old; serve runs this at start and hourly with --once-per, so
@@ -111,6 +116,7 @@ enum AdminCommand {
     case ("outbox", "show"): try showOutboxEntry(options, store)
     case ("retention", _): try retention(options, store)
     case ("migrate", _): try migrate(options, store, database: database)
+    case ("keys", "rotate"): try rotateKeys(options, store, database: database)
     default:
       throw UsageError("unknown admin command '\(words.joined(separator: " "))'; see band-edge admin --help")
     }

@@ -4,6 +4,7 @@ import Deployment
 import Dispatch
 import Edge
 import FoundationEssentials
+import Gateway
 import LinkAssoc
 import Shell
 import Store
@@ -60,6 +61,9 @@ enum ServeCommand {
       --database-listen URL   PostgreSQL: where the change listener connects (LISTEN), when the
                               store URL goes through a transaction-mode pooler such as pgbouncer;
                               default the store URL (see docs/fleet.md)
+      --key-encryption-key FILE
+                              the gateway's key-encryption key: 64 hex digits, mode 0600 (also
+                              BAND_LICENCE_KEK_FILE); development makes data/gateway-kek when none
       --config FILE           deployment settings (JSON; also BAND_LICENCE_CONFIG); BAND_LICENCE_ENV and
                               BAND_LICENCE_APP_URL override it; flags override its listen and limits.
                               Any problem stops start-up (see band-edge config check).
@@ -105,15 +109,17 @@ enum ServeCommand {
       let smtp = try mail(deployment, options)
       let store = try openStore(deployment, options)
       let services = makeServices(options, store: store, smtp: smtp)
-      let router = try routes(deployment, options, services: services)
+      let keys = try gatewayKeys(deployment, options, store: store, services: services)
+      let router = try routes(deployment, options, services: services, keys: keys)
       if options.printRoutes {
         printRoutes(router)
         return 0
       }
-      let adminRouter = hasAdminListener ? try adminRoutes(deployment, services: services) : nil
+      let adminRouter = hasAdminListener ? try adminRoutes(deployment, services: services, keys: keys) : nil
       let reload = ServeReload(
         configPath: ConfigCommand.configPath(options.configFlag), started: deployment,
-        shellDirectory: options.shellDirectory, services: services, testRoutes: options.testRoutes,
+        shellDirectory: options.shellDirectory, services: services, keys: keys,
+        testRoutes: options.testRoutes,
         http2: options.http2, tlsFiles: options.settings.server.tls == nil ? nil : tlsPairs,
         loops: options.settings.server.threads)
       options.settings.server.upstreams = upstreams(deployment, loops: options.settings.server.threads)
@@ -298,13 +304,26 @@ enum ServeCommand {
       clock: { Int(time(nil)) })
   }
 
+  /// The gateway's keys at start (`GatewayKeys.start`): the KEK, the store's first key made if
+  /// it has none.
+  static func gatewayKeys(
+    _ deployment: Deployment, _ options: ServeOptions, store: DatabaseLocation, services: ClientServices
+  ) throws(StartFailure) -> GatewayKeys? {
+    do {
+      return try GatewayKeys.start(
+        flag: options.kekFlag, deployment: deployment, store: store, services: services)
+    } catch {
+      throw StartFailure("gateway: \(error)")
+    }
+  }
+
   /// The first snapshot's routes (see `snapshot`).
-  static func routes(_ deployment: Deployment, _ options: ServeOptions, services: ClientServices)
-    throws(StartFailure) -> Router
-  {
+  static func routes(
+    _ deployment: Deployment, _ options: ServeOptions, services: ClientServices, keys: GatewayKeys?
+  ) throws(StartFailure) -> Router {
     do {
       return try snapshot(
-        deployment: deployment, shellDirectory: options.shellDirectory, services: services,
+        deployment: deployment, shellDirectory: options.shellDirectory, services: services, keys: keys,
         testRoutes: options.testRoutes)
     } catch {
       throw StartFailure("\(error)")
@@ -320,11 +339,14 @@ enum ServeCommand {
   }
 
   /// The admin listener's routes, with the process gauges published for it.
-  static func adminRoutes(_ deployment: Deployment, services: ClientServices) throws(StartFailure) -> Router {
+  static func adminRoutes(_ deployment: Deployment, services: ClientServices, keys: GatewayKeys?)
+    throws(StartFailure) -> Router
+  {
     let client = ClientContext(services: services, deployment: deployment, stylesheet: nil)
     Operators.publishProcess(Metrics.process, readiness: ReadinessWatch(client))
+    let jwks = keys.map { [JWKSRoute.route($0.gateway)] } ?? []
     do {
-      return try Operators.router(readiness: Readiness.routes(client), metrics: Metrics.process)
+      return try Operators.router(readiness: Readiness.routes(client) + jwks, metrics: Metrics.process)
     } catch {
       throw StartFailure("\(error)")
     }
@@ -392,7 +414,8 @@ enum ServeCommand {
   /// Everything one configuration serves: health, the shell, the link files and /config, over the
   /// process's `services`.
   static func snapshot(
-    deployment: Deployment, shellDirectory: String, services: ClientServices, testRoutes: Bool
+    deployment: Deployment, shellDirectory: String, services: ClientServices, keys: GatewayKeys?,
+    testRoutes: Bool
   ) throws -> Router {
     let shell = try ShellCatalog.load(directory: shellDirectory, lastModified: Int(time(nil)))
     let files = LinkFiles(deployment)
@@ -419,8 +442,9 @@ enum ServeCommand {
     let all = routes + LinkFallback.routes(deployment: deployment, stylesheet: stylesheet, existing: routes)
     // `config check` held the forward routes to the client API's school routes; here, to all.
     try GatewayRoutes.check(deployment, routes: all)
+    let gateway = try GatewayKeys.routes(keys, deployment: deployment, services: services)
     return try Router(
-      all,
+      all + gateway,
       privatePrefixes: EngineRules.privatePrefixes,
       errors: EngineRules.errors(page: ErrorPages.renderer(deployment: deployment, stylesheet: stylesheet)))
   }

@@ -19,6 +19,8 @@ struct ServeOptions {
   var http2 = true
   var shellDirectory = ShellCommand.defaultDestination
   var configFlag: String? = nil
+  /// `--key-encryption-key`: the gateway's KEK file.
+  var kekFlag: String? = nil
   var databaseFlag: DatabaseLocation? = nil
   var smtpFlag: String? = nil
   /// The limits a flag set: the file's values do not apply to them.
@@ -101,6 +103,7 @@ struct ServeOptions {
     case "--print-routes": printRoutes = true
     case "--shell": shellDirectory = try value()
     case "--config": configFlag = try value()
+    case "--key-encryption-key": kekFlag = try value()
     case "--data": databaseFlag = .sqlite(directory: try value())
     case "--database": databaseFlag = try AdminCommand.databaseLocation(try value(), "--database")
     case "--smtp":

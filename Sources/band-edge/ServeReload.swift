@@ -13,6 +13,8 @@ struct ServeReload: Sendable {
   let started: Deployment
   let shellDirectory: String
   let services: ClientServices
+  /// The gateway's keys, read again at every reload; nil when serve started without a KEK.
+  let keys: GatewayKeys?
   let testRoutes: Bool
   let http2: Bool
   /// The certificate/key pairs, read again at every reload; nil when serve has no TLS listener.
@@ -28,8 +30,10 @@ struct ServeReload: Sendable {
       return nil
     case .success(let next):
       do {
+        keys?.refresh(services)
         let router = try ServeCommand.snapshot(
-          deployment: next, shellDirectory: shellDirectory, services: services, testRoutes: testRoutes)
+          deployment: next, shellDirectory: shellDirectory, services: services, keys: keys,
+          testRoutes: testRoutes)
         // Certificates are read again with the rest; a bad one refuses the whole reload.
         var tls: TLSContext? = nil
         if let pairs = tlsFiles {

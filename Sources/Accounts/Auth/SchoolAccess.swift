@@ -7,7 +7,8 @@ import Store
 /// A school's administrators manage its people; the member and invitation lists name colleagues'
 /// email addresses, so they are the administrators' too (the fewest fields a screen needs: teachers
 /// and read-only members have no People screen). Every route that uses this today needs
-/// `.administrator`; `.member` is there for the school-scoped reads that will follow.
+/// `.administrator`; `.member` is there for the school-scoped reads that will follow; the gateway's forwarded routes ask
+/// for `.atLeast` the route's role for the method.
 package struct SchoolAccess {
   /// What a route needs of the caller.
   package enum Need {
@@ -15,6 +16,9 @@ package struct SchoolAccess {
     case member
     /// A live administrator of that school.
     case administrator
+    /// A live member whose role there is `role` or above (`read_only` < `teacher` <
+    /// `administrator`): what a forwarded route asks for a method.
+    case atLeast(Role)
   }
 
   /// What the check came to.
@@ -39,6 +43,16 @@ package struct SchoolAccess {
     switch need {
     case .member: return .granted(membership)
     case .administrator: return membership.role == .administrator ? .granted(membership) : .forbidden
+    case .atLeast(let least): return rank(membership.role) >= rank(least) ? .granted(membership) : .forbidden
+    }
+  }
+
+  /// A role's place in `read_only` < `teacher` < `administrator`.
+  private static func rank(_ role: Role) -> Int {
+    switch role {
+    case .readOnly: 0
+    case .teacher: 1
+    case .administrator: 2
     }
   }
 }

@@ -6,7 +6,7 @@ import Store
 extension AuthFailure {
   /// The answer: 401 with the contract's Bearer challenge (RFC 6750 §3: no `error` attribute when
   /// nothing was presented), 400, 426 naming the minimum version, or 403.
-  var response: Response {
+  package var response: Response {
     switch self {
     case .missing: Self.unauthorized(error: nil)
     case .malformed: Self.unauthorized(error: "invalid_request")
@@ -38,7 +38,7 @@ extension Authenticator {
   /// The whole check for the JSON API: `precheck`, then the live session. Runs `body` with it,
   /// the store and the credential; otherwise answers the failure (401, 400, 426, 403), or 500/503
   /// when the store fails.
-  func authenticated(
+  package func authenticated(
     _ request: Request, unsafe: Bool, _ body: (Signed, ClientStore, Credential) throws -> Response
   ) -> Response {
     let credential = Credential(request)

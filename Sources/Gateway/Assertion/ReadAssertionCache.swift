@@ -2,7 +2,8 @@
 /// costs tens of microseconds, more than a proxied read should, and a session's reads in one school
 /// all carry the same claims but for the times.
 ///
-/// Bound to one event loop: each loop thread owns its own cache and nothing else touches it, so it
+/// Bound to one thread (a pool worker: `GatewayServices` keeps one per thread): each owns its own
+/// cache and nothing else touches it, so it
 /// needs no lock (it is not `Sendable`, and the compiler keeps it on its thread). Bounded: past
 /// `capacity` entries the oldest signed goes first. The time is passed in, so tests move it by hand.
 ///

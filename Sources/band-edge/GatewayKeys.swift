@@ -1,0 +1,82 @@
+import Accounts
+import Deployment
+import Edge
+import Gateway
+import Store
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The gateway's key-encryption key and signing keys, as `serve` and `admin keys rotate` find
+/// them: the KEK file `--key-encryption-key` names (also `BAND_LICENCE_KEK_FILE`); in development
+/// without one, `gateway-kek` beside the SQLite store, made (0600) when missing. Outside
+/// development a missing or unusable file is refused, never replaced.
+struct GatewayKeys: Sendable {
+  /// The file's name in the data directory (development).
+  static let developmentFile = "gateway-kek"
+
+  let kek: KeyEncryptionKey
+  let gateway: GatewayServices
+
+  /// The KEK file's path: `flag`, else `BAND_LICENCE_KEK_FILE`, else in development the data
+  /// directory's `gateway-kek`; nil when there is none.
+  static func path(flag: String?, environment: Environment, store: DatabaseLocation) -> String? {
+    if let given = flag ?? ProcessEnvironment.value("BAND_LICENCE_KEK_FILE"), !given.isEmpty { return given }
+    guard environment == .development, let file = store.sqlitePath, let slash = file.lastIndex(of: "/") else {
+      return nil
+    }
+    return file[..<slash] + "/" + developmentFile
+  }
+
+  /// The KEK at `path`: made there first in development, else read as it is.
+  static func kek(path: String, environment: Environment) throws(GatewayError) -> KeyEncryptionKey {
+    environment == .development ? try .createIfAbsent(path: path) : try .load(path: path)
+  }
+
+  /// The keys at start: the KEK, the store's first key made now if it has none (once for a fleet),
+  /// and the services every snapshot's gateway routes share. Nil when there is no KEK (outside
+  /// development, without `--key-encryption-key`): then no route may be forwarded.
+  static func start(
+    flag: String?, deployment: Deployment, store location: DatabaseLocation, services: ClientServices
+  ) throws -> GatewayKeys? {
+    guard let path = path(flag: flag, environment: deployment.environment, store: location) else {
+      guard deployment.forwardRoutes.isEmpty else {
+        throw GatewayError.keyFile(path: "(none)", reason: missing)
+      }
+      return nil
+    }
+    let kek = try kek(path: path, environment: deployment.environment)
+    let store = try services.store()
+    let ring = try GatewayKeyStore(store: store, kek: kek).ensureFirstKey(now: Int(time(nil)))
+    return GatewayKeys(kek: kek, gateway: GatewayServices(ring: ring, clock: { Int(time(nil)) }))
+  }
+
+  /// Why forward routes cannot be served without a KEK.
+  static let missing =
+    "is needed to forward routes outside development: start serve with --key-encryption-key FILE "
+    + "(or BAND_LICENCE_KEK_FILE)"
+
+  /// Reads the keys again (at a reload: a rotation by `admin keys rotate` is published from then);
+  /// on failure the keys held stay, and the log says why.
+  func refresh(_ services: ClientServices) {
+    do {
+      gateway.replace(try GatewayKeyStore(store: try services.store(), kek: kek).ring())
+    } catch {
+      Log.event("error", "gateway_keys_unread", [("error", "\(error)")])
+    }
+  }
+
+  /// The gateway's routes in a snapshot of `deployment`: the forwarded routes and the JWKS.
+  static func routes(_ keys: GatewayKeys?, deployment: Deployment, services: ClientServices) throws -> [Route]
+  {
+    guard let keys else {
+      guard deployment.forwardRoutes.isEmpty else {
+        throw GatewayError.keyFile(path: "(none)", reason: missing)
+      }
+      return []
+    }
+    let forwarded = try ForwardedRoutes(services: services, deployment: deployment, gateway: keys.gateway)
+    return forwarded.routes + [JWKSRoute.route(keys.gateway)]
+  }
+}
