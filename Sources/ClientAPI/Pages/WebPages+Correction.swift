@@ -73,57 +73,52 @@ extension WebPages {
     "others": "Every other device has been signed out.",
   ]
 
-  /// The signed-in person behind a correction form, or the answer to send instead (signed out:
-  /// to sign in; a foreign or expired form: the refusal).
-  func signedForm(_ request: Request, _ store: ClientStore) throws(StoreError) -> Result<Signed, Refused> {
+  /// Answers a correction form: `handle` with the signed-in person behind it and the store, or the
+  /// answer to send instead (signed out: to sign in; a foreign or expired form: the refusal).
+  func signedForm(
+    _ request: Request, _ handle: (Signed, ClientStore) throws(StoreError) -> Response
+  ) throws(StoreError) -> Response {
+    let store = try context.store()
     guard let signed = try context.authenticator.signed(request, store) else {
-      return .failure(Refused(refusal(request, binding: nil, signedOut: true) ?? Self.redirect("/sign-in")))
+      return refusal(request, binding: nil, signedOut: true) ?? Self.redirect("/sign-in")
     }
-    if let refusal = refusal(request, binding: signed.token) { return .failure(Refused(refusal)) }
-    return .success(signed)
+    if let refusal = refusal(request, binding: signed.token) { return refusal }
+    return try handle(signed, store)
   }
 
   func rename(_ request: Request) throws(StoreError) -> Response {
-    let store = try context.store()
-    let signed: Signed
-    switch try signedForm(request, store) {
-    case .success(let s): signed = s
-    case .failure(let refused): return refused.response
+    try signedForm(request) { signed, store throws(StoreError) in
+      guard let name = AccountRules.displayName(WebSecurity.form(request)?["name"] ?? "") else {
+        return try refuse(request, "name", AccountRules.nameProblem)
+      }
+      try store.rename(accountID: signed.account.id, to: name)
+      return Self.redirect("/account?changed=name")
     }
-    guard let name = AccountRules.displayName(WebSecurity.form(request)?["name"] ?? "") else {
-      return try refuse(request, "name", AccountRules.nameProblem)
-    }
-    try store.rename(accountID: signed.account.id, to: name)
-    return Self.redirect("/account?changed=name")
   }
 
   func changePassword(_ request: Request) throws(StoreError) -> Response {
-    let store = try context.store()
-    let signed: Signed
-    switch try signedForm(request, store) {
-    case .success(let s): signed = s
-    case .failure(let refused): return refused.response
+    try signedForm(request) { signed, store throws(StoreError) in
+      let form = WebSecurity.form(request) ?? [:]
+      let current = form["current-password"] ?? ""
+      let new = form["new-password"] ?? ""
+      guard let email = EmailAddress(signed.account.email) else {
+        return try accountPage(
+          request, status: .badRequest, message: "Your account cannot change its password.")
+      }
+      guard !current.isEmpty, current.utf8.count <= Self.maxPasswordBytes else {
+        return try refuse(request, "current-password", "Enter your current password.")
+      }
+      // The policy first: a refused new password costs no Argon2id and counts no failure.
+      if let problem = PasswordPolicy.problem(new, email: email) {
+        return try refuse(request, "new-password", problem)
+      }
+      if let refusal = try wrongCurrentPassword(request, signed, current, store) { return refusal }
+      try store.changePassword(
+        accountID: signed.account.id, keeping: signed.session.id, hash: context.hasher.hash(new),
+        host: WebSecurity.host(of: context.deployment.origin),
+        mail: passwordChangedMail(signed.account, email: email, everywhere: false))
+      return Self.redirect("/account?changed=password")
     }
-    let form = WebSecurity.form(request) ?? [:]
-    let current = form["current-password"] ?? ""
-    let new = form["new-password"] ?? ""
-    guard let email = EmailAddress(signed.account.email) else {
-      return try accountPage(
-        request, status: .badRequest, message: "Your account cannot change its password.")
-    }
-    guard !current.isEmpty, current.utf8.count <= Self.maxPasswordBytes else {
-      return try refuse(request, "current-password", "Enter your current password.")
-    }
-    // The policy first: a refused new password costs no Argon2id and counts no failure.
-    if let problem = PasswordPolicy.problem(new, email: email) {
-      return try refuse(request, "new-password", problem)
-    }
-    if let refusal = try wrongCurrentPassword(request, signed, current, store) { return refusal }
-    try store.changePassword(
-      accountID: signed.account.id, keeping: signed.session.id, hash: context.hasher.hash(new),
-      host: WebSecurity.host(of: context.deployment.origin),
-      mail: passwordChangedMail(signed.account, email: email, everywhere: false))
-    return Self.redirect("/account?changed=password")
   }
 
   /// The account page again when `current` is not the signed-in person's password (checked with
@@ -147,73 +142,65 @@ extension WebPages {
   }
 
   func changeEmail(_ request: Request) throws(StoreError) -> Response {
-    let store = try context.store()
-    let signed: Signed
-    switch try signedForm(request, store) {
-    case .success(let s): signed = s
-    case .failure(let refused): return refused.response
-    }
-    let form = WebSecurity.form(request) ?? [:]
-    let typed = form["new-email"] ?? ""
-    let current = form["email-password"] ?? ""
-    guard typed.utf8.count <= Self.maxEmailBytes, let newEmail = EmailAddress(typed) else {
-      return try refuse(request, "new-email", "Enter the new email address.")
-    }
-    guard newEmail.normalised != signed.account.email, let oldEmail = EmailAddress(signed.account.email)
-    else {
-      return try refuse(request, "new-email", "That is already your email address.")
-    }
-    guard !current.isEmpty, current.utf8.count <= Self.maxPasswordBytes else {
-      return try refuse(request, "email-password", "Enter your current password.")
-    }
-    if let refusal = try wrongCurrentPassword(request, signed, current, store, field: "email-password") {
-      return refusal
-    }
-    let account = signed.account
-    // The same answer whether or not another account has the address: that account's
-    // owner is told instead.
-    try store.requestEmailChange(
-      account: account, to: newEmail, host: WebSecurity.host(of: context.deployment.origin),
-      confirm: { token in
-        MailTemplates.message(
-          kind: "email_change", to: newEmail, name: account.displayName,
-          subject: "Confirm your new Band Licence email address",
+    try signedForm(request) { signed, store throws(StoreError) in
+      let form = WebSecurity.form(request) ?? [:]
+      let typed = form["new-email"] ?? ""
+      let current = form["email-password"] ?? ""
+      guard typed.utf8.count <= Self.maxEmailBytes, let newEmail = EmailAddress(typed) else {
+        return try refuse(request, "new-email", "Enter the new email address.")
+      }
+      guard newEmail.normalised != signed.account.email, let oldEmail = EmailAddress(signed.account.email)
+      else {
+        return try refuse(request, "new-email", "That is already your email address.")
+      }
+      guard !current.isEmpty, current.utf8.count <= Self.maxPasswordBytes else {
+        return try refuse(request, "email-password", "Enter your current password.")
+      }
+      if let refusal = try wrongCurrentPassword(request, signed, current, store, field: "email-password") {
+        return refusal
+      }
+      let account = signed.account
+      // The same answer whether or not another account has the address: that account's
+      // owner is told instead.
+      try store.requestEmailChange(
+        account: account, to: newEmail, host: WebSecurity.host(of: context.deployment.origin),
+        confirm: { token in
+          MailTemplates.message(
+            kind: "email_change", to: newEmail, name: account.displayName,
+            subject: "Confirm your new Band Licence email address",
+            paragraphs: [
+              "You asked to use this address for your Band Licence account. Follow the link to confirm it, "
+                + "signed in to your account. It works once, for the next 24 hours; until then your account keeps "
+                + "its old address."
+            ],
+            link: ("Confirm this address", context.link(LinkFlow.emailChange.path + "?token=" + token)),
+            reason:
+              "You got this email because someone signed in to Band Licence asked to use this address. "
+              + "If it was not you, ignore it: nothing changes.")
+        },
+        inUse: MailTemplates.addressInUse(to: newEmail, link: context.link("/account/recover")),
+        notice: MailTemplates.message(
+          kind: "email_change_notice", to: oldEmail, name: account.displayName,
+          subject: "Your Band Licence email address is changing",
           paragraphs: [
-            "You asked to use this address for your Band Licence account. Follow the link to confirm it, "
-              + "signed in to your account. It works once, for the next 24 hours; until then your account keeps "
-              + "its old address."
+            "Someone signed in to your Band Licence account asked to change its email address to "
+              + newEmail.normalised + ". It changes only when the link sent there is followed by someone "
+              + "signed in to your account.",
+            "If that was you, there is nothing more to do. If it was not, sign in, cancel the change on your "
+              + "account page, and change your password: that signs out every other device.",
           ],
-          link: ("Confirm this address", context.link(LinkFlow.emailChange.path + "?token=" + token)),
-          reason:
-            "You got this email because someone signed in to Band Licence asked to use this address. "
-            + "If it was not you, ignore it: nothing changes.")
-      },
-      inUse: MailTemplates.addressInUse(to: newEmail, link: context.link("/account/recover")),
-      notice: MailTemplates.message(
-        kind: "email_change_notice", to: oldEmail, name: account.displayName,
-        subject: "Your Band Licence email address is changing",
-        paragraphs: [
-          "Someone signed in to your Band Licence account asked to change its email address to "
-            + newEmail.normalised + ". It changes only when the link sent there is followed by someone "
-            + "signed in to your account.",
-          "If that was you, there is nothing more to do. If it was not, sign in, cancel the change on your "
-            + "account page, and change your password: that signs out every other device.",
-        ],
-        link: ("Go to your account", context.link("/account")),
-        reason: "You got this email because it is the address of this Band Licence account."))
-    return Self.redirect("/account?changed=email")
+          link: ("Go to your account", context.link("/account")),
+          reason: "You got this email because it is the address of this Band Licence account."))
+      return Self.redirect("/account?changed=email")
+    }
   }
 
   /// `POST /account/email/cancel`: the signed-in person withdraws their pending email change.
   func cancelEmailChange(_ request: Request) throws(StoreError) -> Response {
-    let store = try context.store()
-    let signed: Signed
-    switch try signedForm(request, store) {
-    case .success(let s): signed = s
-    case .failure(let refused): return refused.response
+    try signedForm(request) { signed, store throws(StoreError) in
+      _ = try store.cancelEmailChange(accountID: signed.account.id)
+      return Self.redirect("/account?changed=email-cancelled")
     }
-    _ = try store.cancelEmailChange(accountID: signed.account.id)
-    return Self.redirect("/account?changed=email-cancelled")
   }
 
   /// The pending email change on `/account`, with its cancel button (empty when there is none).
