@@ -246,14 +246,14 @@ extension WebPages {
         "<p><a class=\"button\" href=\"/sign-in?return=%2Faccount%2Femail%2Fconfirm\">Sign in</a></p>\n")
       return page.response(.ok, context: context)
     }
-    var page = HTMLPage(title: "Confirm your new email address")
-    page.html("<h1>Confirm your new email address</h1>\n<p>Use <strong>")
-    page.text(record.email)
-    page.html("</strong> for your Band Licence account instead of ")
-    page.text(account.email)
-    page.html("?</p>\n")
-    page.html(Self.linkForm(flow, token: token, button: "Use this address"))
-    return page.response(.ok, context: context)
+    return linkPage(flow, token: token, title: "Confirm your new email address", button: "Use this address") {
+      page in
+      page.html("<p>Use <strong>")
+      page.text(record.email)
+      page.html("</strong> for your Band Licence account instead of ")
+      page.text(account.email)
+      page.html("?</p>\n")
+    }
   }
 
   func confirmEmail(_ request: Request) throws(StoreError) -> Response {
@@ -302,14 +302,14 @@ extension WebPages {
     guard let token = flow.cookieToken(request),
       let record = try store.peekToken(token, purpose: flow.purpose)
     else { return linkExpired(flow) }
-    var page = HTMLPage(title: "Take your account back")
-    page.html("<h1>Take your account back</h1>\n<p>This makes <strong>")
-    page.text(record.email)
-    page.html(
-      "</strong> the address of your Band Licence account again, signs out every device signed in to it, ")
-    page.html("cancels every link sent for it, and asks you to choose a new password.</p>\n")
-    page.html(Self.linkForm(flow, token: token, button: "Take my account back"))
-    return page.response(.ok, context: context)
+    return linkPage(flow, token: token, title: "Take your account back", button: "Take my account back") {
+      page in
+      page.html("<p>This makes <strong>")
+      page.text(record.email)
+      page.html(
+        "</strong> the address of your Band Licence account again, signs out every device signed in to it, ")
+      page.html("cancels every link sent for it, and asks you to choose a new password.</p>\n")
+    }
   }
 
   /// `POST /account/email/restore`: the address is the account's again and its password nobody's;
@@ -342,11 +342,18 @@ extension WebPages {
     return response
   }
 
-  /// A link's one-button form: it posts to the flow's path, its CSRF token bound to the link's.
-  static func linkForm(_ flow: LinkFlow, token: String, button: String) -> String {
-    "<form class=\"form\" method=\"post\" action=\"\(flow.path)\">\n"
-      + "<input type=\"hidden\" name=\"csrf\" value=\"\(WebSecurity.csrfToken(binding: token))\">\n"
-      + "<button class=\"button\" type=\"submit\">\(button)</button>\n</form>\n"
+  /// A link's page (200): `title` as its heading, what `explain` writes, then the one-button form
+  /// that posts to the flow's path, its CSRF token bound to the link's.
+  func linkPage(
+    _ flow: LinkFlow, token: String, title: String, button: String, explain: (inout HTMLPage) -> Void
+  ) -> Response {
+    var page = HTMLPage(title: title)
+    page.heading(title)
+    explain(&page)
+    page.html("<form class=\"form\" method=\"post\" action=\"\(flow.path)\">\n")
+    page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(WebSecurity.csrfToken(binding: token))\">\n")
+    page.html("<button class=\"button\" type=\"submit\">\(button)</button>\n</form>\n")
+    return page.response(.ok, context: context)
   }
 
   /// 409 for a link that cannot do what it says (its cookie cleared), with the way on.
