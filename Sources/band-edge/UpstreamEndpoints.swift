@@ -17,8 +17,8 @@ enum UpstreamEndpoints {
     var problems: [String] = []
     for settings in deployment.upstreams.values.sorted(by: { $0.name < $1.name }) {
       var endpoint = UpstreamEndpoint(
-        name: settings.name, address: .unix(path: "/"), pool: pool(settings, loops: loops),
-        timeouts: timeouts(settings), response: response(settings), enabled: settings.enabled)
+        name: settings.name, address: .unix(path: "/"), pool: settings.poolLimits(loops: loops),
+        timeouts: settings.timeouts, response: settings.response, enabled: settings.enabled)
       switch settings.target {
       case .unix(let path):
         endpoint.address = .unix(path: path)
@@ -37,34 +37,6 @@ enum UpstreamEndpoints {
       endpoints.append(endpoint)
     }
     return (endpoints, problems)
-  }
-
-  /// One loop's share of the instance's connections and queue (at least one each).
-  static func pool(_ settings: UpstreamSettings, loops: Int) -> UpstreamPoolLimits {
-    let loops = max(1, loops)
-    var limits = UpstreamPoolLimits()
-    limits.maxIdle = settings.maxIdlePerLoop
-    limits.maxConnections = max(1, settings.maxConnections / loops)
-    limits.queueLength = max(1, settings.queue / loops)
-    limits.queueTimeout = settings.queueTimeout
-    limits.idleTimeout = settings.idleTimeout
-    limits.maxRequestsPerConnection = settings.maxRequestsPerConnection
-    limits.maxConnectionAge = settings.maxConnectionAge
-    limits.failuresToOpen = settings.failuresToOpen
-    limits.openDuration = settings.openDuration
-    return limits
-  }
-
-  static func timeouts(_ settings: UpstreamSettings) -> UpstreamTimeouts {
-    var timeouts = UpstreamTimeouts()
-    timeouts.connect = settings.connectTimeout
-    timeouts.firstByte = settings.firstByteTimeout
-    timeouts.total = settings.totalTimeout
-    return timeouts
-  }
-
-  static func response(_ settings: UpstreamSettings) -> ResponseLimits {
-    ResponseLimits(maxHeadBytes: settings.maxResponseHeadBytes, maxBodyBytes: settings.maxResponseBodyBytes)
   }
 
   /// `host` (an IP literal, or a name the system resolves: development only) and `port` as a socket

@@ -308,13 +308,30 @@ struct UpstreamConfigTests {
   func defaults() throws {
     let core = try #require(try load(gatewayConfig()).get().upstreams["core"])
     #expect(core.name == "core" && core.enabled && core.caFile == nil && core.serverName == nil)
-    #expect(core.connectTimeout == .seconds(1) && core.firstByteTimeout == .seconds(15))
-    #expect(core.totalTimeout == .seconds(30) && core.queueTimeout == .seconds(1))
-    #expect(core.idleTimeout == .seconds(30) && core.maxConnectionAge == .seconds(3600))
-    #expect(core.maxIdlePerLoop == 32 && core.maxConnections == 128 && core.queue == 256)
+    #expect(core.timeouts.connect == .seconds(1) && core.timeouts.firstByte == .seconds(15))
+    #expect(core.timeouts.total == .seconds(30) && core.pool.queueTimeout == .seconds(1))
+    #expect(core.pool.idleTimeout == .seconds(30) && core.pool.maxConnectionAge == .seconds(3600))
+    #expect(core.pool.maxIdle == 32 && core.maxConnections == 128 && core.pool.queueLength == 256)
     #expect(
-      core.maxRequestsPerConnection == 1000 && core.failuresToOpen == 5 && core.openDuration == .seconds(5))
-    #expect(core.maxResponseHeadBytes == 16384 && core.maxResponseBodyBytes == 8 * 1024 * 1024)
+      core.pool.maxRequestsPerConnection == 1000 && core.pool.failuresToOpen == 5
+        && core.pool.openDuration == .seconds(5))
+    #expect(core.response.maxHeadBytes == 16384 && core.response.maxBodyBytes == 8 * 1024 * 1024)
+  }
+
+  @Test("maxConnections counts the instance's connections: each loop's pool gets an equal share")
+  func poolLimitsPerLoop() throws {
+    var core = try #require(try load(gatewayConfig()).get().upstreams["core"])
+    core.maxConnections = 100
+    core.pool.maxIdle = 7
+    #expect(core.poolLimits(loops: 1).maxConnections == 100)
+    #expect(core.poolLimits(loops: 3).maxConnections == 33 && core.poolLimits(loops: 3).maxIdle == 7)
+    core.maxConnections = 2
+    #expect(core.poolLimits(loops: 4).maxConnections == 1)
+    // The queue is the instance's too; 0 (none wait) stays 0.
+    core.pool.queueLength = 10
+    #expect(core.poolLimits(loops: 4).queueLength == 2 && core.poolLimits(loops: 20).queueLength == 1)
+    core.pool.queueLength = 0
+    #expect(core.poolLimits(loops: 4).queueLength == 0)
   }
 
   @Test(

@@ -47,6 +47,13 @@ struct HTMLPage {
   /// Appends markup written here (never text from a request: use `text`).
   mutating func html(_ markup: String) { body += markup }
 
+  /// Appends `title` as the page's heading (escaped).
+  mutating func heading(_ title: String) {
+    html("<h1>")
+    text(title)
+    html("</h1>\n")
+  }
+
   /// Appends `message`, if any, as an alert paragraph (read out by screen readers at once) that
   /// takes focus on load unless an error summary already does; the title then starts "Error: ".
   mutating func alert(_ message: String?) {

@@ -69,9 +69,7 @@ public struct InvitationPages: Sendable {
     else { return invalid }
     let signed = try context.authenticator.signed(request, store)
     var page = HTMLPage(title: "Join \(school.name)")
-    page.html("<h1>Join ")
-    page.text(school.name)
-    page.html("</h1>\n")
+    page.heading("Join \(school.name)")
     page.summary(errors)
     page.alert(message)
     page.html("<p>You are invited to join ")

@@ -87,21 +87,22 @@ public struct PeoplePages: Sendable {
     return notices
   }()
 
-  /// The signed-in administrator of the request's school, or the answer to send instead.
-  func administrator(_ request: Request, _ store: ClientStore) throws(StoreError) -> Result<
-    (Signed, Membership), Refused
-  > {
+  /// Answers a request to the school's people pages: `handle` with the signed-in administrator
+  /// of the request's school, their membership and the store, or the answer to send instead.
+  func administrator(
+    _ request: Request, _ handle: (Signed, Membership, ClientStore) throws(StoreError) -> Response
+  ) throws(StoreError) -> Response {
+    let store = try context.store()
     let schoolID = request.parameters["schoolId"] ?? ""
     guard let signed = try context.authenticator.signed(request, store) else {
-      return .failure(
-        Refused(WebPages.redirect("/sign-in?return=" + Self.escapeQuery("/schools/\(schoolID)/people"))))
+      return WebPages.redirect("/sign-in?return=" + Self.escapeQuery("/schools/\(schoolID)/people"))
     }
     switch try SchoolAccess.check(
       store, accountID: signed.account.id, schoolID: schoolID, need: .administrator)
     {
-    case .notFound: return .failure(Refused(notFound))
-    case .forbidden: return .failure(Refused(forbidden))
-    case .granted(let found): return .success((signed, found))
+    case .notFound: return notFound
+    case .forbidden: return forbidden
+    case .granted(let membership): return try handle(signed, membership, store)
     }
   }
 
@@ -111,64 +112,57 @@ public struct PeoplePages: Sendable {
     _ request: Request, status: Status = .ok, message: String? = nil, notice: String? = nil,
     errors: FieldErrors = FieldErrors()
   ) throws(StoreError) -> Response {
-    let store = try context.store()
-    let signed: Signed
-    let membership: Membership
-    switch try administrator(request, store) {
-    case .success(let found): (signed, membership) = found
-    case .failure(let refused): return refused.response
+    try administrator(request) { signed, membership, store throws(StoreError) in
+      let school = membership.school
+      let base = "/schools/\(HTMLText.escape(school.id))"
+      let csrf = WebSecurity.csrfToken(binding: signed.token)
+      let done = request.query.flatMap { WebSecurity.fields(Array($0.utf8)) }?["done"].flatMap {
+        Self.notices[$0]
+      }
+      func form(_ action: String) -> String {
+        "<form method=\"post\" action=\"\(base)/people\"><input type=\"hidden\" name=\"csrf\" value=\"\(csrf)\">"
+          + "<input type=\"hidden\" name=\"action\" value=\"\(action)\">"
+      }
+      var page = HTMLPage(title: "People at \(school.name)")
+      page.heading("People at \(school.name)")
+      page.summary(errors)
+      page.alert(message)
+      if let note = notice ?? done {
+        page.html("<p role=\"status\">")
+        page.text(note)
+        page.html("</p>\n")
+      }
+      page.html("<h2>Members</h2>\n<table class=\"rows\">\n<thead><tr><th scope=\"col\">Name</th>")
+      page.html(
+        "<th scope=\"col\">Email</th><th scope=\"col\">Role</th><th scope=\"col\">Action</th></tr></thead>\n")
+      page.html("<tbody>\n")
+      for (i, member) in try store.members(schoolID: school.id).enumerated() {
+        let id = HTMLText.escape(member.accountID)
+        page.html("<tr><td>")
+        page.text(member.displayName)
+        page.html("</td><td>")
+        page.text(member.email)
+        page.html("</td><td>" + form("role"))
+        page.html("<input type=\"hidden\" name=\"account\" value=\"\(id)\">")
+        page.html("<select id=\"role-\(i)\" name=\"role\" aria-label=\"Role of ")
+        page.text(member.displayName)
+        page.html("\">\(Self.roleOptions(selected: member.role))</select> ")
+        page.html("<button class=\"button small\" type=\"submit\" aria-label=\"Change the role of ")
+        page.text(member.displayName)
+        page.html("\">Change</button></form></td><td>")
+        // Removing asks first (`confirmRemoval`): this form only opens that page.
+        page.html("<form method=\"get\" action=\"\(base)/people/remove\">")
+        page.html("<input type=\"hidden\" name=\"account\" value=\"\(id)\">")
+        page.html("<button class=\"button danger small\" type=\"submit\" aria-label=\"Remove ")
+        page.text(member.displayName)
+        page.html(" from the school\">Remove</button></form></td></tr>\n")
+      }
+      page.html("</tbody>\n</table>\n<h2>Invitations</h2>\n")
+      try invitationsSection(&page, schoolID: school.id, store: store, form: form)
+      inviteForm(&page, request, base: base, csrf: csrf, errors: errors)
+      page.html("<p><a href=\"/account\">Back to your account</a></p>\n")
+      return page.response(status, context: context)
     }
-    let school = membership.school
-    let base = "/schools/\(HTMLText.escape(school.id))"
-    let csrf = WebSecurity.csrfToken(binding: signed.token)
-    let done = request.query.flatMap { WebSecurity.fields(Array($0.utf8)) }?["done"].flatMap {
-      Self.notices[$0]
-    }
-    func form(_ action: String) -> String {
-      "<form method=\"post\" action=\"\(base)/people\"><input type=\"hidden\" name=\"csrf\" value=\"\(csrf)\">"
-        + "<input type=\"hidden\" name=\"action\" value=\"\(action)\">"
-    }
-    var page = HTMLPage(title: "People at \(school.name)")
-    page.html("<h1>People at ")
-    page.text(school.name)
-    page.html("</h1>\n")
-    page.summary(errors)
-    page.alert(message)
-    if let note = notice ?? done {
-      page.html("<p role=\"status\">")
-      page.text(note)
-      page.html("</p>\n")
-    }
-    page.html("<h2>Members</h2>\n<table class=\"rows\">\n<thead><tr><th scope=\"col\">Name</th>")
-    page.html(
-      "<th scope=\"col\">Email</th><th scope=\"col\">Role</th><th scope=\"col\">Action</th></tr></thead>\n")
-    page.html("<tbody>\n")
-    for (i, member) in try store.members(schoolID: school.id).enumerated() {
-      let id = HTMLText.escape(member.accountID)
-      page.html("<tr><td>")
-      page.text(member.displayName)
-      page.html("</td><td>")
-      page.text(member.email)
-      page.html("</td><td>" + form("role"))
-      page.html("<input type=\"hidden\" name=\"account\" value=\"\(id)\">")
-      page.html("<select id=\"role-\(i)\" name=\"role\" aria-label=\"Role of ")
-      page.text(member.displayName)
-      page.html("\">\(Self.roleOptions(selected: member.role))</select> ")
-      page.html("<button class=\"button small\" type=\"submit\" aria-label=\"Change the role of ")
-      page.text(member.displayName)
-      page.html("\">Change</button></form></td><td>")
-      // Removing asks first (`confirmRemoval`): this form only opens that page.
-      page.html("<form method=\"get\" action=\"\(base)/people/remove\">")
-      page.html("<input type=\"hidden\" name=\"account\" value=\"\(id)\">")
-      page.html("<button class=\"button danger small\" type=\"submit\" aria-label=\"Remove ")
-      page.text(member.displayName)
-      page.html(" from the school\">Remove</button></form></td></tr>\n")
-    }
-    page.html("</tbody>\n</table>\n<h2>Invitations</h2>\n")
-    try invitationsSection(&page, schoolID: school.id, store: store, form: form)
-    inviteForm(&page, request, base: base, csrf: csrf, errors: errors)
-    page.html("<p><a href=\"/account\">Back to your account</a></p>\n")
-    return page.response(status, context: context)
   }
 
   /// The People page's "Invite someone" form; after a refusal, what was typed and the chosen role.
@@ -231,46 +225,41 @@ public struct PeoplePages: Sendable {
 
   /// `GET .../people/remove?account=`: names the person and asks before removing them.
   func confirmRemoval(_ request: Request) throws(StoreError) -> Response {
-    let store = try context.store()
-    let signed: Signed
-    let membership: Membership
-    switch try administrator(request, store) {
-    case .success(let found): (signed, membership) = found
-    case .failure(let refused): return refused.response
+    try administrator(request) { signed, membership, store throws(StoreError) in
+      let accountID = request.query.flatMap { WebSecurity.fields(Array($0.utf8)) }?["account"] ?? ""
+      let school = membership.school
+      guard let member = try store.members(schoolID: school.id).first(where: { $0.accountID == accountID })
+      else {
+        return HTMLPage.problem(
+          .notFound, "Not a member", Self.noMember, context: context,
+          next: ("/schools/\(school.id)/people", "Back to the people"))
+      }
+      let base = "/schools/\(HTMLText.escape(school.id))"
+      var page = HTMLPage(title: "Remove \(member.displayName)?")
+      page.html("<h1>Remove ")
+      page.text(member.displayName)
+      page.html(" from ")
+      page.text(school.name)
+      page.html("?</h1>\n<p>")
+      page.text(member.displayName)
+      page.html(" (")
+      page.text(member.email)
+      page.html(") loses access to ")
+      page.text(school.name)
+      page.html(
+        " at once, on every device. We will email them to say so. You can invite them again later.</p>\n")
+      page.html("<form method=\"post\" action=\"\(base)/people\">\n")
+      page.html(
+        "<input type=\"hidden\" name=\"csrf\" value=\"\(WebSecurity.csrfToken(binding: signed.token))\">\n")
+      page.html("<input type=\"hidden\" name=\"action\" value=\"remove\">\n")
+      page.html("<input type=\"hidden\" name=\"account\" value=\"\(HTMLText.escape(member.accountID))\">\n")
+      page.html("<p class=\"actions\"><button class=\"button danger\" type=\"submit\">Remove ")
+      page.text(member.displayName)
+      page.html("</button> <a href=\"\(base)/people\">Keep ")
+      page.text(member.displayName)
+      page.html(" and go back</a></p>\n</form>\n")
+      return page.response(.ok, context: context)
     }
-    let accountID = request.query.flatMap { WebSecurity.fields(Array($0.utf8)) }?["account"] ?? ""
-    let school = membership.school
-    guard let member = try store.members(schoolID: school.id).first(where: { $0.accountID == accountID })
-    else {
-      return HTMLPage.problem(
-        .notFound, "Not a member", Self.noMember, context: context,
-        next: ("/schools/\(school.id)/people", "Back to the people"))
-    }
-    let base = "/schools/\(HTMLText.escape(school.id))"
-    var page = HTMLPage(title: "Remove \(member.displayName)?")
-    page.html("<h1>Remove ")
-    page.text(member.displayName)
-    page.html(" from ")
-    page.text(school.name)
-    page.html("?</h1>\n<p>")
-    page.text(member.displayName)
-    page.html(" (")
-    page.text(member.email)
-    page.html(") loses access to ")
-    page.text(school.name)
-    page.html(
-      " at once, on every device. We will email them to say so. You can invite them again later.</p>\n")
-    page.html("<form method=\"post\" action=\"\(base)/people\">\n")
-    page.html(
-      "<input type=\"hidden\" name=\"csrf\" value=\"\(WebSecurity.csrfToken(binding: signed.token))\">\n")
-    page.html("<input type=\"hidden\" name=\"action\" value=\"remove\">\n")
-    page.html("<input type=\"hidden\" name=\"account\" value=\"\(HTMLText.escape(member.accountID))\">\n")
-    page.html("<p class=\"actions\"><button class=\"button danger\" type=\"submit\">Remove ")
-    page.text(member.displayName)
-    page.html("</button> <a href=\"\(base)/people\">Keep ")
-    page.text(member.displayName)
-    page.html(" and go back</a></p>\n</form>\n")
-    return page.response(.ok, context: context)
   }
 
   static func roleOptions(selected: Role) -> String {

@@ -73,57 +73,52 @@ extension WebPages {
     "others": "Every other device has been signed out.",
   ]
 
-  /// The signed-in person behind a correction form, or the answer to send instead (signed out:
-  /// to sign in; a foreign or expired form: the refusal).
-  func signedForm(_ request: Request, _ store: ClientStore) throws(StoreError) -> Result<Signed, Refused> {
+  /// Answers a correction form: `handle` with the signed-in person behind it and the store, or the
+  /// answer to send instead (signed out: to sign in; a foreign or expired form: the refusal).
+  func signedForm(
+    _ request: Request, _ handle: (Signed, ClientStore) throws(StoreError) -> Response
+  ) throws(StoreError) -> Response {
+    let store = try context.store()
     guard let signed = try context.authenticator.signed(request, store) else {
-      return .failure(Refused(refusal(request, binding: nil, signedOut: true) ?? Self.redirect("/sign-in")))
+      return refusal(request, binding: nil, signedOut: true) ?? Self.redirect("/sign-in")
     }
-    if let refusal = refusal(request, binding: signed.token) { return .failure(Refused(refusal)) }
-    return .success(signed)
+    if let refusal = refusal(request, binding: signed.token) { return refusal }
+    return try handle(signed, store)
   }
 
   func rename(_ request: Request) throws(StoreError) -> Response {
-    let store = try context.store()
-    let signed: Signed
-    switch try signedForm(request, store) {
-    case .success(let s): signed = s
-    case .failure(let refused): return refused.response
+    try signedForm(request) { signed, store throws(StoreError) in
+      guard let name = AccountRules.displayName(WebSecurity.form(request)?["name"] ?? "") else {
+        return try refuse(request, "name", AccountRules.nameProblem)
+      }
+      try store.rename(accountID: signed.account.id, to: name)
+      return Self.redirect("/account?changed=name")
     }
-    guard let name = AccountRules.displayName(WebSecurity.form(request)?["name"] ?? "") else {
-      return try refuse(request, "name", AccountRules.nameProblem)
-    }
-    try store.rename(accountID: signed.account.id, to: name)
-    return Self.redirect("/account?changed=name")
   }
 
   func changePassword(_ request: Request) throws(StoreError) -> Response {
-    let store = try context.store()
-    let signed: Signed
-    switch try signedForm(request, store) {
-    case .success(let s): signed = s
-    case .failure(let refused): return refused.response
+    try signedForm(request) { signed, store throws(StoreError) in
+      let form = WebSecurity.form(request) ?? [:]
+      let current = form["current-password"] ?? ""
+      let new = form["new-password"] ?? ""
+      guard let email = EmailAddress(signed.account.email) else {
+        return try accountPage(
+          request, status: .badRequest, message: "Your account cannot change its password.")
+      }
+      guard !current.isEmpty, current.utf8.count <= Self.maxPasswordBytes else {
+        return try refuse(request, "current-password", "Enter your current password.")
+      }
+      // The policy first: a refused new password costs no Argon2id and counts no failure.
+      if let problem = PasswordPolicy.problem(new, email: email) {
+        return try refuse(request, "new-password", problem)
+      }
+      if let refusal = try wrongCurrentPassword(request, signed, current, store) { return refusal }
+      try store.changePassword(
+        accountID: signed.account.id, keeping: signed.session.id, hash: context.hasher.hash(new),
+        host: WebSecurity.host(of: context.deployment.origin),
+        mail: passwordChangedMail(signed.account, email: email, everywhere: false))
+      return Self.redirect("/account?changed=password")
     }
-    let form = WebSecurity.form(request) ?? [:]
-    let current = form["current-password"] ?? ""
-    let new = form["new-password"] ?? ""
-    guard let email = EmailAddress(signed.account.email) else {
-      return try accountPage(
-        request, status: .badRequest, message: "Your account cannot change its password.")
-    }
-    guard !current.isEmpty, current.utf8.count <= Self.maxPasswordBytes else {
-      return try refuse(request, "current-password", "Enter your current password.")
-    }
-    // The policy first: a refused new password costs no Argon2id and counts no failure.
-    if let problem = PasswordPolicy.problem(new, email: email) {
-      return try refuse(request, "new-password", problem)
-    }
-    if let refusal = try wrongCurrentPassword(request, signed, current, store) { return refusal }
-    try store.changePassword(
-      accountID: signed.account.id, keeping: signed.session.id, hash: context.hasher.hash(new),
-      host: WebSecurity.host(of: context.deployment.origin),
-      mail: passwordChangedMail(signed.account, email: email, everywhere: false))
-    return Self.redirect("/account?changed=password")
   }
 
   /// The account page again when `current` is not the signed-in person's password (checked with
@@ -147,73 +142,65 @@ extension WebPages {
   }
 
   func changeEmail(_ request: Request) throws(StoreError) -> Response {
-    let store = try context.store()
-    let signed: Signed
-    switch try signedForm(request, store) {
-    case .success(let s): signed = s
-    case .failure(let refused): return refused.response
-    }
-    let form = WebSecurity.form(request) ?? [:]
-    let typed = form["new-email"] ?? ""
-    let current = form["email-password"] ?? ""
-    guard typed.utf8.count <= Self.maxEmailBytes, let newEmail = EmailAddress(typed) else {
-      return try refuse(request, "new-email", "Enter the new email address.")
-    }
-    guard newEmail.normalised != signed.account.email, let oldEmail = EmailAddress(signed.account.email)
-    else {
-      return try refuse(request, "new-email", "That is already your email address.")
-    }
-    guard !current.isEmpty, current.utf8.count <= Self.maxPasswordBytes else {
-      return try refuse(request, "email-password", "Enter your current password.")
-    }
-    if let refusal = try wrongCurrentPassword(request, signed, current, store, field: "email-password") {
-      return refusal
-    }
-    let account = signed.account
-    // The same answer whether or not another account has the address: that account's
-    // owner is told instead.
-    try store.requestEmailChange(
-      account: account, to: newEmail, host: WebSecurity.host(of: context.deployment.origin),
-      confirm: { token in
-        MailTemplates.message(
-          kind: "email_change", to: newEmail, name: account.displayName,
-          subject: "Confirm your new Band Licence email address",
+    try signedForm(request) { signed, store throws(StoreError) in
+      let form = WebSecurity.form(request) ?? [:]
+      let typed = form["new-email"] ?? ""
+      let current = form["email-password"] ?? ""
+      guard typed.utf8.count <= Self.maxEmailBytes, let newEmail = EmailAddress(typed) else {
+        return try refuse(request, "new-email", "Enter the new email address.")
+      }
+      guard newEmail.normalised != signed.account.email, let oldEmail = EmailAddress(signed.account.email)
+      else {
+        return try refuse(request, "new-email", "That is already your email address.")
+      }
+      guard !current.isEmpty, current.utf8.count <= Self.maxPasswordBytes else {
+        return try refuse(request, "email-password", "Enter your current password.")
+      }
+      if let refusal = try wrongCurrentPassword(request, signed, current, store, field: "email-password") {
+        return refusal
+      }
+      let account = signed.account
+      // The same answer whether or not another account has the address: that account's
+      // owner is told instead.
+      try store.requestEmailChange(
+        account: account, to: newEmail, host: WebSecurity.host(of: context.deployment.origin),
+        confirm: { token in
+          MailTemplates.message(
+            kind: "email_change", to: newEmail, name: account.displayName,
+            subject: "Confirm your new Band Licence email address",
+            paragraphs: [
+              "You asked to use this address for your Band Licence account. Follow the link to confirm it, "
+                + "signed in to your account. It works once, for the next 24 hours; until then your account keeps "
+                + "its old address."
+            ],
+            link: ("Confirm this address", context.link(LinkFlow.emailChange.path + "?token=" + token)),
+            reason:
+              "You got this email because someone signed in to Band Licence asked to use this address. "
+              + "If it was not you, ignore it: nothing changes.")
+        },
+        inUse: MailTemplates.addressInUse(to: newEmail, link: context.link("/account/recover")),
+        notice: MailTemplates.message(
+          kind: "email_change_notice", to: oldEmail, name: account.displayName,
+          subject: "Your Band Licence email address is changing",
           paragraphs: [
-            "You asked to use this address for your Band Licence account. Follow the link to confirm it, "
-              + "signed in to your account. It works once, for the next 24 hours; until then your account keeps "
-              + "its old address."
+            "Someone signed in to your Band Licence account asked to change its email address to "
+              + newEmail.normalised + ". It changes only when the link sent there is followed by someone "
+              + "signed in to your account.",
+            "If that was you, there is nothing more to do. If it was not, sign in, cancel the change on your "
+              + "account page, and change your password: that signs out every other device.",
           ],
-          link: ("Confirm this address", context.link(LinkFlow.emailChange.path + "?token=" + token)),
-          reason:
-            "You got this email because someone signed in to Band Licence asked to use this address. "
-            + "If it was not you, ignore it: nothing changes.")
-      },
-      inUse: MailTemplates.addressInUse(to: newEmail, link: context.link("/account/recover")),
-      notice: MailTemplates.message(
-        kind: "email_change_notice", to: oldEmail, name: account.displayName,
-        subject: "Your Band Licence email address is changing",
-        paragraphs: [
-          "Someone signed in to your Band Licence account asked to change its email address to "
-            + newEmail.normalised + ". It changes only when the link sent there is followed by someone "
-            + "signed in to your account.",
-          "If that was you, there is nothing more to do. If it was not, sign in, cancel the change on your "
-            + "account page, and change your password: that signs out every other device.",
-        ],
-        link: ("Go to your account", context.link("/account")),
-        reason: "You got this email because it is the address of this Band Licence account."))
-    return Self.redirect("/account?changed=email")
+          link: ("Go to your account", context.link("/account")),
+          reason: "You got this email because it is the address of this Band Licence account."))
+      return Self.redirect("/account?changed=email")
+    }
   }
 
   /// `POST /account/email/cancel`: the signed-in person withdraws their pending email change.
   func cancelEmailChange(_ request: Request) throws(StoreError) -> Response {
-    let store = try context.store()
-    let signed: Signed
-    switch try signedForm(request, store) {
-    case .success(let s): signed = s
-    case .failure(let refused): return refused.response
+    try signedForm(request) { signed, store throws(StoreError) in
+      _ = try store.cancelEmailChange(accountID: signed.account.id)
+      return Self.redirect("/account?changed=email-cancelled")
     }
-    _ = try store.cancelEmailChange(accountID: signed.account.id)
-    return Self.redirect("/account?changed=email-cancelled")
   }
 
   /// The pending email change on `/account`, with its cancel button (empty when there is none).
@@ -259,14 +246,14 @@ extension WebPages {
         "<p><a class=\"button\" href=\"/sign-in?return=%2Faccount%2Femail%2Fconfirm\">Sign in</a></p>\n")
       return page.response(.ok, context: context)
     }
-    var page = HTMLPage(title: "Confirm your new email address")
-    page.html("<h1>Confirm your new email address</h1>\n<p>Use <strong>")
-    page.text(record.email)
-    page.html("</strong> for your Band Licence account instead of ")
-    page.text(account.email)
-    page.html("?</p>\n")
-    page.html(Self.linkForm(flow, token: token, button: "Use this address"))
-    return page.response(.ok, context: context)
+    return linkPage(flow, token: token, title: "Confirm your new email address", button: "Use this address") {
+      page in
+      page.html("<p>Use <strong>")
+      page.text(record.email)
+      page.html("</strong> for your Band Licence account instead of ")
+      page.text(account.email)
+      page.html("?</p>\n")
+    }
   }
 
   func confirmEmail(_ request: Request) throws(StoreError) -> Response {
@@ -315,14 +302,14 @@ extension WebPages {
     guard let token = flow.cookieToken(request),
       let record = try store.peekToken(token, purpose: flow.purpose)
     else { return linkExpired(flow) }
-    var page = HTMLPage(title: "Take your account back")
-    page.html("<h1>Take your account back</h1>\n<p>This makes <strong>")
-    page.text(record.email)
-    page.html(
-      "</strong> the address of your Band Licence account again, signs out every device signed in to it, ")
-    page.html("cancels every link sent for it, and asks you to choose a new password.</p>\n")
-    page.html(Self.linkForm(flow, token: token, button: "Take my account back"))
-    return page.response(.ok, context: context)
+    return linkPage(flow, token: token, title: "Take your account back", button: "Take my account back") {
+      page in
+      page.html("<p>This makes <strong>")
+      page.text(record.email)
+      page.html(
+        "</strong> the address of your Band Licence account again, signs out every device signed in to it, ")
+      page.html("cancels every link sent for it, and asks you to choose a new password.</p>\n")
+    }
   }
 
   /// `POST /account/email/restore`: the address is the account's again and its password nobody's;
@@ -355,11 +342,18 @@ extension WebPages {
     return response
   }
 
-  /// A link's one-button form: it posts to the flow's path, its CSRF token bound to the link's.
-  static func linkForm(_ flow: LinkFlow, token: String, button: String) -> String {
-    "<form class=\"form\" method=\"post\" action=\"\(flow.path)\">\n"
-      + "<input type=\"hidden\" name=\"csrf\" value=\"\(WebSecurity.csrfToken(binding: token))\">\n"
-      + "<button class=\"button\" type=\"submit\">\(button)</button>\n</form>\n"
+  /// A link's page (200): `title` as its heading, what `explain` writes, then the one-button form
+  /// that posts to the flow's path, its CSRF token bound to the link's.
+  func linkPage(
+    _ flow: LinkFlow, token: String, title: String, button: String, explain: (inout HTMLPage) -> Void
+  ) -> Response {
+    var page = HTMLPage(title: title)
+    page.heading(title)
+    explain(&page)
+    page.html("<form class=\"form\" method=\"post\" action=\"\(flow.path)\">\n")
+    page.html("<input type=\"hidden\" name=\"csrf\" value=\"\(WebSecurity.csrfToken(binding: token))\">\n")
+    page.html("<button class=\"button\" type=\"submit\">\(button)</button>\n</form>\n")
+    return page.response(.ok, context: context)
   }
 
   /// 409 for a link that cannot do what it says (its cookie cleared), with the way on.

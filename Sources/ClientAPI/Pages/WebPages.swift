@@ -332,34 +332,30 @@ public struct WebPages: Sendable {
   }
 
   func revoke(_ request: Request) throws(StoreError) -> Response {
-    let store = try context.store()
-    guard let signed = try context.authenticator.signed(request, store) else {
-      return refusal(request, binding: nil, signedOut: true) ?? Self.redirect("/sign-in")
+    try signedForm(request) { signed, store throws(StoreError) in
+      let id = WebSecurity.form(request)?["session"] ?? ""
+      guard try store.revokeOwnSession(id: id, accountID: signed.account.id, reason: "revoked_by_owner")
+      else {
+        return try accountPage(
+          request, status: .notFound,
+          message: "That device is no longer signed in; it may have ended already.")
+      }
+      if id == signed.session.id {
+        return Self.redirect(
+          "/sign-in?signed-out=1", cookie: WebSecurity.setCookie(WebSecurity.sessionCookie, "", maxAge: 0))
+      }
+      return Self.redirect("/account?changed=session")
     }
-    if let refusal = refusal(request, binding: signed.token) { return refusal }
-    let id = WebSecurity.form(request)?["session"] ?? ""
-    guard try store.revokeOwnSession(id: id, accountID: signed.account.id, reason: "revoked_by_owner") else {
-      return try accountPage(
-        request, status: .notFound, message: "That device is no longer signed in; it may have ended already.")
-    }
-    if id == signed.session.id {
-      return Self.redirect(
-        "/sign-in?signed-out=1", cookie: WebSecurity.setCookie(WebSecurity.sessionCookie, "", maxAge: 0))
-    }
-    return Self.redirect("/account?changed=session")
   }
 
   /// `POST /account/sessions/revoke-others`: every session of the account but this browser's ends.
   func revokeOthers(_ request: Request) throws(StoreError) -> Response {
-    let store = try context.store()
-    guard let signed = try context.authenticator.signed(request, store) else {
-      return refusal(request, binding: nil, signedOut: true) ?? Self.redirect("/sign-in")
+    try signedForm(request) { signed, store throws(StoreError) in
+      try store.revokeOtherSessions(
+        accountID: signed.account.id, keeping: signed.session.id,
+        keepingDevice: WebSecurity.cookie(TrustedDevice.cookie, in: request), reason: "revoked_by_owner")
+      return Self.redirect("/account?changed=others")
     }
-    if let refusal = refusal(request, binding: signed.token) { return refusal }
-    try store.revokeOtherSessions(
-      accountID: signed.account.id, keeping: signed.session.id,
-      keepingDevice: WebSecurity.cookie(TrustedDevice.cookie, in: request), reason: "revoked_by_owner")
-    return Self.redirect("/account?changed=others")
   }
 
   // MARK: deletion
@@ -391,27 +387,25 @@ public struct WebPages: Sendable {
   }
 
   func delete(_ request: Request) throws(StoreError) -> Response {
-    let store = try context.store()
-    guard let signed = try context.authenticator.signed(request, store) else {
-      return refusal(request, binding: nil, signedOut: true) ?? Self.redirect("/sign-in")
+    try signedForm(request) { signed, store throws(StoreError) in
+      let password = WebSecurity.form(request)?["password"] ?? ""
+      guard !password.isEmpty, password.utf8.count <= Self.maxPasswordBytes else {
+        return try deletionPage(request, status: .badRequest, message: "Enter your password.")
+      }
+      switch try context.authenticator.checkPassword(
+        email: signed.account.email, password: password, store: store, request: request)
+      {
+      case .passed: break
+      case .refused:
+        return try deletionPage(
+          request, status: .badRequest, message: "That password is not right. Try again.")
+      case .locked: return try deletionPage(request, status: .badRequest, message: Self.lockedMessage)
+      }
+      let sole = try store.requestDeletion(accountID: signed.account.id)
+      guard sole.isEmpty else { return try soleAdministratorPage(request, sole) }
+      return Self.redirect(
+        "/account/deleted", cookie: WebSecurity.setCookie(WebSecurity.sessionCookie, "", maxAge: 0))
     }
-    if let refusal = refusal(request, binding: signed.token) { return refusal }
-    let password = WebSecurity.form(request)?["password"] ?? ""
-    guard !password.isEmpty, password.utf8.count <= Self.maxPasswordBytes else {
-      return try deletionPage(request, status: .badRequest, message: "Enter your password.")
-    }
-    switch try context.authenticator.checkPassword(
-      email: signed.account.email, password: password, store: store, request: request)
-    {
-    case .passed: break
-    case .refused:
-      return try deletionPage(request, status: .badRequest, message: "That password is not right. Try again.")
-    case .locked: return try deletionPage(request, status: .badRequest, message: Self.lockedMessage)
-    }
-    let sole = try store.requestDeletion(accountID: signed.account.id)
-    guard sole.isEmpty else { return try soleAdministratorPage(request, sole) }
-    return Self.redirect(
-      "/account/deleted", cookie: WebSecurity.setCookie(WebSecurity.sessionCookie, "", maxAge: 0))
   }
 
   /// 409: the account is the only administrator of `schools`, so it cannot be deleted yet; the page

@@ -50,16 +50,16 @@ extension DeploymentLoader.Sections {
     upstream.enabled = flag("enabled", in: settings, path: path) ?? true
     let seconds = { (d: Duration) in GatewayLimits.format(GatewayLimits.seconds(d)) }
     for (key, value) in [
-      ("connectTimeout", upstream.connectTimeout), ("firstByteTimeout", upstream.firstByteTimeout),
+      ("connectTimeout", upstream.timeouts.connect), ("firstByteTimeout", upstream.timeouts.firstByte),
     ]
-    where value > upstream.totalTimeout {
+    where value > upstream.timeouts.total {
       problems.append(
-        "\(path).totalTimeout (\(seconds(upstream.totalTimeout)) s) must be at least \(key) (\(seconds(value)) s)"
+        "\(path).totalTimeout (\(seconds(upstream.timeouts.total)) s) must be at least \(key) (\(seconds(value)) s)"
       )
     }
-    if upstream.maxIdlePerLoop > upstream.maxConnections {
+    if upstream.pool.maxIdle > upstream.maxConnections {
       problems.append(
-        "\(path).maxIdlePerLoop (\(upstream.maxIdlePerLoop)) must be at most maxConnections "
+        "\(path).maxIdlePerLoop (\(upstream.pool.maxIdle)) must be at most maxConnections "
           + "(\(upstream.maxConnections))")
     }
     return target == nil ? nil : upstream

@@ -44,47 +44,48 @@ public enum GatewayLimits {
     seconds(
       "connectTimeout", 0.05...600,
       "opening a connection to the core (TCP or the Unix socket, and the TLS handshake for https)",
-      \.connectTimeout),
+      \.timeouts.connect),
     seconds(
       "firstByteTimeout", 0.05...600,
-      "from the request's last byte sent to the first byte of the core's answer", \.firstByteTimeout),
+      "from the request's last byte sent to the first byte of the core's answer", \.timeouts.firstByte),
     seconds(
       "totalTimeout", 0.05...3600,
       "one forwarded exchange, from its start to the answer's last byte; at least connectTimeout and firstByteTimeout",
-      \.totalTimeout),
+      \.timeouts.total),
     whole(
       .count, "maxIdlePerLoop", 0...1024,
       "idle connections each event loop keeps open for reuse (0: none); at most maxConnections",
-      \.maxIdlePerLoop),
+      \.pool.maxIdle),
     whole(
       .count, "maxConnections", 1...100_000,
       "connections to the core from this instance, idle and busy together", \.maxConnections),
     whole(
       .count, "queue", 0...100_000,
       "requests that may wait for a connection while maxConnections are busy; one more is refused at once",
-      \.queue),
-    seconds("queueTimeout", 0.001...600, "the longest wait in that queue", \.queueTimeout),
+      \.pool.queueLength),
+    seconds("queueTimeout", 0.001...600, "the longest wait in that queue", \.pool.queueTimeout),
     seconds(
       "idleTimeout", 0.1...3600,
       "an idle connection is closed after this long; keep it shorter than the core's keep-alive timeout",
-      \.idleTimeout),
+      \.pool.idleTimeout),
     whole(
       .count, "maxRequestsPerConnection", 1...1_000_000,
-      "requests one connection carries before it is closed", \.maxRequestsPerConnection),
+      "requests one connection carries before it is closed", \.pool.maxRequestsPerConnection),
     seconds(
-      "maxConnectionAge", 1...86400, "a connection this old is closed instead of reused", \.maxConnectionAge),
+      "maxConnectionAge", 1...86400, "a connection this old is closed instead of reused",
+      \.pool.maxConnectionAge),
     whole(
       .bytes, "maxResponseHeadBytes", 1024...1_048_576, "the core's status line and header section",
-      \.maxResponseHeadBytes),
+      \.response.maxHeadBytes),
     whole(
-      .bytes, "maxResponseBodyBytes", 0...1_073_741_824, "the core's answer body", \.maxResponseBodyBytes),
+      .bytes, "maxResponseBodyBytes", 0...1_073_741_824, "the core's answer body", \.response.maxBodyBytes),
     whole(
       .count, "failuresToOpen", 1...1000,
       "failures in a row (no connection, a timeout) that open the circuit: the core's routes are refused at once",
-      \.failuresToOpen),
+      \.pool.failuresToOpen),
     seconds(
       "openSeconds", 0.1...3600, "how long an open circuit refuses before one request tries the core again",
-      \.openDuration),
+      \.pool.openDuration),
   ]
 
   /// A forward route's numbers.

@@ -1,3 +1,5 @@
+import Edge
+
 /// One API core the gateway forwards to: a member of the file's `"upstreams"` object, by name.
 /// Every number has a default and a range (`GatewayLimits.upstream`, docs/limits.md); the file
 /// writes seconds as numbers (`0.5`), kept here as durations.
@@ -34,35 +36,22 @@ public struct UpstreamSettings: Sendable, Equatable {
   public var caFile: String? = nil
   /// `"serverName"` (https only): the name sent (SNI) and verified, when not the URL's host.
   public var serverName: String? = nil
-  /// `"connectTimeout"`: opening a connection, the TLS handshake included.
-  public var connectTimeout = Duration.seconds(1)
-  /// `"firstByteTimeout"`: from the request's last byte sent to the answer's first byte.
-  public var firstByteTimeout = Duration.seconds(15)
-  /// `"totalTimeout"`: one forwarded exchange from start to the answer's last byte.
-  public var totalTimeout = Duration.seconds(30)
-  /// `"maxIdlePerLoop"`: idle connections each event loop keeps for reuse.
-  public var maxIdlePerLoop = 32
-  /// `"maxConnections"`: connections to this core from this instance, idle and busy together.
+  /// `"connectTimeout"` (`connect`): opening a connection, the TLS handshake included;
+  /// `"firstByteTimeout"` (`firstByte`): from the request's last byte sent to the answer's first
+  /// byte; `"totalTimeout"` (`total`): one forwarded exchange from start to the answer's last byte.
+  public var timeouts = UpstreamTimeouts()
+  /// `"maxConnections"`: connections to this core from this instance, idle and busy together
+  /// (`poolLimits(loops:)` shares them out among the event loops).
   public var maxConnections = 128
-  /// `"queue"`: requests that may wait for a connection while all are busy.
-  public var queue = 256
-  /// `"queueTimeout"`: the longest wait in that queue.
-  public var queueTimeout = Duration.seconds(1)
-  /// `"idleTimeout"`: an idle connection is closed after this long; it must be shorter than the
-  /// core's own keep-alive timeout, or the core may close one as a request is sent on it.
-  public var idleTimeout = Duration.seconds(30)
-  /// `"maxRequestsPerConnection"`: requests one connection carries before it is closed.
-  public var maxRequestsPerConnection = 1000
-  /// `"maxConnectionAge"`: a connection this old is not reused.
-  public var maxConnectionAge = Duration.seconds(3600)
-  /// `"maxResponseHeadBytes"`: the core's status line and header section.
-  public var maxResponseHeadBytes = 16 * 1024
-  /// `"maxResponseBodyBytes"`: the core's answer body.
-  public var maxResponseBodyBytes = 8 * 1024 * 1024
-  /// `"failuresToOpen"`: failures in a row that open the circuit.
-  public var failuresToOpen = 5
-  /// `"openSeconds"`: how long an open circuit refuses before the core is tried again.
-  public var openDuration = Duration.seconds(5)
+  /// What each event loop's pool works within, from the file: `"maxIdlePerLoop"` (`maxIdle`);
+  /// `"queue"` (`queueLength`: per instance, shared out like `maxConnections`); `"queueTimeout"`; `"idleTimeout"` (it must be shorter than the
+  /// core's own keep-alive timeout, or the core may close a connection as a request is sent on it);
+  /// `"maxRequestsPerConnection"`; `"maxConnectionAge"`; `"failuresToOpen"`; `"openSeconds"`
+  /// (`openDuration`). Its `maxConnections` is not read: see `maxConnections`.
+  public var pool = UpstreamPoolLimits()
+  /// `"maxResponseHeadBytes"` (`maxHeadBytes`): the core's status line and header section;
+  /// `"maxResponseBodyBytes"` (`maxBodyBytes`): the core's answer body.
+  public var response = ResponseLimits()
   /// `"enabled"`: the core's kill switch; off, none of its routes is forwarded.
   public var enabled = true
 
@@ -70,6 +59,18 @@ public struct UpstreamSettings: Sendable, Equatable {
   public init(name: String, target: Target) {
     self.name = name
     self.target = target
+  }
+
+  /// What the pool of each of `loops` event loops works within: `pool`, with an equal share of
+  /// `maxConnections` and of the queue (rounded down; at least one connection, so that no loop is
+  /// left without, and at least one place in a queue that was not 0). With fewer connections than
+  /// loops, the instance may open one per loop.
+  public func poolLimits(loops: Int) -> UpstreamPoolLimits {
+    let loops = max(1, loops)
+    var limits = pool
+    limits.maxConnections = max(1, maxConnections / loops)
+    limits.queueLength = pool.queueLength == 0 ? 0 : max(1, pool.queueLength / loops)
+    return limits
   }
 
   /// The keys an upstream's object may hold.

@@ -19,25 +19,10 @@ public enum ParseResult: Sendable {
 /// the previous call must be a prefix of the next call's. After `.complete`, drop `consumed`
 /// bytes and go on with the rest. Work already done is never repeated, so feeding a request one
 /// byte at a time costs the same as feeding it whole. Every limit is checked as bytes arrive.
-public struct HTTP1Parser: Sendable {
-  private enum Phase: Sendable {
-    case requestLine
-    case fields
-    case fixedBody(Int)
-    case chunkSize
-    case chunkData(Int)
-    case chunkDataEnd
-    case trailers
-  }
-
-  private enum Framing { case none, fixed(Int), chunked }
-
+public struct HTTP1Parser: Sendable, HTTP1MessageParser {
   private let limits: Limits
-  private var phase = Phase.requestLine
-  /// Start of the line being read (or of the body framing being read).
-  private var lineStart = 0
-  /// Bytes already searched for a line feed.
-  private var scanned = 0
+  /// Where the parse stands (the line being read, the bytes searched) and the body read so far.
+  var reader = HTTP1Reader<HTTPParseError>()
   /// Where the request-line scan stands (it resumes there when more bytes arrive).
   private enum LineState: Sendable { case start, method, target, version }
   private var lineState = LineState.start
@@ -48,12 +33,9 @@ public struct HTTP1Parser: Sendable {
   private var targetStart = 0
   private var targetEnd = 0
   private var fieldsStart = 0
-  private var headEnd = 0
   private var fields: [HTTPFields.Field] = []
   private var trailerFields: [HTTPFields.Field] = []
-  private var trailersStart = 0
   private var messageEnd = 0
-  private var body: [UInt8] = []
   private var keepAlive = true
   private var expectsContinue = false
   /// Whether every field line of the head has been read (the framing rules may still refuse it).
@@ -61,8 +43,8 @@ public struct HTTP1Parser: Sendable {
 
   /// Whether the current request's head is complete (its body is being read).
   var hasHead: Bool {
-    switch phase {
-    case .requestLine, .fields: false
+    switch reader.phase {
+    case .startLine, .fields: false
     default: true
     }
   }
@@ -78,7 +60,7 @@ public struct HTTP1Parser: Sendable {
     switch try advance(buffer) {
     case .needMore: return .needMore
     case .head:
-      if expectsContinue && buffer.count == headEnd { return .continueExpected }
+      if expectsContinue && buffer.count == reader.headEnd { return .continueExpected }
       return try parse(buffer)
     case .complete(let consumed):
       return .complete(takeRequest(buffer, path: path(buffer)), consumed: consumed)
@@ -86,7 +68,7 @@ public struct HTTP1Parser: Sendable {
   }
 
   /// What `advance` reached: like `ParseResult`, without building the request.
-  enum Progress {
+  enum Progress: HTTP1Answer {
     case needMore
     /// The head is complete and a body follows: the route can be chosen (and the body limited, or
     /// the request refused) before any of it is read. Returned once per request; call again with
@@ -107,18 +89,18 @@ public struct HTTP1Parser: Sendable {
   var requestExpectsContinue: Bool { expectsContinue }
   /// The body the head announces, once it is read: 0 for none, nil for a chunked body.
   var announcedBodyLength: Int? {
-    switch phase {
+    switch reader.phase {
     case .fixedBody(let length): length
-    case .chunkSize, .chunkData, .chunkDataEnd, .trailers: nil
-    case .requestLine, .fields: 0
+    case .chunkSize, .chunkData, .chunkDataEnd, .trailers, .untilClose: nil
+    case .startLine, .fields: 0
     }
   }
   /// Whether any byte past the head is in `buffer` (a body has begun to arrive).
-  func bodyBegun(_ buffer: UnsafeRawBufferPointer) -> Bool { buffer.count > headEnd }
+  func bodyBegun(_ buffer: UnsafeRawBufferPointer) -> Bool { buffer.count > reader.headEnd }
 
   /// The most bytes of body the current request may carry: `Limits.maxBodyBytes`, or less once
   /// its route says so (`limitBody`).
-  private var bodyLimit: Int
+  private(set) var bodyLimit: Int
 
   /// After `.head`: the body may carry at most `bytes` (never more than `Limits.maxBodyBytes`); a
   /// chunked body past it is refused as it arrives.
@@ -153,12 +135,12 @@ public struct HTTP1Parser: Sendable {
   func errorContext(_ buffer: UnsafeRawBufferPointer) -> (path: String, accept: String?)? {
     // Nothing past the largest head is looked at.
     let window = UnsafeRawBufferPointer(rebasing: buffer[0..<min(buffer.count, limits.maxHeadBytes)])
-    if case .requestLine = phase {
+    if case .startLine = reader.phase {
       // A refused request line: the target as far as it was read (a 414's prefix still names its
       // part of the site).
       let end =
         switch lineState {
-        case .target: min(scanned, buffer.count)
+        case .target: min(reader.scanned, buffer.count)
         case .version: targetEnd
         case .start, .method: targetStart
         }
@@ -166,7 +148,7 @@ public struct HTTP1Parser: Sendable {
         buffer[targetStart] == UInt8(ascii: "/")
       else { return nil }
       // The field lines, if any arrived, follow the request line's line feed.
-      let accept = Self.findLineFeed(window, from: scanned).flatMap { lf in
+      let accept = Self.findLineFeed(window, from: reader.scanned).flatMap { lf in
         Self.bufferedAccept(window, from: lf + 1, to: min(window.count, lf + 1 + limits.maxHeaderBytes))
       }
       return (Request.splitTarget(buffer.bytes(targetStart..<end)).path, accept)
@@ -176,12 +158,13 @@ public struct HTTP1Parser: Sendable {
       return (path(buffer), Self.bufferedAccept(window, from: fieldsStart, to: end))
     }
     return (
-      path(buffer), HTTPFields(bytes: Array(buffer.bytes(0..<headEnd)), fields: fields).combined("accept")
+      path(buffer),
+      HTTPFields(bytes: Array(buffer.bytes(0..<reader.headEnd)), fields: fields).combined("accept")
     )
   }
 
   /// Bytes the parser holds for the body being read.
-  var bodyCapacity: Int { body.capacity }
+  var bodyCapacity: Int { reader.body.capacity }
 
   /// The request's path (no query), once complete.
   func path(_ buffer: UnsafeRawBufferPointer) -> String {
@@ -198,126 +181,32 @@ public struct HTTP1Parser: Sendable {
   /// Parses like `parse`, but leaves a complete request unbuilt, so that a prebuilt answer costs no
   /// allocation at all.
   mutating func advance(_ buffer: UnsafeRawBufferPointer) throws(HTTPParseError) -> Progress {
-    let count = buffer.count
     while true {
-      switch phase {
-      case .requestLine:
-        guard let lineEnd = try scanRequestLine(buffer) else { return .needMore }
-        try finishRequestLine(buffer, lineEnd)
-        lineStart = lineEnd + 2
-        scanned = lineStart
-        fieldsStart = lineStart
-        phase = .fields
-      case .fields, .trailers, .chunkSize:
-        guard let lf = Self.findLineFeed(buffer, from: scanned) else {
-          scanned = count
-          try checkLine(buffer, end: count)
-          return .needMore
-        }
-        scanned = lf + 1
-        // Size first, then syntax: the same line must fail the same way however its bytes arrived
-        // (the size check may already have refused it before its line feed came).
-        try checkLine(buffer, end: lf + 1)
-        // RFC 9112 §2.2: lines end in CRLF; a bare LF is refused.
-        guard lf > lineStart, buffer[lf - 1] == ASCII.cr else { throw .bareLineFeed }
-        let start = lineStart
-        let end = lf - 1
-        lineStart = lf + 1
-        if let result = try line(buffer, start, end) { return result }
-      case .fixedBody(let length):
-        guard count - headEnd >= length else { return .needMore }
-        body = Array(buffer.bytes(headEnd..<(headEnd + length)))
-        return finish(buffer, consumed: headEnd + length)
-      case .chunkData(let remaining):
-        let take = min(count - lineStart, remaining)
-        if take > 0 {
-          body.append(contentsOf: buffer.bytes(lineStart..<(lineStart + take)))
-          lineStart += take
-        }
-        if take < remaining {
-          phase = .chunkData(remaining - take)
-          scanned = lineStart
-          return .needMore
-        }
-        phase = .chunkDataEnd
-      case .chunkDataEnd:
-        // RFC 9112 §7.1: chunk-data is followed by CRLF, nothing else.
-        guard count > lineStart else { return .needMore }
-        if buffer[lineStart] == ASCII.lf { throw .bareLineFeed }
-        guard buffer[lineStart] == ASCII.cr else { throw .invalidChunkTerminator }
-        guard count > lineStart + 1 else { return .needMore }
-        guard buffer[lineStart + 1] == ASCII.lf else { throw .bareCarriageReturn }
-        lineStart += 2
-        scanned = lineStart
-        phase = .chunkSize
+      guard case .startLine = reader.phase else {
+        if let progress = try step(buffer) { return progress }
+        continue
       }
+      guard let lineEnd = try scanRequestLine(buffer) else { return .needMore }
+      try finishRequestLine(buffer, lineEnd)
+      reader.startFields(after: lineEnd)
+      fieldsStart = reader.lineStart
     }
   }
 
-  /// Handles one complete line [start, end) (CRLF excluded) in a line-oriented phase.
-  private mutating func line(
-    _ buffer: UnsafeRawBufferPointer, _ start: Int, _ end: Int
-  ) throws(HTTPParseError) -> Progress? {
-    switch phase {
-    case .fields:
-      if start == end {
-        headEnd = lineStart
-        fieldsComplete = true
-        return try finishHead(buffer)
-      }
-      try Self.parseField(buffer, start, end, into: &fields)
-      if fields.count > limits.maxHeaderCount { throw .tooManyHeaderFields }
-    case .trailers:
-      if start == end { return finish(buffer, consumed: lineStart) }
-      try Self.parseField(buffer, start, end, into: &trailerFields)
-      if fields.count + trailerFields.count > limits.maxHeaderCount { throw .tooManyHeaderFields }
-    case .chunkSize:
-      let size = try Self.parseChunkLine(buffer, start, end)
-      if size == 0 {
-        trailersStart = lineStart
-        phase = .trailers
-      } else {
-        // Framing counts against the body limit: the chunk's data must fit after what came before.
-        if lineStart - headEnd + size > bodyLimit { throw .bodyTooLarge }
-        if body.isEmpty { body.reserveCapacity(size) }
-        phase = .chunkData(size)
-      }
-    default:
-      break
-    }
-    return nil
+  /// The field section may run up to `Limits.maxHeaderBytes` from its start.
+  var headBound: Int { fieldsStart + limits.maxHeaderBytes }
+
+  var maxChunkExtensionBytes: Int { limits.maxChunkExtensionBytes }
+
+  mutating func fieldLine(_ buffer: UnsafeRawBufferPointer, _ start: Int, _ end: Int) throws(HTTPParseError) {
+    try Self.parseField(buffer, start, end, into: &fields)
+    if fields.count > limits.maxHeaderCount { throw .tooManyHeaderFields }
   }
 
-  /// Size limits on the line being read, whose bytes run up to `end`: the bytes received so far
-  /// while it is open, or its line feed plus one once it is complete. One rule at both points, so
-  /// a line is refused the same way however its bytes arrived.
-  private func checkLine(_ buffer: UnsafeRawBufferPointer, end: Int) throws(HTTPParseError) {
-    switch phase {
-    case .fields:
-      if end - fieldsStart > limits.maxHeaderBytes { throw .headerSectionTooLarge }
-    case .trailers:
-      // Trailers count against the header limit and, as part of the chunked body, the body limit.
-      let headerRoom = trailersStart + limits.maxHeaderBytes - (headEnd - fieldsStart)
-      try Self.firstCrossed(
-        end, headerRoom, .headerSectionTooLarge, headEnd + bodyLimit, .bodyTooLarge)
-    case .chunkSize:
-      // chunk-size (more than 15 hex digits is refused as too large), its extensions, then CRLF.
-      var digitsEnd = lineStart
-      while digitsEnd < min(end, lineStart + 16) && Self.hexValue(buffer[digitsEnd]) != nil { digitsEnd += 1 }
-      let lineRoom = digitsEnd + limits.maxChunkExtensionBytes + 2
-      try Self.firstCrossed(
-        end, lineRoom, .chunkExtensionTooLong, headEnd + bodyLimit, .bodyTooLarge)
-    default:
-      break
-    }
-  }
-
-  /// Throws the error of whichever bound the bytes up to `end` crossed first (a bound is the last
-  /// index allowed), so that the answer does not depend on how many bytes each read brought.
-  @inline(__always) private static func firstCrossed(
-    _ end: Int, _ a: Int, _ aError: HTTPParseError, _ b: Int, _ bError: HTTPParseError
-  ) throws(HTTPParseError) {
-    if end > min(a, b) { throw a <= b ? aError : bError }
+  mutating func trailerLine(_ buffer: UnsafeRawBufferPointer, _ start: Int, _ end: Int) throws(HTTPParseError)
+  {
+    try Self.parseField(buffer, start, end, into: &trailerFields)
+    if fields.count + trailerFields.count > limits.maxHeaderCount { throw .tooManyHeaderFields }
   }
 
   /// Longest method accepted: longer than any registered method (RFC 9112 §3: a method longer than
@@ -332,8 +221,8 @@ public struct HTTP1Parser: Sendable {
   /// the index of the line's CR once its CRLF is there.
   private mutating func scanRequestLine(_ buffer: UnsafeRawBufferPointer) throws(HTTPParseError) -> Int? {
     let count = buffer.count
-    var i = scanned
-    defer { scanned = i }
+    var i = reader.scanned
+    defer { reader.scanned = i }
     while i < count {
       let b = buffer[i]
       if b == ASCII.lf { throw .bareLineFeed }  // RFC 9112 §2.2: lines end in CRLF.
@@ -344,8 +233,8 @@ public struct HTTP1Parser: Sendable {
         case .start:
           // RFC 9112 §2.2: ignore empty lines received before the request-line.
           i += 2
-          lineStart = i
-          if lineStart > limits.maxRequestLineBytes { throw .invalidRequestLine }
+          reader.lineStart = i
+          if i > limits.maxRequestLineBytes { throw .invalidRequestLine }
           continue
         case .method, .target: throw .invalidRequestLine
         case .version:
@@ -366,7 +255,7 @@ public struct HTTP1Parser: Sendable {
           lineState = .target
         } else {
           guard ASCII.isToken(b) else { throw .invalidMethod }
-          if i - lineStart >= Self.maxMethodBytes { throw .methodTooLong }
+          if i - reader.lineStart >= Self.maxMethodBytes { throw .methodTooLong }
         }
       case .target:
         if b == ASCII.sp {
@@ -409,7 +298,7 @@ public struct HTTP1Parser: Sendable {
   private mutating func finishRequestLine(_ buffer: UnsafeRawBufferPointer, _ lineEnd: Int)
     throws(HTTPParseError)
   {
-    method = Self.method(buffer, lineStart, methodEnd)
+    method = Self.method(buffer, reader.lineStart, methodEnd)
     version = try Self.version(buffer, versionStart, lineEnd)
     try checkTargetForm(buffer)
   }
@@ -488,7 +377,8 @@ public struct HTTP1Parser: Sendable {
   }
 
   /// The head is complete: apply the message-framing rules of RFC 9112 §6 and RFC 9110 §7.2.
-  private mutating func finishHead(_ buffer: UnsafeRawBufferPointer) throws(HTTPParseError) -> Progress? {
+  mutating func endOfHead(_ buffer: UnsafeRawBufferPointer) throws(HTTPParseError) -> Progress? {
+    fieldsComplete = true
     var hosts = 0
     var contentLength: Int? = nil
     var transferCodings: [Substring] = []
@@ -529,7 +419,7 @@ public struct HTTP1Parser: Sendable {
     if hosts > 1 { throw .duplicateHost }
     if hosts == 0 && version == .http11 { throw .missingHost }
 
-    var framing = Framing.none
+    var framing = HTTP1Framing.none
     if sawTransferEncoding {
       // RFC 9112 §6.1: Transfer-Encoding with Content-Length is refused, as is any 1.0 use.
       if contentLength != nil { throw .contentLengthWithTransferEncoding }
@@ -546,15 +436,7 @@ public struct HTTP1Parser: Sendable {
       framing = .fixed(contentLength)
     }
     keepAlive = version == .http11 ? !close : keepAliveToken && !close
-    switch framing {
-    case .none:
-      return finish(buffer, consumed: headEnd)
-    case .fixed(let length):
-      phase = .fixedBody(length)
-    case .chunked:
-      scanned = headEnd
-      phase = .chunkSize
-    }
+    guard reader.startBody(framing) else { return complete(buffer, consumed: reader.headEnd) }
     expectsContinue = expectation
     return .head
   }
@@ -607,7 +489,7 @@ public struct HTTP1Parser: Sendable {
   /// chunk-size [ chunk-ext ] (RFC 9112 §7.1): hex digits, then `;name[=value]` extensions,
   /// checked and dropped. More than 15 hex digits is more than any body allowance. The response
   /// parser reads its chunks with it too.
-  static func parseChunkLine(
+  static func chunkSize(
     _ buffer: UnsafeRawBufferPointer, _ start: Int, _ end: Int
   ) throws(HTTPParseError) -> Int {
     var i = start
@@ -685,7 +567,7 @@ public struct HTTP1Parser: Sendable {
 
   // MARK: completion
 
-  private mutating func finish(_ buffer: UnsafeRawBufferPointer, consumed: Int) -> Progress {
+  mutating func complete(_ buffer: UnsafeRawBufferPointer, consumed: Int) -> Progress {
     messageEnd = consumed
     return .complete(consumed: consumed)
   }
@@ -694,22 +576,23 @@ public struct HTTP1Parser: Sendable {
   /// for the next one.
   mutating func takeRequest(_ buffer: UnsafeRawBufferPointer, path: String) -> Request {
     let consumed = messageEnd
-    let head = Array(buffer.bytes(0..<headEnd))
+    let head = Array(buffer.bytes(0..<reader.headEnd))
     var trailers = HTTPFields.empty
     if !trailerFields.isEmpty {
-      let base = Int32(trailersStart)
+      let base = Int32(reader.trailersStart)
       let rebased = trailerFields.map {
         HTTPFields.Field(
           nameStart: $0.nameStart - base, nameEnd: $0.nameEnd - base, valueStart: $0.valueStart - base,
           valueEnd: $0.valueEnd - base)
       }
-      trailers = HTTPFields(bytes: Array(buffer.bytes(trailersStart..<consumed)), fields: rebased)
+      trailers = HTTPFields(bytes: Array(buffer.bytes(reader.trailersStart..<consumed)), fields: rebased)
     }
     let split = Request.splitTarget(buffer.bytes(targetStart..<targetEnd))
     let request = Request(
       method: method, version: version, targetRange: targetStart..<targetEnd,
       queryStart: split.queryStart.map { targetStart + $0 }, path: path,
-      headers: HTTPFields(bytes: head, fields: fields), body: body, trailers: trailers, keepAlive: keepAlive,
+      headers: HTTPFields(bytes: head, fields: fields), body: reader.body, trailers: trailers,
+      keepAlive: keepAlive,
       expectsContinue: expectsContinue)
     reset()
     return request
@@ -719,13 +602,10 @@ public struct HTTP1Parser: Sendable {
   mutating func skipRequest() { reset() }
 
   private mutating func reset() {
-    phase = .requestLine
+    reader.startOver()
     lineState = .start
-    lineStart = 0
-    scanned = 0
     fields.removeAll(keepingCapacity: true)
     if !trailerFields.isEmpty { trailerFields = [] }
-    if !body.isEmpty { body = [] }
     keepAlive = true
     expectsContinue = false
     fieldsComplete = false

@@ -1,19 +1,11 @@
 extension HTTP1ResponseParser {
-  /// How the body of a final response ends.
-  enum Framing: Equatable {
-    case none
-    case fixed(Int)
-    case chunked
-    case untilClose
-  }
-
   /// The head [0, headEnd) is complete: report an interim response, or apply the message-framing
   /// rules (RFC 9112 §6.3) and go on to the body.
   mutating func endOfHead(_ buffer: UnsafeRawBufferPointer) throws(ResponseParseError) -> ResponseParseResult?
   {
     // RFC 9110 §15.2: an interim response has no body, and the final response follows it.
     if status < 200 {
-      let (interim, consumed) = (status, headEnd)
+      let (interim, consumed) = (status, reader.headEnd)
       skipInterim(consumed: consumed)
       return .informational(status: interim, consumed: consumed)
     }
@@ -21,24 +13,13 @@ extension HTTP1ResponseParser {
     // RFC 9112 §9.3: HTTP/1.0 (taken here as close), `Connection: close` and a body delimited by
     // the close end the connection.
     keepAlive = version == .http11 && !close && framing != .untilClose
-    switch framing {
-    case .none, .fixed(0):
-      return complete(buffer, consumed: headEnd)
-    case .fixed(let length):
-      phase = .fixedBody(length)
-    case .chunked:
-      scanned = headEnd
-      phase = .chunkSize
-    case .untilClose:
-      phase = .untilClose
-    }
-    return nil
+    return reader.startBody(framing) ? nil : complete(buffer, consumed: reader.headEnd)
   }
 
   /// What the framing fields of the head say (RFC 9112 §6.3), and whether `Connection: close` is
   /// among them.
   private func readFraming(_ buffer: UnsafeRawBufferPointer) throws(ResponseParseError) -> (
-    Framing, close: Bool
+    HTTP1Framing, close: Bool
   ) {
     var length: Int? = nil
     var lengthDigits = 0..<0

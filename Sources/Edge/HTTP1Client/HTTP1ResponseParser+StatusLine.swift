@@ -7,8 +7,8 @@ extension HTTP1ResponseParser {
   /// take it; a CR or LF anywhere else ends nothing but the scan.
   mutating func scanStatusLine(_ buffer: UnsafeRawBufferPointer) throws(ResponseParseError) -> Int? {
     let count = buffer.count
-    var i = scanned
-    defer { scanned = i }
+    var i = reader.scanned
+    defer { reader.scanned = i }
     while i < count {
       // Size first, then syntax: the same bytes fail the same way however they arrived.
       if i >= headRoom { throw .headTooLarge }

@@ -102,3 +102,5 @@ public enum ResponseParseError: Error, Equatable, Sendable, CaseIterable, Custom
     }
   }
 }
+
+extension ResponseParseError: HTTP1FramingError {}

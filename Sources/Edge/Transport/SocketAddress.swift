@@ -63,25 +63,24 @@ public enum SocketAddress: Sendable, Equatable, CustomStringConvertible {
   func withSockAddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
     switch self {
     case .v4(let host, let port):
-      var a = sockaddr_in()
-      a.sin_family = sa_family_t(AF_INET)
-      a.sin_port = port.bigEndian
-      inet_pton(AF_INET, host, &a.sin_addr)
-      return Self.asSockAddr(&a, body)
+      Self.withAddress(sockaddr_in(), AF_INET, host, port, \.sin_family, \.sin_port, \.sin_addr, body)
     case .v6(let host, let port):
-      var a = sockaddr_in6()
-      a.sin6_family = sa_family_t(AF_INET6)
-      a.sin6_port = port.bigEndian
-      inet_pton(AF_INET6, host, &a.sin6_addr)
-      return Self.asSockAddr(&a, body)
+      Self.withAddress(sockaddr_in6(), AF_INET6, host, port, \.sin6_family, \.sin6_port, \.sin6_addr, body)
     }
   }
 
-  /// A concrete socket address seen as the generic `sockaddr` the socket calls take.
-  private static func asSockAddr<Address, R>(
-    _ address: inout Address, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R
+  /// Calls `body` with `empty` given the family, the port and the numeric host (in the fields the
+  /// key paths name), seen as the generic `sockaddr` the socket calls take.
+  private static func withAddress<Address, Host, R>(
+    _ empty: Address, _ family: Int32, _ host: String, _ port: UInt16,
+    _ familyField: WritableKeyPath<Address, sa_family_t>, _ portField: WritableKeyPath<Address, in_port_t>,
+    _ hostField: WritableKeyPath<Address, Host>, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R
   ) -> R {
-    withUnsafePointer(to: &address) {
+    var address = empty
+    address[keyPath: familyField] = sa_family_t(family)
+    address[keyPath: portField] = port.bigEndian
+    _ = withUnsafeMutablePointer(to: &address[keyPath: hostField]) { inet_pton(family, host, $0) }
+    return withUnsafePointer(to: &address) {
       $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<Address>.size)) }
     }
   }

@@ -67,7 +67,7 @@ struct UpstreamPoolStateTests {
       }
     }
     #expect(h.pool.idleCount == maxIdle && closed == Array(ids.dropFirst(maxIdle)))
-    #expect(h.pool.counters.closedIdleLimit == 3 - maxIdle && h.pool.connectionCount == maxIdle)
+    #expect(h.pool.counters.closed(.idleLimit) == 3 - maxIdle && h.pool.connectionCount == maxIdle)
   }
 
   @Test("beyond maxConnections (connecting ones included) a request waits; beyond the queue it is refused")
@@ -80,7 +80,8 @@ struct UpstreamPoolStateTests {
     #expect(h.pool.acquire() == .queued(H.w(1)))
     #expect(h.pool.acquire() == .queued(H.w(2)))
     #expect(h.pool.acquire() == .refuse(.queueFull))
-    #expect(h.pool.connectionCount == 3 && h.pool.waitingCount == 2 && h.pool.counters.refusedQueueFull == 1)
+    #expect(
+      h.pool.connectionCount == 3 && h.pool.waitingCount == 2 && h.pool.counters.refused(.queueFull) == 1)
   }
 
   @Test("with no queue, a request beyond maxConnections is refused at once")
@@ -104,7 +105,7 @@ struct UpstreamPoolStateTests {
     h.clock.advance(by: .nanoseconds(1))
     #expect(h.pool.deadlinePassed() == [.refuse(H.w(1), .queueTimeout)])
     #expect(h.pool.nextDeadline == queuedAt.adding(.milliseconds(1400)))
-    #expect(h.pool.waitingCount == 1 && h.pool.counters.refusedQueueTimeout == 1)
+    #expect(h.pool.waitingCount == 1 && h.pool.counters.refused(.queueTimeout) == 1)
   }
 
   @Test("released connections go to the waiters in the order they came")
@@ -139,7 +140,7 @@ struct UpstreamPoolStateTests {
         .close(H.c(2), .notReusable), .connect(H.c(4), for: H.w(1)),
       ])
     #expect(h.pool.release(H.c(1), reusable: false) == [.close(H.c(1), .notReusable)])
-    #expect(h.pool.counters.closedNotReusable == 2 && h.pool.connectionCount == 2)
+    #expect(h.pool.counters.closed(.notReusable) == 2 && h.pool.connectionCount == 2)
   }
 
   @Test("an idle connection is closed at exactly its idle timeout, the least recently used first")
@@ -157,7 +158,7 @@ struct UpstreamPoolStateTests {
     #expect(h.pool.deadlinePassed() == [.close(H.c(1), .idleTimeout)])
     #expect(h.pool.nextDeadline == first.adding(.seconds(40)))
     #expect(h.pool.acquire() == .reuse(H.c(2)))
-    #expect(h.pool.nextDeadline == .never && h.pool.counters.closedIdleTimeout == 1)
+    #expect(h.pool.nextDeadline == .never && h.pool.counters.closed(.idleTimeout) == 1)
   }
 
   @Test("a connection that carried maxRequestsPerConnection requests is closed when released")
@@ -169,7 +170,7 @@ struct UpstreamPoolStateTests {
       #expect(h.pool.acquire() == .reuse(H.c(1)))
     }
     #expect(h.pool.release(H.c(1), reusable: true) == [.close(H.c(1), .requestLimit)])
-    #expect(h.pool.counters.closedRequestLimit == 1 && h.pool.acquire() == .connect(H.c(2)))
+    #expect(h.pool.counters.closed(.requestLimit) == 1 && h.pool.acquire() == .connect(H.c(2)))
   }
 
   @Test("a handed-over request counts toward the cap too")
@@ -195,7 +196,7 @@ struct UpstreamPoolStateTests {
     #expect(h.pool.acquire() == .reuse(H.c(1)))
     h.clock.advance(by: .nanoseconds(1))
     #expect(h.pool.release(H.c(1), reusable: true) == [.close(H.c(1), .ageLimit)])
-    #expect(h.pool.counters.closedAgeLimit == 1)
+    #expect(h.pool.counters.closed(.ageLimit) == 1)
   }
 
   @Test("an idle connection the upstream closed is forgotten; numbers are never given twice")
@@ -250,7 +251,7 @@ struct UpstreamPoolStateTests {
     #expect(h.pool.connectFailed(H.c(3), .connectRefused) == [.refuse(H.w(3), .circuitOpen)])
     #expect(h.pool.acquire() == .refuse(.circuitOpen))
     #expect(h.pool.circuit.gauge == 2 && h.pool.nextDeadline == h.clock.now().adding(.seconds(5)))
-    #expect(h.pool.counters.refusedCircuitOpen == 2)
+    #expect(h.pool.counters.refused(.circuitOpen) == 2)
   }
 
   @Test(
@@ -281,7 +282,7 @@ struct UpstreamPoolStateTests {
       h.pool.record(.fault(.totalTimeout), on: H.c(3)) == [
         .refuse(H.w(1), .circuitOpen), .refuse(H.w(2), .circuitOpen),
       ])
-    #expect(h.pool.waitingCount == 0 && h.pool.counters.refusedCircuitOpen == 2)
+    #expect(h.pool.waitingCount == 0 && h.pool.counters.refused(.circuitOpen) == 2)
     #expect(h.pool.release(H.c(1), reusable: false) == [.close(H.c(1), .notReusable)])
   }
 
@@ -354,7 +355,7 @@ struct UpstreamPoolStateTests {
     #expect(h.pool.release(H.c(1), reusable: true) == [.close(H.c(1), .disabled)])
     #expect(h.pool.setEnabled(true) == [])
     #expect(h.pool.acquire() == .connect(H.c(4)))
-    #expect(h.pool.counters.refusedDisabled == 1 && h.pool.counters.closedDisabled == 2)
+    #expect(h.pool.counters.refused(.disabled) == 1 && h.pool.counters.closed(.disabled) == 2)
   }
 
   @Test("switching off refuses the waiting requests")
@@ -364,7 +365,7 @@ struct UpstreamPoolStateTests {
     _ = h.pool.acquire()
     _ = h.pool.acquire()
     #expect(h.pool.setEnabled(false) == [.refuse(H.w(1), .disabled), .refuse(H.w(2), .disabled)])
-    #expect(h.pool.waitingCount == 0 && h.pool.counters.refusedDisabled == 2)
+    #expect(h.pool.waitingCount == 0 && h.pool.counters.refused(.disabled) == 2)
   }
 
   @Test("a pool made switched off refuses from the start")
