@@ -36,7 +36,7 @@ struct GatewayKeys: Sendable {
 
   /// The keys at start: the KEK, the store's first key made now if it has none (once for a fleet),
   /// and the services every snapshot's gateway routes share. Nil when there is no KEK (outside
-  /// development, without `--key-encryption-key`): then no route may be forwarded.
+  /// development, or on PostgreSQL, without `--key-encryption-key`): then no route may be forwarded.
   static func start(
     flag: String?, deployment: Deployment, store location: DatabaseLocation, services: ClientServices
   ) throws -> GatewayKeys? {
@@ -54,8 +54,8 @@ struct GatewayKeys: Sendable {
 
   /// Why forward routes cannot be served without a KEK.
   static let missing =
-    "is needed to forward routes outside development: start serve with --key-encryption-key FILE "
-    + "(or BAND_LICENCE_KEK_FILE)"
+    "is needed to forward routes outside development (and in development on PostgreSQL, which has "
+    + "no data directory to keep one in): start serve with --key-encryption-key FILE (or BAND_LICENCE_KEK_FILE)"
 
   /// Reads the keys again (at a reload: a rotation by `admin keys rotate` is published from then);
   /// on failure the keys held stay, and the log says why.

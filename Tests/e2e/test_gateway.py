@@ -1,0 +1,245 @@
+"""The gateway through the real binary: school-scoped calls forwarded to a recording API core
+(upstream.py) over TCP and a Unix socket — what the core receives, what the client gets back, every
+refusal before anything goes upstream, and the faults of a core that misbehaves. The assertion is
+verified with PyJWT against the JWKS band-edge publishes, as an API core in Python would."""
+
+import base64
+import hashlib
+import json
+import time
+from pathlib import Path
+
+import jwt
+import pytest
+from edge import Server, engine, exchange, fetch
+from test_session_api import add_session
+from upstream import RecordingUpstream
+
+ROOT = Path(__file__).resolve().parents[2]
+PREFIX = "/api/client/v1/schools"
+ORIGIN = "http://127.0.0.1:8080"
+
+
+def development_config(tmp_path, core_url, **core):
+    data = json.loads((ROOT / "config" / "development.json").read_text())
+    data["upstreams"] = {"core": {"url": core_url, **core}}
+    path = tmp_path / "development.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.fixture
+def core():
+    c = RecordingUpstream()
+    yield c
+    c.stop()
+
+
+def start(tmp_path, core, **settings):
+    """A development server forwarding to `core`. On SQLite its key-encryption key is made beside the
+    store; PostgreSQL has no data directory, so it is named (and made there, in development)."""
+    kek = ["--key-encryption-key", str(tmp_path / "kek")] if engine() == "postgres" else []
+    return Server("--config", str(development_config(tmp_path, core.url, **settings)), *kek,
+                  env={"BAND_LICENCE_ENV": "development"})
+
+
+def school(server, slug):
+    return server.store.query("SELECT id FROM schools WHERE slug = ?", (slug,))[0][0]
+
+
+def call(server, path, headers=None, method="GET", body=None):
+    body = body or b""
+    fields = [("Host", "127.0.0.1"), *(headers or {}).items()]
+    if body and method != "GET":
+        fields.append(("Content-Length", str(len(body))))
+    return exchange(server, method, path, fields, body)
+
+
+def bearer(token, **extra):
+    return {"Authorization": f"Bearer {token}", **extra}
+
+
+def jwks(server):
+    response = fetch(server, "/.well-known/band-licence/jwks.json")
+    assert response.status == 200
+    assert response.header("cache-control") == "public, max-age=300"
+    return json.loads(response.body)
+
+
+def verify(server, token, audience="core"):
+    """What an API core does: the kid from the JWKS, EdDSA only, iss and aud checked."""
+    header = jwt.get_unverified_header(token)
+    assert header == {"alg": "EdDSA", "kid": header["kid"], "typ": "band-assertion+jwt"}
+    keys = {k["kid"]: k for k in jwks(server)["keys"]}
+    key = jwt.PyJWK(keys[header["kid"]])
+    return jwt.decode(token, key.key, algorithms=["EdDSA"], audience=audience, issuer=ORIGIN,
+                      options={"require": ["iat", "exp", "sub", "sid", "school", "role", "scp"]})
+
+
+def test_a_read_reaches_the_core_with_exactly_its_fields_and_a_verifiable_assertion(tmp_path, core):
+    server = start(tmp_path, core)
+    try:
+        token = add_session(server, "ada@example.test", [("northfield", "teacher")])
+        sid = school(server, "northfield")
+        spoofs = {"Band-Licence-Assertion": "forged", "X-Forwarded-For": "203.0.113.9", "Forwarded": "for=1.2.3.4",
+                  "Connection": "band-licence-assertion, x-request-id", "X-Request-Id": "mine",
+                  "Cookie": "band_session=x", "Accept": "application/json", "X-Custom": "dropped"}
+        answer = call(server, f"{PREFIX}/{sid}/students?page=2", bearer(token, **spoofs))
+        assert answer.status == 200, answer.body
+        assert json.loads(answer.body)["target"] == f"{PREFIX}/{sid}/students?page=2"
+        assert answer.header("cache-control") == "no-store"
+        got = core.wait_for(1)[0]
+        names = {n.lower() for n, _ in got.fields}
+        assert not names & {"authorization", "cookie", "x-custom", "connection", "keep-alive", "upgrade"}
+        assert len(got.all("Band-Licence-Assertion")) == 1 and got.header("Band-Licence-Assertion") != "forged"
+        assert got.header("X-Request-Id") == answer.header("x-request-id") != "mine"
+        assert "203.0.113.9" not in (got.header("X-Forwarded-For") or "")
+        assert got.header("Accept") == "application/json"
+        claims = verify(server, got.header("Band-Licence-Assertion"))
+        assert claims["scp"] == "read" and claims["school"] == sid and claims["role"] == "teacher"
+        assert claims["chn"] == "native" and claims["exp"] - claims["iat"] <= 60
+        assert claims["sid"].startswith("ses_") and token not in json.dumps(claims)
+    finally:
+        server.stop()
+
+
+def test_a_write_is_bound_to_its_one_request(tmp_path, core):
+    server = start(tmp_path, core)
+    try:
+        token = add_session(server, "ada@example.test", [("northfield", "teacher")])
+        sid = school(server, "northfield")
+        body = b'{"student":"stu_1","present":true}'
+        answer = call(server, f"{PREFIX}/{sid}/attendance", bearer(
+            token, **{"Idempotency-Key": '"k-0001"', "Content-Type": "application/json"}), method="POST", body=body)
+        assert answer.status == 200, answer.body
+        got = core.wait_for(1)[0]
+        assert got.body == body and got.header("Content-Length") == str(len(body))
+        claims = verify(server, got.header("Band-Licence-Assertion"))
+        digest = base64.urlsafe_b64encode(hashlib.sha256(body).digest()).rstrip(b"=").decode()
+        assert claims["scp"] == "write" and claims["htm"] == "POST" and claims["bh"] == digest
+        assert claims["htp"] == f"{PREFIX}/{sid}/attendance" and claims["idk"] == '"k-0001"'
+        assert got.header("Idempotency-Key") == '"k-0001"'
+    finally:
+        server.stop()
+
+
+def test_refusals_before_anything_goes_upstream(tmp_path, core):
+    server = start(tmp_path, core)
+    try:
+        teacher = add_session(server, "ada@example.test", [("northfield", "teacher")])
+        reader = add_session(server, "bo@example.test", [("northfield", "read_only")])
+        other = add_session(server, "cy@example.test", [("southgate", "administrator")])
+        sid = school(server, "northfield")
+        json_post = {"Content-Type": "application/json", "Idempotency-Key": '"k-1"'}
+        cases = [
+            ("GET", {}, None, 401),
+            ("GET", bearer(other), None, 404),
+            ("POST", bearer(reader, **json_post), b"{}", 403),
+            ("POST", bearer(teacher, **{"Content-Type": "application/json"}), b"{}", 400),
+            ("POST", bearer(teacher, **{"Content-Type": "application/json", "Idempotency-Key": "k" * 256}),
+             b"{}", 400),
+            ("POST", bearer(teacher, **{"Content-Type": "text/plain", "Idempotency-Key": '"k-2"'}), b"x", 415),
+            ("DELETE", bearer(teacher), None, 405),
+        ]
+        for method, headers, body, status in cases:
+            answer = call(server, f"{PREFIX}/{sid}/attendance", headers, method=method, body=body)
+            assert answer.status == status, (method, headers, answer.body)
+            assert answer.header("cache-control") == "no-store"
+            assert {"error", "message"} <= set(json.loads(answer.body)) <= {"error", "message", "minimumRole"}
+        assert core.requests == []
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("behaviour,status,error", [
+    ("bad-framing", 502, "http_protocol_error"),
+    ("huge-head", 502, "http_response_header_section_size"),
+    ("reset-mid-body", 502, None),
+])
+def test_a_misbehaving_core_is_a_502_with_proxy_status(tmp_path, core, behaviour, status, error):
+    core.behaviour = behaviour
+    server = start(tmp_path, core)
+    try:
+        token = add_session(server, "ada@example.test", [("northfield", "teacher")])
+        answer = call(server, f"{PREFIX}/{school(server, 'northfield')}/students", bearer(token))
+        assert answer.status == status, answer.body
+        assert answer.header("cache-control") == "no-store"
+        proxy_status = answer.header("proxy-status") or ""
+        if error:
+            assert f"error={error}" in proxy_status
+        assert json.loads(answer.body)["error"]
+    finally:
+        server.stop()
+
+
+def test_a_stalled_core_is_a_504_at_the_configured_first_byte_timeout(tmp_path, core):
+    core.behaviour = "stall"
+    server = start(tmp_path, core, firstByteTimeout=0.3)
+    try:
+        token = add_session(server, "ada@example.test", [("northfield", "teacher")])
+        answer = call(server, f"{PREFIX}/{school(server, 'northfield')}/students", bearer(token))
+        assert answer.status == 504
+        assert "error=connection_read_timeout" in answer.header("proxy-status")
+    finally:
+        server.stop()
+
+
+def test_no_core_listening_is_a_502_and_a_switched_off_core_a_503(tmp_path):
+    gone = RecordingUpstream()
+    gone.stop()
+    server = start(tmp_path, gone)
+    try:
+        token = add_session(server, "ada@example.test", [("northfield", "teacher")])
+        answer = call(server, f"{PREFIX}/{school(server, 'northfield')}/students", bearer(token))
+        assert answer.status == 502 and "error=connection_refused" in answer.header("proxy-status")
+    finally:
+        server.stop()
+    server = start(tmp_path, gone, enabled=False)
+    try:
+        token = add_session(server, "ada@example.test", [("northfield", "teacher")])
+        answer = call(server, f"{PREFIX}/{school(server, 'northfield')}/students", bearer(token))
+        assert answer.status == 503 and answer.header("retry-after")
+    finally:
+        server.stop()
+
+
+def test_the_core_answer_loses_what_the_client_must_not_see(tmp_path, core):
+    core.behaviour = "set-cookie"
+    server = start(tmp_path, core)
+    try:
+        token = add_session(server, "ada@example.test", [("northfield", "teacher")])
+        answer = call(server, f"{PREFIX}/{school(server, 'northfield')}/students", bearer(token))
+        assert answer.status == 200
+        for name in ("set-cookie", "x-powered-by", "x-core-hop"):
+            assert answer.header(name) is None, name
+        assert answer.header("server") != "core/1.0"
+        assert answer.header("cache-control") == "no-store" and answer.header("etag") == '"v1"'
+    finally:
+        server.stop()
+
+
+def test_a_core_that_drops_idle_connections_costs_no_request_and_no_duplicate(tmp_path, core):
+    core.behaviour = "close-after"
+    server = start(tmp_path, core)
+    try:
+        token = add_session(server, "ada@example.test", [("northfield", "teacher")])
+        sid = school(server, "northfield")
+        for n in range(5):
+            answer = call(server, f"{PREFIX}/{sid}/students?n={n}", bearer(token))
+            assert answer.status == 200, answer.body
+        assert [r.target for r in core.requests] == [f"{PREFIX}/{sid}/students?n={n}" for n in range(5)]
+    finally:
+        server.stop()
+
+
+def test_a_unix_socket_core(tmp_path):
+    core = RecordingUpstream(unix=True)
+    server = start(tmp_path, core)
+    try:
+        token = add_session(server, "ada@example.test", [("northfield", "teacher")])
+        answer = call(server, f"{PREFIX}/{school(server, 'northfield')}/students", bearer(token))
+        assert answer.status == 200, answer.body
+        assert len(core.requests) == 1
+    finally:
+        server.stop()
+        core.stop()
