@@ -9,7 +9,8 @@ import Edge
 /// its address resolved and its instance-wide numbers split between the loops.
 enum UpstreamEndpoints {
   /// The endpoints for `deployment` served by `loops` event loops, and a line for each upstream
-  /// that cannot be reached as configured (it is kept, switched off, so its routes answer 503).
+  /// that cannot be reached as configured (a name that does not resolve, certificate authorities
+  /// that cannot be read): it is kept, switched off, so its routes answer 503.
   static func make(_ deployment: Deployment, loops: Int) -> (
     endpoints: [UpstreamEndpoint], problems: [String]
   ) {
@@ -29,10 +30,19 @@ enum UpstreamEndpoints {
           endpoint.enabled = false
           problems.append("upstream '\(settings.name)': '\(host)' does not resolve to an address")
         }
-      case .https:
-        // The loops' client speaks plain HTTP/1.1 (TCP or Unix) so far.
-        endpoint.enabled = false
-        problems.append("upstream '\(settings.name)': https:// upstreams are not served by this build yet")
+      case .https(let host, let port):
+        do {
+          endpoint.tls = try UpstreamTLS(serverName: settings.serverName ?? host, caFile: settings.caFile)
+          if let address = resolve(host, port: port) {
+            endpoint.address = .tcp(address)
+          } else {
+            endpoint.enabled = false
+            problems.append("upstream '\(settings.name)': '\(host)' does not resolve to an address")
+          }
+        } catch {
+          endpoint.enabled = false
+          problems.append("upstream '\(settings.name)': \(error)")
+        }
       }
       endpoints.append(endpoint)
     }

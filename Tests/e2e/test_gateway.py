@@ -6,6 +6,7 @@ verified with PyJWT against the JWKS band-edge publishes, as an API core in Pyth
 import base64
 import hashlib
 import json
+import subprocess
 import time
 from pathlib import Path
 
@@ -240,6 +241,44 @@ def test_a_unix_socket_core(tmp_path):
         answer = call(server, f"{PREFIX}/{school(server, 'northfield')}/students", bearer(token))
         assert answer.status == 200, answer.body
         assert len(core.requests) == 1
+    finally:
+        server.stop()
+        core.stop()
+
+
+def certificate(directory, name):
+    """A self-signed certificate for core.example.test and 127.0.0.1: (certificate, key) paths."""
+    cert, key = directory / f"{name}.crt", directory / f"{name}.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=core.example.test",
+                    "-addext", "subjectAltName=DNS:core.example.test,IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    return str(cert), str(key)
+
+
+@pytest.mark.parametrize("trust,server_name,status", [
+    ("own", None, 200),                    # verified as 127.0.0.1 (an IP SAN)
+    ("own", "core.example.test", 200),     # verified by name, sent as SNI
+    ("own", "other.example.test", 502),    # a name the certificate does not hold
+    ("other", None, 502),                  # signed by an authority not trusted
+])
+def test_an_https_core_is_verified(tmp_path, trust, server_name, status):
+    pair = certificate(tmp_path, "core")
+    other = certificate(tmp_path, "other")
+    core = RecordingUpstream(tls=pair)
+    settings = {"caFile": pair[0] if trust == "own" else other[0]}
+    if server_name:
+        settings["serverName"] = server_name
+    server = start(tmp_path, core, **settings)
+    try:
+        token = add_session(server, "ada@example.test", [("northfield", "teacher")])
+        answer = call(server, f"{PREFIX}/{school(server, 'northfield')}/students", bearer(token))
+        assert answer.status == status, answer.body
+        if status == 502:
+            assert "error=tls_protocol_error" in answer.header("proxy-status")
+            assert core.requests == []
+        else:
+            assert len(core.requests) == 1
     finally:
         server.stop()
         core.stop()

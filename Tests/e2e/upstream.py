@@ -13,13 +13,15 @@ request as received (raw bytes, parsed head, body) and answers each with what `b
 - "set-cookie": a JSON answer with Set-Cookie, Server, X-Powered-By, Cache-Control: public and a
   hop-by-hop field named in Connection.
 
-`behaviour` may be changed between requests."""
+`behaviour` may be changed between requests. With `tls` (a certificate and key file) it speaks
+HTTPS."""
 
 from __future__ import annotations
 
 import json
 import os
 import socket
+import ssl
 import struct
 import tempfile
 import threading
@@ -47,8 +49,13 @@ class Received:
 
 
 class RecordingUpstream:
-    def __init__(self, unix: bool = False, behaviour: str = "json"):
+    def __init__(self, unix: bool = False, behaviour: str = "json", tls: tuple[str, str] | None = None):
         self.behaviour = behaviour
+        self.tls = None
+        if tls:
+            self.tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            self.tls.load_cert_chain(*tls)
+        self.handshake_failures = 0
         self.requests: list[Received] = []
         self.connections = 0
         self.lock = threading.Lock()
@@ -62,7 +69,8 @@ class RecordingUpstream:
             self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             self.sock.bind(("127.0.0.1", 0))
-            self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+            scheme = "https" if tls else "http"
+            self.url = f"{scheme}://127.0.0.1:{self.sock.getsockname()[1]}"
         self.sock.listen(64)
         self.stopped = False
         threading.Thread(target=self._accept, daemon=True).start()
@@ -116,6 +124,14 @@ class RecordingUpstream:
 
     def _converse(self, conn: socket.socket, number: int):
         buffer = b""
+        if self.tls:
+            try:
+                conn = self.tls.wrap_socket(conn, server_side=True)
+            except (ssl.SSLError, OSError):
+                with self.lock:
+                    self.handshake_failures += 1
+                conn.close()
+                return
         try:
             while True:
                 behaviour = self.behaviour

@@ -48,7 +48,7 @@ final class UpstreamClient<Clock: EdgeClock> {
   }
 
   deinit {
-    for (fd, _) in sockets { close(fd) }
+    for (socket, _) in sockets.values { socket.close() }
     buffer.deallocate()
   }
 
@@ -164,15 +164,10 @@ final class UpstreamClient<Clock: EdgeClock> {
   func handle(_ fd: Int32, _ flags: UInt32) {
     guard let (socket, pool) = sockets[fd] else { return }
     if socket.connecting {
-      guard flags & UInt32(EPOLLOUT.rawValue | EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0 else { return }
-      if let fault = socket.connectResult() {
-        connectFailed(socket, pool, fault)
+      guard open(socket, pool, flags) else {
         flushAnswers()
         return
       }
-      socket.connecting = false
-      pool.state.connected(socket.id)
-      socket.exchange?.deadlines.writing()
     }
     if socket.exchange != nil, socket.written < socket.output.count {
       send(socket, pool)
@@ -183,6 +178,33 @@ final class UpstreamClient<Clock: EdgeClock> {
       receive(socket, pool)
     }
     flushAnswers()
+  }
+
+  /// Takes a connect (and a TLS handshake) on as far as `flags` allow; true once established.
+  private func open(_ socket: UpstreamSocket, _ pool: Pool, _ flags: UInt32) -> Bool {
+    if !socket.transportConnected {
+      guard flags & UInt32(EPOLLOUT.rawValue | EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0 else {
+        return false
+      }
+      if let fault = socket.connectResult() {
+        fail(socket, pool, fault)
+        return false
+      }
+      socket.transportConnected = true
+    }
+    if let tls = pool.endpoint.tls {
+      switch socket.handshake(tls) {
+      case .done: break
+      case .waiting: return false
+      case .failed:
+        fail(socket, pool, .tlsHandshakeFailed)
+        return false
+      }
+    }
+    socket.connecting = false
+    pool.state.connected(socket.id)
+    socket.exchange?.deadlines.writing()
+    return true
   }
 
   /// Writes what is left of the socket's request.
@@ -307,16 +329,12 @@ final class UpstreamClient<Clock: EdgeClock> {
     perform(actions, pool)
   }
 
-  private func connectFailed(_ socket: UpstreamSocket, _ pool: Pool, _ fault: UpstreamFault) {
-    fail(socket, pool, fault)
-  }
-
   /// Closes `socket` and forgets it (the pool is told by the caller).
   private func drop(_ socket: UpstreamSocket, _ pool: Pool) {
     guard sockets[socket.fd]?.0 === socket else { return }
     sockets[socket.fd] = nil
     pool.sockets[socket.id] = nil
-    close(socket.fd)  // also leaves the epoll set
+    socket.close()  // also leaves the epoll set
   }
 
   // MARK: pool actions

@@ -3,23 +3,18 @@
 /// every `Snapshot`; a loop keeps a pool whose endpoint did not change across a reload.
 public struct UpstreamEndpoint: Sendable, Equatable {
   /// Where the upstream listens.
-  public enum Address: Sendable, Equatable, CustomStringConvertible {
+  public enum Address: Sendable, Equatable {
     /// TCP to a numeric address.
     case tcp(SocketAddress)
     /// A Unix-domain socket at this absolute path.
     case unix(path: String)
-
-    public var description: String {
-      switch self {
-      case .tcp(let address): "\(address)"
-      case .unix(let path): "unix:\(path)"
-      }
-    }
   }
 
   /// The name routes send calls to (`UpstreamCall.upstream`).
   public var name: String
   public var address: Address
+  /// TLS over the connection, its certificate verified (nil: plain HTTP).
+  public var tls: UpstreamTLS?
   /// One loop's share of the pool (`maxConnections` and `queueLength` are per loop here).
   public var pool: UpstreamPoolLimits
   public var timeouts: UpstreamTimeouts
@@ -29,12 +24,13 @@ public struct UpstreamEndpoint: Sendable, Equatable {
 
   /// An endpoint named `name` at `address`.
   public init(
-    name: String, address: Address, pool: UpstreamPoolLimits = UpstreamPoolLimits(),
+    name: String, address: Address, tls: UpstreamTLS? = nil, pool: UpstreamPoolLimits = UpstreamPoolLimits(),
     timeouts: UpstreamTimeouts = UpstreamTimeouts(), response: ResponseLimits = ResponseLimits(),
     enabled: Bool = true
   ) {
     self.name = name
     self.address = address
+    self.tls = tls
     self.pool = pool
     self.timeouts = timeouts
     self.response = response

@@ -1,4 +1,5 @@
 import CLinux
+import COpenSSL
 import Glibc
 
 /// One exchange in flight: the call, the request it answers, its deadlines and what is known of
@@ -23,8 +24,12 @@ final class UpstreamSocket {
   let fd: Int32
   let id: UpstreamConnectionID
   let generation: UInt64
-  /// Until the connect completes.
+  /// Until the connect, and the TLS handshake if any, completes.
   var connecting = true
+  /// Whether the TCP (or Unix) connect completed.
+  var transportConnected = false
+  /// The TLS session over the socket, once the connect completed (nil: plain).
+  private(set) var tls: OpaquePointer?
   var exchange: UpstreamExchange?
   /// The request being written, and how much of it is written.
   var output: [UInt8] = []
@@ -77,7 +82,7 @@ final class UpstreamSocket {
     }
     if status != 0 && errno != EINPROGRESS {
       let code = errno
-      close(fd)
+      Glibc.close(fd)
       return .failed(connectFault(code, unix: family == AF_UNIX))
     }
     return .started(UpstreamSocket(fd: fd, id: id, generation: generation))
@@ -145,6 +150,17 @@ final class UpstreamSocket {
   /// Writes what is left of the request.
   func write() -> Write {
     while written < output.count {
+      if let tls {
+        let n = output.withUnsafeBytes { raw in
+          SSL_write(tls, raw.baseAddress.map { $0 + written }, Int32(clamping: raw.count - written))
+        }
+        if n > 0 {
+          written += Int(n)
+          continue
+        }
+        let error = SSL_get_error(tls, n)
+        return error == SSL_ERROR_WANT_WRITE || error == SSL_ERROR_WANT_READ ? .blocked : .failed
+      }
       let n = output.withUnsafeBytes { raw in
         guard let base = raw.baseAddress else { return 0 }
         return send(fd, base + written, raw.count - written, Int32(MSG_NOSIGNAL))
@@ -174,19 +190,60 @@ final class UpstreamSocket {
 
   /// Reads everything available into `input`, through `buffer`.
   func read(through buffer: UnsafeMutableRawBufferPointer) -> Read {
+    if let tls { return readTLS(tls, through: buffer) }
+    let plain = PlainTransport(fd: fd)
     while true {
-      let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
-      if n > 0 {
-        input.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-      } else if n == 0 {
-        return .ended
-      } else if errno == EINTR {
-        continue
-      } else if errno == EAGAIN {
-        return .drained
-      } else {
-        return .failed
+      switch plain.read(into: buffer) {
+      case .bytes(let n, _): input.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+      case .wouldBlock: return .drained
+      case .ended: return .ended
+      case .failed: return .failed
       }
     }
+  }
+
+  private func readTLS(_ tls: OpaquePointer, through buffer: UnsafeMutableRawBufferPointer) -> Read {
+    while true {
+      let n = SSL_read(tls, buffer.baseAddress, Int32(clamping: buffer.count))
+      if n > 0 {
+        input.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[0..<Int(n)]))
+        continue
+      }
+      switch SSL_get_error(tls, n) {
+      case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE: return .drained
+      // A close without close_notify counts as a close (the context ignores unexpected EOF): the
+      // response's own framing says whether it was whole.
+      case SSL_ERROR_ZERO_RETURN: return .ended
+      default: return .failed
+      }
+    }
+  }
+
+  /// What the TLS handshake came to.
+  enum Handshake {
+    case done
+    case waiting
+    case failed
+  }
+
+  /// Starts TLS over the connected socket with `context`, then drives the handshake (call again
+  /// on each event until it is not `waiting`).
+  func handshake(_ context: UpstreamTLS) -> Handshake {
+    if tls == nil {
+      guard let session = context.session(fd: fd) else { return .failed }
+      tls = session
+    }
+    guard let tls else { return .failed }
+    let result = SSL_connect(tls)
+    if result == 1 { return .done }
+    let error = SSL_get_error(tls, result)
+    return error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE ? .waiting : .failed
+  }
+
+  /// Closes the socket (and frees its TLS session; no close_notify: the exchange is over or failed).
+  func close() {
+    if let tls { SSL_free(tls) }
+    tls = nil
+    Glibc.close(fd)
   }
 }
