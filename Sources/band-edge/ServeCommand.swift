@@ -99,6 +99,7 @@ enum ServeCommand {
       let hasAdminListener = try applyAdminListener(deployment, to: &options)
       // The application's metric families join the engine's before anything counts or is shown.
       AccountMetrics.register()
+      GatewayMetrics.register()
       Metrics.process.namespace = EngineRules.metricNamespace
       Metrics.process.enabled = options.metricsOn
       // Off, the registry still serves its gauges (queue depths among them); no thread gets a shard.
@@ -123,6 +124,8 @@ enum ServeCommand {
         http2: options.http2, tlsFiles: options.settings.server.tls == nil ? nil : tlsPairs,
         loops: options.settings.server.threads)
       options.settings.server.upstreams = upstreams(deployment, loops: options.settings.server.threads)
+      options.settings.server.upstreamMetrics = UpstreamMetrics.register(
+        upstreams: deployment.upstreams.keys.sorted())
       return try serve(deployment, options, router: router, adminRouter: adminRouter, reload: reload)
     } catch {
       for line in error.lines { fail(line) }

@@ -282,3 +282,46 @@ def test_an_https_core_is_verified(tmp_path, trust, server_name, status):
     finally:
         server.stop()
         core.stop()
+
+
+def series(exposition, name, **labels):
+    """The value of the series `name{labels}` (labels in any order), 0 when absent."""
+    for line in exposition.splitlines():
+        if not line.startswith(name + "{"):
+            continue
+        body, value = line.rsplit(" ", 1)
+        found = dict(part.split("=", 1) for part in body[len(name) + 1:-1].split(","))
+        if all(found.get(k) == f'"{v}"' for k, v in labels.items()):
+            return float(value)
+    return 0.0
+
+
+def test_forwarded_exchanges_are_counted_and_logged(tmp_path, core):
+    server = start(tmp_path, core)
+    try:
+        token = add_session(server, "ada@example.test", [("northfield", "teacher")])
+        sid = school(server, "northfield")
+        for _ in range(3):
+            assert call(server, f"{PREFIX}/{sid}/students", bearer(token)).status == 200
+        assert call(server, f"{PREFIX}/{sid}/students").status == 401
+        core.behaviour = "bad-framing"
+        assert call(server, f"{PREFIX}/{sid}/students", bearer(token)).status == 502
+        exposition = server.metrics()
+        assert series(exposition, "band_edge_upstream_requests_total", upstream="core", outcome="2xx") == 3
+        assert series(exposition, "band_edge_upstream_requests_total", upstream="core", outcome="fault") == 1
+        assert series(exposition, "band_edge_upstream_errors_total", upstream="core", error="http_protocol_error") == 1
+        assert series(exposition, "band_edge_gateway_refusals_total", status="401") == 1
+        opened = series(exposition, "band_edge_upstream_connections_total", upstream="core", event="opened")
+        reused = series(exposition, "band_edge_upstream_connections_total", upstream="core", event="reused")
+        assert opened + reused == 4 and reused >= 2, (opened, reused)
+        assert series(exposition, "band_edge_upstream_duration_seconds_count", upstream="core", phase="total") == 4
+        lines = [line for line in server.access_log(minimum=5) if line.get("path", "").endswith("/students")]
+        # Each loop writes its own lines: their order across loops is not the requests'.
+        forwarded = [line for line in lines if "upstream" in line]
+        assert sorted(line.get("upstream_status", 0) for line in forwarded) == [0, 200, 200, 200]
+        failed = [line for line in forwarded if "upstream_status" not in line]
+        assert failed[0]["upstream_error"] == "http_protocol_error" and failed[0]["status"] == 502
+        assert all(line["upstream"] == "core" and line["upstream_us"] >= 0 for line in forwarded)
+        assert len(lines) - len(forwarded) == 1, "the refusal never went upstream"
+    finally:
+        server.stop()

@@ -74,6 +74,8 @@ public struct Response: Sendable {
   /// Set when the answer is to come from an upstream (`Response.forward`): the loop sends the call
   /// and answers with what the call makes of the upstream's response.
   public internal(set) var forward: UpstreamCall? = nil
+  /// Set on an answer made from an upstream's (or its fault): what the access log says of it.
+  public internal(set) var upstream: UpstreamNote? = nil
 
   /// A response; `headers` must not contain the writer's own fields (checked).
   public init(status: Status, headers: [(name: String, value: String)] = [], body: Body = .empty) {

@@ -39,11 +39,12 @@ public struct ConnectionContext: Sendable {
   /// written) and the request's metrics (`bodyBytes`: the body sent).
   mutating func served(
     route: RouteIndex, method: HTTPMethod?, path: String?, protocol: MetricProtocol, status: Int, bytes: Int,
-    bodyBytes: Int, cacheClass: CacheClass, durationNanoseconds: UInt64, client: String
+    bodyBytes: Int, cacheClass: CacheClass, durationNanoseconds: UInt64, client: String,
+    upstream: UpstreamNote? = nil
   ) {
     log.record(
       method: method, path: path, protocol: `protocol`, status: status, bytes: bytes,
-      durationNanoseconds: durationNanoseconds, client: client)
+      durationNanoseconds: durationNanoseconds, client: client, upstream: upstream)
     metrics?.served(
       route: route, method: method, protocol: `protocol`, status: status, cacheClass: cacheClass,
       bytes: bodyBytes, durationNanoseconds: durationNanoseconds)
@@ -604,7 +605,8 @@ struct ConnectionMachine<Clock: EdgeClock> {
     context.served(
       route: route, method: method, path: path, protocol: .http1, status: response.status.code, bytes: bytes,
       bodyBytes: headOnly ? 0 : response.body.count, cacheClass: cacheClass,
-      durationNanoseconds: now.nanoseconds &- started.nanoseconds, client: client)
+      durationNanoseconds: now.nanoseconds &- started.nanoseconds, client: client, upstream: response.upstream
+    )
   }
 
   /// Answers a request that cannot be parsed or finished, and closes after the answer.

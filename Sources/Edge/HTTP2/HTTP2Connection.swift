@@ -277,7 +277,8 @@ final class HTTP2Connection<Clock: EdgeClock> {
     context.served(
       route: route, method: method, path: path, protocol: .h2, status: response.status.code,
       bytes: response.body.count, bodyBytes: headOnly ? 0 : response.body.count, cacheClass: cacheClass,
-      durationNanoseconds: now.nanoseconds &- started.nanoseconds, client: client)
+      durationNanoseconds: now.nanoseconds &- started.nanoseconds, client: client, upstream: response.upstream
+    )
   }
 
   /// A pooled handler answered `stream` (which may have been reset meanwhile: then nothing is sent).

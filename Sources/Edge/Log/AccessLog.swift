@@ -7,8 +7,9 @@ import Synchronization
 /// One loop's buffer of access-log lines: one JSON object per request.
 ///
 /// Lines carry the method, the path without its query (queries can carry codes and tokens),
-/// the protocol, the status, the bytes written, the duration and the client. Nothing else from the request
-/// is ever logged. The loop flushes the buffer once per wake-up, so logging costs no syscall
+/// the protocol, the status, the bytes written, the duration and the client, and for a forwarded
+/// request its upstream's name, status (or `Proxy-Status` error) and time. Nothing else from the
+/// request is ever logged. The loop flushes the buffer once per wake-up, so logging costs no syscall
 /// per request.
 public struct AccessLog: Sendable {
   /// Whether lines are recorded at all.
@@ -27,7 +28,7 @@ public struct AccessLog: Sendable {
 
   mutating func record(
     method: HTTPMethod?, path: String?, protocol: MetricProtocol = .http1, status: Int, bytes: Int,
-    durationNanoseconds: UInt64, client: String
+    durationNanoseconds: UInt64, client: String, upstream: UpstreamNote? = nil
   ) {
     guard enabled else { return }
     refreshTime()
@@ -58,7 +59,25 @@ public struct AccessLog: Sendable {
     OutputQueue.appendDecimal(Int(durationNanoseconds / 1000), to: &buffer)
     buffer.append(static: #","client":""#)
     buffer.append(utf8: client)
-    buffer.append(static: "\"}\n")
+    buffer.append(static: "\"")
+    if let upstream { note(upstream) }
+    buffer.append(static: "}\n")
+  }
+
+  /// `,"upstream":…,"upstream_status":…` (or `"upstream_error"`) `,"upstream_us":…`.
+  private mutating func note(_ upstream: UpstreamNote) {
+    buffer.append(static: #","upstream":""#)
+    buffer.append(utf8: JSONString.escaped(upstream.upstream))
+    if let status = upstream.status {
+      buffer.append(static: #"","upstream_status":"#)
+      OutputQueue.appendDecimal(status, to: &buffer)
+    } else {
+      buffer.append(static: #"","upstream_error":""#)
+      buffer.append(utf8: upstream.error ?? "")
+      buffer.append(static: "\"")
+    }
+    buffer.append(static: #","upstream_us":"#)
+    OutputQueue.appendDecimal(Int(upstream.durationNanoseconds / 1000), to: &buffer)
   }
 
   private mutating func refreshTime() {

@@ -141,13 +141,15 @@ final class EventLoop {
   /// The loop's connections to upstreams, for forwarded calls: made with the first upstream
   /// configured or call forwarded, so a loop that forwards nothing pays nothing for it.
   private var upstreamClient: UpstreamClient<MonotonicClock>?
+  private let upstreamMetrics: UpstreamMetrics?
   private static let maxEvents: Int32 = 256
 
   init(
     listeners: [Int32], tlsListeners: Set<Int32> = [], tls: TLSContext? = nil, mailbox: LoopMailbox,
     pool: WorkerPool,
     background: WorkerPool, limits: Limits, budget: RequestBudget, context: ConnectionContext,
-    http2Cleartext: Bool = false, allowed: [IPNetwork]? = nil, upstreams: [UpstreamEndpoint] = []
+    http2Cleartext: Bool = false, allowed: [IPNetwork]? = nil, upstreams: [UpstreamEndpoint] = [],
+    upstreamMetrics: UpstreamMetrics? = nil
   )
     throws(SystemError)
   {
@@ -164,6 +166,7 @@ final class EventLoop {
     self.context = context
     self.http2Cleartext = http2Cleartext
     self.allowed = allowed
+    self.upstreamMetrics = upstreamMetrics
     metrics = context.metrics
     buffers = .allocate(tls: !tlsListeners.isEmpty)
     for fd in listeners + [mailbox.eventFD] {
@@ -642,7 +645,8 @@ final class EventLoop {
   /// The loop's upstream client, made on first use.
   private func upstream() -> UpstreamClient<MonotonicClock> {
     if let upstreamClient { return upstreamClient }
-    let made = UpstreamClient(epoll: epoll, clock: clock) { [unowned self] key, response in
+    let made = UpstreamClient(epoll: epoll, clock: clock, metrics: upstreamMetrics, shard: metrics) {
+      [unowned self] key, response in
       complete(key, response)
     }
     upstreamClient = made

@@ -50,6 +50,8 @@ public struct ServerConfiguration: Sendable {
   /// The upstreams forwarded calls go to (each loop keeps its own pool of each); a `Snapshot`
   /// replaces them.
   public var upstreams: [UpstreamEndpoint] = []
+  /// The upstream client's metric families (nil: not counted).
+  public var upstreamMetrics: UpstreamMetrics? = nil
 
   /// The defaults.
   public init() {}
@@ -170,6 +172,7 @@ public final class Server: Sendable {
       let limits = configuration.limits
       let http2Cleartext = configuration.http2Cleartext
       let upstreams = configuration.upstreams
+      let upstreamMetrics = configuration.upstreamMetrics
       var loopContext = ConnectionContext(router: router, log: AccessLog(enabled: configuration.accessLog))
       loopContext.httpsRedirect = configuration.httpsRedirect
       loopContext.clearPaths = configuration.clearPaths
@@ -185,7 +188,7 @@ public final class Server: Sendable {
           let loop = try EventLoop(
             listeners: listeners, tlsListeners: secureListeners, tls: tls, mailbox: mailbox, pool: pool,
             background: background, limits: limits, budget: budget, context: context,
-            http2Cleartext: http2Cleartext, upstreams: upstreams)
+            http2Cleartext: http2Cleartext, upstreams: upstreams, upstreamMetrics: upstreamMetrics)
           loop.run()
         } catch {
           Log.event("error", "loop_failed", [("error", "\(error)")])

@@ -21,9 +21,14 @@ final class UpstreamClient<Clock: EdgeClock> {
     var waiters: [UpstreamWaiterID: UpstreamExchange] = [:]
     /// Replaced by a reload: it takes no new call, and its connections close when done.
     var retired = false
+    /// The upstream's index in the metrics' `upstream` label.
+    let metricIndex: Int
+    /// Whether the circuit was open when last looked at (its openings are counted and logged).
+    var circuitOpen = false
 
-    init(_ endpoint: UpstreamEndpoint, clock: Clock) {
+    init(_ endpoint: UpstreamEndpoint, clock: Clock, metricIndex: Int) {
       self.endpoint = endpoint
+      self.metricIndex = metricIndex
       state = UpstreamPoolState(clock: clock, limits: endpoint.pool, enabled: endpoint.enabled)
     }
   }
@@ -31,6 +36,9 @@ final class UpstreamClient<Clock: EdgeClock> {
   private let epoll: Int32
   private let clock: Clock
   private let deliver: (CompletionKey, Response) -> Void
+  /// The families, and this loop's shard to count them in (nil: not counted).
+  private let metrics: UpstreamMetrics?
+  private let shard: MetricShard?
   private var pools: [String: Pool] = [:]
   /// Every pool's sockets by descriptor, with the pool each belongs to.
   private var sockets: [Int32: (UpstreamSocket, Pool)] = [:]
@@ -40,10 +48,16 @@ final class UpstreamClient<Clock: EdgeClock> {
   private var delivering = false
   private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
 
-  /// A client whose sockets join `epoll`, timed by `clock`, answering through `deliver`.
-  init(epoll: Int32, clock: Clock, deliver: @escaping (CompletionKey, Response) -> Void) {
+  /// A client whose sockets join `epoll`, timed by `clock`, answering through `deliver`, counting
+  /// in `shard` when both it and `metrics` are given.
+  init(
+    epoll: Int32, clock: Clock, metrics: UpstreamMetrics? = nil, shard: MetricShard? = nil,
+    deliver: @escaping (CompletionKey, Response) -> Void
+  ) {
     self.epoll = epoll
     self.clock = clock
+    self.metrics = metrics
+    self.shard = metrics == nil ? nil : shard
     self.deliver = deliver
   }
 
@@ -87,7 +101,7 @@ final class UpstreamClient<Clock: EdgeClock> {
       }
     }
     for (name, endpoint) in named where pools[name] == nil {
-      pools[name] = Pool(endpoint, clock: clock)
+      pools[name] = Pool(endpoint, clock: clock, metricIndex: metrics?.index(name) ?? 0)
     }
     flushAnswers()
   }
@@ -108,7 +122,7 @@ final class UpstreamClient<Clock: EdgeClock> {
     if let pool = pools[call.upstream] {
       acquire(exchange, pool)
     } else {
-      answer(exchange, .fault(.disabled))
+      answer(exchange, .fault(.disabled), nil)
     }
     flushAnswers()
   }
@@ -116,14 +130,14 @@ final class UpstreamClient<Clock: EdgeClock> {
   private func acquire(_ exchange: UpstreamExchange, _ pool: Pool) {
     switch pool.state.acquire() {
     case .reuse(let id):
-      guard let socket = pool.sockets[id] else { return answer(exchange, .fault(.outOfResources)) }
+      guard let socket = pool.sockets[id] else { return answer(exchange, .fault(.outOfResources), pool) }
       start(exchange, on: socket, pool, reused: true)
     case .connect(let id):
       open(id, for: exchange, pool)
     case .queued(let waiter):
       pool.waiters[waiter] = exchange
     case .refuse(let refusal):
-      answer(exchange, .fault(refusal.fault))
+      answer(exchange, .fault(refusal.fault), pool)
     }
   }
 
@@ -132,10 +146,12 @@ final class UpstreamClient<Clock: EdgeClock> {
     switch UpstreamSocket.connect(pool.endpoint.address, id: id, generation: nextGeneration) {
     case .failed(let fault):
       let actions = pool.state.connectFailed(id, fault)
-      answer(exchange, .fault(fault))
+      answer(exchange, .fault(fault), pool)
       perform(actions, pool)
     case .started(let socket):
       nextGeneration += 1
+      count(\.connections, pool, event: 0)
+      socket.openedAt = clock.now()
       pool.sockets[id] = socket
       sockets[socket.fd] = (socket, pool)
       socket.start(exchange, limits: pool.endpoint.response)
@@ -155,6 +171,7 @@ final class UpstreamClient<Clock: EdgeClock> {
     socket.start(exchange, limits: pool.endpoint.response)
     exchange.attempt.reusedConnection = reused
     exchange.deadlines.writing()
+    if reused { count(\.connections, pool, event: 1) }
     send(socket, pool)
   }
 
@@ -204,6 +221,7 @@ final class UpstreamClient<Clock: EdgeClock> {
     socket.connecting = false
     pool.state.connected(socket.id)
     socket.exchange?.deadlines.writing()
+    observe(pool, phase: 0, since: socket.openedAt)
     return true
   }
 
@@ -215,7 +233,9 @@ final class UpstreamClient<Clock: EdgeClock> {
     if socket.written > before { exchange.attempt.requestBytesWritten = true }
     switch result {
     case .done:
-      exchange.deadlines.requestWritten(at: clock.now())
+      let now = clock.now()
+      exchange.deadlines.requestWritten(at: now)
+      exchange.writtenAt = now
       schedule(socket)
     case .blocked:
       break
@@ -237,6 +257,7 @@ final class UpstreamClient<Clock: EdgeClock> {
     if socket.input.count > before, !exchange.attempt.responseBytesReceived {
       exchange.attempt.responseBytesReceived = true
       exchange.deadlines.responseStarted()
+      if let writtenAt = exchange.writtenAt { observe(pool, phase: 1, since: writtenAt) }
     }
     do throws(ResponseParseError) {
       if try parse(socket, pool) { return }
@@ -295,7 +316,7 @@ final class UpstreamClient<Clock: EdgeClock> {
     socket.output = []
     var actions = pool.state.record(.response(status: response.status), on: socket.id)
     actions += pool.state.release(socket.id, reusable: reusable && !pool.retired)
-    answer(exchange, .response(response))
+    answer(exchange, .response(response), pool)
     perform(actions, pool)
   }
 
@@ -311,13 +332,14 @@ final class UpstreamClient<Clock: EdgeClock> {
     drop(socket, pool)
     if socket.connecting {
       let actions = pool.state.connectFailed(socket.id, fault)
-      answer(exchange, .fault(fault))
+      answer(exchange, .fault(fault), pool)
       perform(actions, pool)
       return
     }
     if UpstreamRetry.decide(exchange.attempt, after: fault) != nil, !pool.retired {
       // The idle-close race: the connection was stale, which says nothing of the upstream.
       perform(pool.state.closed(socket.id), pool)
+      count(\.retries, pool)
       exchange.attempt = UpstreamAttempt(
         method: exchange.attempt.method, number: 2, reusedConnection: false, requestBytesWritten: false)
       acquire(exchange, pool)
@@ -325,7 +347,7 @@ final class UpstreamClient<Clock: EdgeClock> {
     }
     var actions = pool.state.record(.fault(fault), on: socket.id)
     actions += pool.state.release(socket.id, reusable: false)
-    answer(exchange, .fault(fault))
+    answer(exchange, .fault(fault), pool)
     perform(actions, pool)
   }
 
@@ -335,17 +357,19 @@ final class UpstreamClient<Clock: EdgeClock> {
     sockets[socket.fd] = nil
     pool.sockets[socket.id] = nil
     socket.close()  // also leaves the epoll set
+    count(\.connections, pool, event: 2)
   }
 
   // MARK: pool actions
 
   private func perform(_ actions: [UpstreamPoolAction], _ pool: Pool) {
+    watchCircuit(pool)
     for action in actions {
       switch action {
       case .handOver(let id, let waiter):
         guard let exchange = pool.waiters.removeValue(forKey: waiter) else { continue }
         guard let socket = pool.sockets[id] else {
-          answer(exchange, .fault(.outOfResources))
+          answer(exchange, .fault(.outOfResources), pool)
           continue
         }
         start(exchange, on: socket, pool, reused: true)
@@ -354,12 +378,12 @@ final class UpstreamClient<Clock: EdgeClock> {
         open(id, for: exchange, pool)
       case .refuse(let waiter, let refusal):
         guard let exchange = pool.waiters.removeValue(forKey: waiter) else { continue }
-        answer(exchange, .fault(refusal.fault))
+        answer(exchange, .fault(refusal.fault), pool)
       case .close(let id, _):
         guard let socket = pool.sockets[id] else { continue }
         if let exchange = socket.exchange {
           socket.exchange = nil
-          answer(exchange, .fault(.disabled))
+          answer(exchange, .fault(.disabled), pool)
         }
         drop(socket, pool)
       }
@@ -397,10 +421,58 @@ final class UpstreamClient<Clock: EdgeClock> {
     flushAnswers()
   }
 
-  // MARK: answers
+  // MARK: answers and what they count
 
-  private func answer(_ exchange: UpstreamExchange, _ result: UpstreamResult) {
-    answers.append((exchange.key, exchange.call.answer(result)))
+  /// The client's answer for `exchange` from `result`, noted for the access log and counted under
+  /// `pool` (nil: no pool had the call).
+  private func answer(_ exchange: UpstreamExchange, _ result: UpstreamResult, _ pool: Pool?) {
+    let now = clock.now()
+    let elapsed = now.nanoseconds &- exchange.deadlines.started.nanoseconds
+    var response = exchange.call.answer(result)
+    switch result {
+    case .response(let upstream):
+      response.upstream = UpstreamNote(
+        upstream: exchange.call.upstream, status: upstream.status, error: nil, durationNanoseconds: elapsed)
+      if let pool, let metrics {
+        shard?.count(metrics.requests, metrics.outcome(pool.metricIndex, status: upstream.status))
+      }
+    case .fault(let fault):
+      response.upstream = UpstreamNote(
+        upstream: exchange.call.upstream, status: nil, error: fault.proxyStatusError,
+        durationNanoseconds: elapsed)
+      if let pool, let metrics {
+        shard?.count(metrics.requests, metrics.outcome(pool.metricIndex, status: nil))
+        shard?.count(metrics.errors, metrics.error(pool.metricIndex, fault))
+      }
+    }
+    if let pool { observe(pool, phase: 2, since: exchange.deadlines.started) }
+    answers.append((exchange.key, response))
+  }
+
+  /// Counts one in `family`'s series for `pool`'s upstream (and `event`, where the family has one).
+  private func count(_ family: KeyPath<UpstreamMetrics, MetricHandle>, _ pool: Pool, event: Int? = nil) {
+    guard let metrics, let shard else { return }
+    shard.count(
+      metrics[keyPath: family], event.map { metrics.event(pool.metricIndex, $0) } ?? pool.metricIndex)
+  }
+
+  /// Records the time since `start` in `pool`'s duration series for `phase` (0 connect, 1 first
+  /// byte, 2 total).
+  private func observe(_ pool: Pool, phase: Int, since start: Instant) {
+    guard let metrics, let shard, start != .never else { return }
+    shard.observe(
+      metrics.duration, metrics.phase(pool.metricIndex, phase), clock.now().nanoseconds &- start.nanoseconds)
+  }
+
+  /// Counts and logs the opening and closing of `pool`'s circuit.
+  private func watchCircuit(_ pool: Pool) {
+    let open = pool.state.circuit.gauge == 2
+    guard open != pool.circuitOpen else { return }
+    pool.circuitOpen = open
+    if open, let metrics { shard?.count(metrics.circuitsOpened, pool.metricIndex) }
+    Log.event(
+      open ? "warning" : "info", open ? "upstream_circuit_open" : "upstream_circuit_closed",
+      [("upstream", pool.endpoint.name)])
   }
 
   /// Hands the answers gathered to the loop (once the client's state is settled; an answer may

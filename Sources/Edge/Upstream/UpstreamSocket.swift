@@ -9,6 +9,8 @@ final class UpstreamExchange {
   let key: CompletionKey
   var deadlines: UpstreamDeadlines
   var attempt: UpstreamAttempt
+  /// When the request's last byte was written (for the first-byte duration).
+  var writtenAt: Instant?
 
   init(_ call: UpstreamCall, key: CompletionKey, timeouts: UpstreamTimeouts, started: Instant) {
     self.call = call
@@ -39,6 +41,8 @@ final class UpstreamSocket {
   var parser = HTTP1ResponseParser(method: .get)
   /// The deadline the loop's timer heap holds for it (`never`: none).
   var scheduled = Instant.never
+  /// When the connect started (for the connect duration).
+  var openedAt = Instant.never
 
   private init(fd: Int32, id: UpstreamConnectionID, generation: UInt64) {
     self.fd = fd

@@ -32,7 +32,7 @@ public struct ForwardedRoutes: Sendable {
           method, forward.path, cacheClass: .private, execution: .pooled,
           body: ForwardedRefusal.bodyPolicy(forward, method: method)
         ) { request in
-          handle(request, prepared)
+          GatewayMetrics.process.counted(handle(request, prepared))
         }
       }
     }

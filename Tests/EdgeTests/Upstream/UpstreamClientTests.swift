@@ -16,8 +16,12 @@ import Testing
     var answers: [(CompletionKey, Response)] = []
     private var nextKey: Int32 = 1
 
+    let metrics = UpstreamMetrics.register(upstreams: ["core"])
+    let shard = MetricShard()
+
     init(_ endpoints: [UpstreamEndpoint]) {
-      client = UpstreamClient(epoll: epoll, clock: MonotonicClock()) { [unowned self] key, response in
+      client = UpstreamClient(epoll: epoll, clock: MonotonicClock(), metrics: metrics, shard: shard) {
+        [unowned self] key, response in
         answers.append((key, response))
       }
       client.configure(endpoints)
@@ -89,6 +93,11 @@ import Testing
     #expect(h.send() == "200 n1")
     #expect(h.send(.head) == "200 ")
     #expect(stub.requests.map(\.connection) == [1, 1, 1], "one keep-alive connection")
+    let m = h.metrics
+    #expect(h.shard.load(m.requests.offset + m.outcome(0, status: 200)) == 3)
+    #expect(h.shard.load(m.connections.offset + m.event(0, 0)) == 1, "opened")
+    #expect(h.shard.load(m.connections.offset + m.event(0, 1)) == 2, "reused")
+    #expect(h.answers.allSatisfy { $0.1.upstream?.upstream == "core" && $0.1.upstream?.status == 200 })
     #expect(
       stub.requests.first?.text == "POST /a?b=1 HTTP/1.1\r\nhost: core\r\ncontent-length: 7\r\n\r\n{\"x\":1}")
     #expect(h.client.socketCount == 1)
@@ -178,5 +187,8 @@ import Testing
     Self.wait { stub.closed == 2 }
     #expect(h.send(.post, body: "{}").map { $0.hasPrefix("fault ") } == true)
     #expect(stub.requests.count == 2, "the write went on the stale connection only, never again")
+    #expect(h.shard.load(h.metrics.retries.offset) == 1, "the GET's retry, not the POST")
+    #expect(
+      h.answers.last?.1.upstream.map { $0.status == nil && $0.error == "connection_terminated" } == true)
   }
 }
