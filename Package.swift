@@ -8,6 +8,7 @@ import PackageDescription
 /// - Deployment (the configuration); Shell, LinkAssoc: the web app's files and the verified-link files;
 /// - EdgeTesting: the in-process test client, over Edge alone (the tests' way in to a route table);
 /// - Accounts: the domain, over Store; ClientAPI: HTTP over Accounts;
+/// - ExampleCore: a reference API core for development, over Edge and Deployment (never Accounts);
 /// - band-edge: the executable that composes them.
 /// `build/check-layers` (run by build/test) fails when a file imports a module of this package
 /// that its target does not list.
@@ -55,9 +56,15 @@ let package = Package(
       name: "ClientAPI", dependencies: ["Accounts", "Store", "Edge", "Deployment"],
       plugins: ["EmbedFiles"]),
     .target(name: "Gateway", dependencies: ["Accounts", "Store", "Edge", "Deployment", "COpenSSL"]),
+    // The reference API core for development (`band-edge example-core`): verifies the gateway's
+    // assertions on its own (OpenSSL, libcurl for the JWKS), over Edge and Deployment only, as an
+    // API core outside this repository would.
+    .target(name: "ExampleCore", dependencies: ["Edge", "Deployment", "COpenSSL", "CCurl"]),
     .executableTarget(
       name: "band-edge",
-      dependencies: ["Edge", "Shell", "Deployment", "LinkAssoc", "Store", "Accounts", "ClientAPI"]),
+      dependencies: [
+        "Edge", "Shell", "Deployment", "LinkAssoc", "Store", "Accounts", "ClientAPI", "ExampleCore",
+      ]),
 
     // Data compiled into a target (the one static binary has no resource bundle): the target's
     // embedded-files.txt names the files, EmbedTool turns them into Swift at build time.
@@ -87,6 +94,10 @@ let package = Package(
     .testTarget(
       name: "GatewayTests",
       dependencies: ["Gateway", "Accounts", "Store", "Edge", "Deployment", "TestSupport"]),
+    // The example core's tests sign with the gateway's signer: what band-edge sends, checked by
+    // what a core verifies.
+    .testTarget(
+      name: "ExampleCoreTests", dependencies: ["ExampleCore", "Gateway", "Accounts", "Edge", "Deployment"]),
     .testTarget(name: "EmbedFilesTests", exclude: ["Fixtures"], plugins: ["EmbedFiles"]),
   ]
 )
