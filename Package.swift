@@ -8,6 +8,7 @@ import PackageDescription
 /// - Deployment (the configuration); Shell, LinkAssoc: the web app's files and the verified-link files;
 /// - EdgeTesting: the in-process test client, over Edge alone (the tests' way in to a route table);
 /// - Accounts: the domain, over Store; ClientAPI: HTTP over Accounts; Gateway: forwarding, over ClientAPI;
+/// - ExampleCore: a reference API core for development, over Edge and Deployment (never Accounts);
 /// - band-edge: the executable that composes them.
 /// `build/check-layers` (run by build/test) fails when a file imports a module of this package
 /// that its target does not list.
@@ -58,9 +59,15 @@ let package = Package(
     // (its one authenticator and JSON error shape) and Accounts (school access, the store).
     .target(
       name: "Gateway", dependencies: ["ClientAPI", "Accounts", "Store", "Edge", "Deployment", "COpenSSL"]),
+    // The reference API core for development (`band-edge example-core`): verifies the gateway's
+    // assertions on its own (OpenSSL, libcurl for the JWKS), over Edge and Deployment only, as an
+    // API core outside this repository would.
+    .target(name: "ExampleCore", dependencies: ["Edge", "Deployment", "COpenSSL", "CCurl"]),
     .executableTarget(
       name: "band-edge",
-      dependencies: ["Edge", "Shell", "Deployment", "LinkAssoc", "Store", "Accounts", "ClientAPI", "Gateway"]),
+      dependencies: [
+        "Edge", "Shell", "Deployment", "LinkAssoc", "Store", "Accounts", "ClientAPI", "Gateway", "ExampleCore",
+      ]),
 
     // Data compiled into a target (the one static binary has no resource bundle): the target's
     // embedded-files.txt names the files, EmbedTool turns them into Swift at build time.
@@ -92,6 +99,10 @@ let package = Package(
       dependencies: [
         "Gateway", "ClientAPI", "Accounts", "Store", "Edge", "EdgeTesting", "Deployment", "TestSupport",
       ]),
+    // The example core's tests sign with the gateway's signer: what band-edge sends, checked by
+    // what a core verifies.
+    .testTarget(
+      name: "ExampleCoreTests", dependencies: ["ExampleCore", "Gateway", "Accounts", "Edge", "Deployment"]),
     .testTarget(name: "EmbedFilesTests", exclude: ["Fixtures"], plugins: ["EmbedFiles"]),
   ]
 )

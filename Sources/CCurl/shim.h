@@ -22,3 +22,7 @@ static inline CURLcode be_curl_setopt_read(CURL *curl, be_curl_read_callback cal
 static inline CURLcode be_curl_getinfo_long(CURL *curl, CURLINFO info, long *value) {
   return curl_easy_getinfo(curl, info, value);
 }
+typedef size_t (*be_curl_write_callback)(char *data, size_t size, size_t count, void *context);
+static inline CURLcode be_curl_setopt_write(CURL *curl, be_curl_write_callback callback) {
+  return curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, callback);
+}

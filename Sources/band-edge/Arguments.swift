@@ -14,6 +14,12 @@ struct Arguments {
 
   mutating func next() -> String? { words.isEmpty ? nil : words.removeFirst() }
 
+  /// `--flag=value` as (`--flag`, `value`); any other word as (word, nil).
+  static func split(_ word: String) -> (String, String?) {
+    guard word.hasPrefix("--"), let eq = word.firstIndex(of: "=") else { return (word, nil) }
+    return (String(word[..<eq]), String(word[word.index(after: eq)...]))
+  }
+
   /// The value after `flag` (either `--flag value` or `--flag=value`).
   mutating func value(of flag: String, inline: String?) throws(UsageError) -> String {
     if let inline { return inline }

@@ -36,7 +36,7 @@ struct ServeOptions {
     var arguments = arguments
     var options = ServeOptions()
     while let word = arguments.next() {
-      let (flag, inline) = split(word)
+      let (flag, inline) = Arguments.split(word)
       func value() throws(UsageError) -> String { try arguments.value(of: flag, inline: inline) }
       if flag.hasPrefix("--"), let limit = LimitTable.named(String(flag.dropFirst(2))) {
         switch limit.parse(try value()) {
@@ -125,11 +125,5 @@ struct ServeOptions {
     default: return false
     }
     return true
-  }
-
-  /// `--flag=value` as (`--flag`, `value`); any other word as (word, nil).
-  private static func split(_ word: String) -> (String, String?) {
-    guard word.hasPrefix("--"), let eq = word.firstIndex(of: "=") else { return (word, nil) }
-    return (String(word[..<eq]), String(word[word.index(after: eq)...]))
   }
 }

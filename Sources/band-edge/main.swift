@@ -15,6 +15,7 @@ let usage = """
     config check validate the deployment configuration (band-edge config --help)
     links print print a verified-link file as served (apple|android)
     admin       accounts, schools, memberships, sessions, audit (band-edge admin --help)
+    example-core a reference API core for development (band-edge example-core --help)
     help        this text
 
   Exit status: 0 success; 1 failure at run time; 2 usage error. Errors are one line on stderr.
@@ -41,6 +42,8 @@ do throws(UsageError) {
     status = try ConfigCommand.links(Arguments(words))
   case "admin":
     status = try AdminCommand.run(Arguments(words))
+  case "example-core":
+    status = try ExampleCoreCommand.run(Arguments(words))
   case "help", "--help", "-h":
     print(usage)
     status = 0

@@ -111,10 +111,10 @@ private func cString(_ chars: [CChar]) -> String {
   String(decoding: chars.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }
 
-/// Listening sockets.
-enum Listener {
+/// Listening sockets (package-wide: the example core listens through them too).
+package enum Listener {
   /// A non-blocking listening socket on `address` with `SO_REUSEPORT`, so that each loop has its own.
-  static func open(_ address: SocketAddress, backlog: Int32 = 4096) throws(SystemError) -> Int32 {
+  package static func open(_ address: SocketAddress, backlog: Int32 = 4096) throws(SystemError) -> Int32 {
     let family = if case .v6 = address { AF_INET6 } else { AF_INET }
     let fd = socket(
       family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -142,7 +142,7 @@ enum Listener {
   /// Fails with EADDRINUSE when anything listens on `address` already (another instance of this
   /// server included, which SO_REUSEPORT would otherwise let us share silently); returns the address
   /// with its port resolved when it was 0.
-  static func claim(_ address: SocketAddress) throws(SystemError) -> SocketAddress {
+  package static func claim(_ address: SocketAddress) throws(SystemError) -> SocketAddress {
     let family = if case .v6 = address { AF_INET6 } else { AF_INET }
     let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     guard fd >= 0 else { throw SystemError("socket") }
