@@ -52,6 +52,28 @@ struct GatewayKeys: Sendable {
     return GatewayKeys(kek: kek, gateway: GatewayServices(ring: ring, clock: { Int(time(nil)) }))
   }
 
+  /// How often a serving instance reads its keys again (and rotates when due), by default
+  /// (`gateway-keys-refresh`).
+  static let refreshInterval = Duration.seconds(60)
+
+  /// Keeps the keys current while serving: every `interval`, on a connection of its own, the
+  /// store's keys are read again, and replaced first when the newest is `rotationAge` old (once for
+  /// a fleet: decided under the keys' lock). So a rotation, on the schedule or by `admin keys
+  /// rotate` on any instance, is published here within an interval, long before its activation
+  /// delay lets it sign, without a reload. While the store does not answer, the keys held stay.
+  func keepCurrent(database: DatabaseLocation, settings: DatabaseSettings, interval: Duration) {
+    let (kek, gateway) = (self.kek, self.gateway)
+    StoreLoop.start(
+      database: database, settings: settings, clock: { Int(time(nil)) }, interval: interval,
+      events: ("gateway_keys_unread", "gateway_keys_read"), stopped: { false },
+      step: { store in
+        let keys = GatewayKeyStore(store: store, kek: kek)
+        let now = Int(time(nil))
+        let ring = try keys.ring()
+        gateway.replace(ring.rotationDue(at: now) ? try keys.rotateIfDue(now: now, actor: "schedule") : ring)
+      })
+  }
+
   /// Why forward routes cannot be served without a KEK.
   static let missing =
     "is needed to forward routes outside development (and in development on PostgreSQL, which has "

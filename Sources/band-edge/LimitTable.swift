@@ -17,6 +17,7 @@ struct ServeSettings {
   var mailInterval = Duration.seconds(1)
   var mailRetry = Duration.seconds(30)
   var mailTimeout = Duration.seconds(30)
+  var gatewayKeysRefresh = GatewayKeys.refreshInterval
 }
 
 /// One configurable limit: the flag `--NAME` and the file's `"limits": {"NAME": value}` alike,
@@ -229,6 +230,10 @@ enum LimitTable {
       "mail-retry", 0.01...3600, "first wait after a failed delivery; it doubles, up to an hour", \.mailRetry),
     seconds(
       "mail-timeout", 1...3600, "longest one SMTP delivery may take, connecting included", \.mailTimeout),
+    seconds(
+      "gateway-keys-refresh", 0.01...3600,
+      "the gateway's signing keys are read again this often (and rotated when 30 days old)",
+      \.gatewayKeysRefresh),
     seconds(
       "database-connect-timeout", 1...3600,
       "PostgreSQL: longest wait for a connection (the URI's connect_timeout wins)", \.database.connectTimeout),

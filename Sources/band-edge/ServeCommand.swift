@@ -111,6 +111,8 @@ enum ServeCommand {
       let store = try openStore(deployment, options)
       let services = makeServices(options, store: store, smtp: smtp)
       let keys = try gatewayKeys(deployment, options, store: store, services: services)
+      keys?.keepCurrent(
+        database: store, settings: options.settings.database, interval: options.settings.gatewayKeysRefresh)
       let router = try routes(deployment, options, services: services, keys: keys)
       if options.printRoutes {
         printRoutes(router)

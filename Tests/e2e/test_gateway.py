@@ -12,7 +12,7 @@ from pathlib import Path
 
 import jwt
 import pytest
-from edge import Server, engine, exchange, fetch
+from edge import Server, binary, engine, exchange, fetch
 from test_session_api import add_session
 from upstream import RecordingUpstream
 
@@ -323,5 +323,29 @@ def test_forwarded_exchanges_are_counted_and_logged(tmp_path, core):
         assert failed[0]["upstream_error"] == "http_protocol_error" and failed[0]["status"] == 502
         assert all(line["upstream"] == "core" and line["upstream_us"] >= 0 for line in forwarded)
         assert len(lines) - len(forwarded) == 1, "the refusal never went upstream"
+    finally:
+        server.stop()
+
+
+def test_a_rotation_is_published_without_a_reload(tmp_path, core):
+    """`admin keys rotate` in another process: the serving instance reads its keys again every
+    `gateway-keys-refresh` and publishes the new key, which does not sign yet; the old one still does."""
+    server = Server("--config", str(development_config(tmp_path, core.url)), "--gateway-keys-refresh", "0.1",
+                    *(["--key-encryption-key", str(tmp_path / "kek")] if engine() == "postgres" else []),
+                    env={"BAND_LICENCE_ENV": "development"})
+    try:
+        before = [k["kid"] for k in jwks(server)["keys"]]
+        assert len(before) == 1
+        kek = ["--key-encryption-key", str(tmp_path / "kek")] if engine() == "postgres" else []
+        rotated = subprocess.run([str(binary()), "admin", *server.store.args, "keys", "rotate", *kek],
+                                 capture_output=True, text=True, timeout=30, env={"BAND_LICENCE_ENV": "development"})
+        assert rotated.returncode == 0, rotated.stderr
+        deadline = time.monotonic() + 10
+        while len(jwks(server)["keys"]) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(jwks(server)["keys"]) == 2, "published within a refresh, no SIGHUP"
+        token = add_session(server, "ada@example.test", [("northfield", "teacher")])
+        assert call(server, f"{PREFIX}/{school(server, 'northfield')}/students", bearer(token)).status == 200
+        assert jwt.get_unverified_header(core.wait_for(1)[0].header("Band-Licence-Assertion"))["kid"] == before[0]
     finally:
         server.stop()

@@ -10,7 +10,7 @@ import Store
 /// it — that runs `step` every `interval` until `stopped()` says so. A failure is logged once as
 /// `failed` (the next success as `resumed`), not at every interval; a connection that failed for
 /// a reason other than the database being away is made again. `finish` runs once at the end.
-enum StoreLoop {
+package enum StoreLoop {
   package static func start(
     database: DatabaseLocation, settings: DatabaseSettings, clock: @escaping @Sendable () -> Int,
     interval: Duration, events: (failed: String, resumed: String), stopped: @escaping @Sendable () -> Bool,

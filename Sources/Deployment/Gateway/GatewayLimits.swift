@@ -61,7 +61,7 @@ public enum GatewayLimits {
       "connections to the core from this instance, idle and busy together", \.maxConnections),
     whole(
       .count, "queue", 0...100_000,
-      "requests that may wait for a connection while maxConnections are busy; one more is refused at once",
+      "requests that may wait for a connection while maxConnections are busy, on this instance (shared out among the event loops like maxConnections); one more is refused at once",
       \.pool.queueLength),
     seconds("queueTimeout", 0.001...600, "the longest wait in that queue", \.pool.queueTimeout),
     seconds(
