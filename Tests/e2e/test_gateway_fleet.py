@@ -9,7 +9,6 @@ does not sleep through it; it moves the rotation's times back in the store (`gat
 minutes passing would, and reloads."""
 
 import json
-import signal
 
 import jwt
 import pytest
