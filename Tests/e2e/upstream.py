@@ -8,6 +8,8 @@ request as received (raw bytes, parsed head, body) and answers each with what `b
 - "close-after": answers, then closes at once without `Connection: close` (a stale keep-alive);
 - "reset-mid-body": sends the head and half the body, then resets the connection;
 - "stall": reads the request and never answers;
+- "stall:<seconds>": reads the request, waits that long, then answers as "json";
+- "slow-body:<seconds>": sends the head and half the body at once, the rest that long after;
 - "bad-framing": a Content-Length and Transfer-Encoding together;
 - "huge-head": a response head of 20 KiB;
 - "set-cookie": a JSON answer with Set-Cookie, Server, X-Powered-By, Cache-Control: public and a
@@ -168,6 +170,14 @@ class RecordingUpstream:
         if behaviour == "stall":
             time.sleep(30)
             return False
+        if behaviour.startswith("stall:"):
+            time.sleep(float(behaviour.split(":", 1)[1]))
+        if behaviour.startswith("slow-body:"):
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+                         % len(body) + body[: len(body) // 2])
+            time.sleep(float(behaviour.split(":", 1)[1]))
+            conn.sendall(body[len(body) // 2:])
+            return True
         if behaviour == "bad-framing":
             conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
             return False
