@@ -66,7 +66,8 @@ let package = Package(
     .executableTarget(
       name: "band-edge",
       dependencies: [
-        "Edge", "Shell", "Deployment", "LinkAssoc", "Store", "Accounts", "ClientAPI", "Gateway", "ExampleCore",
+        "Edge", "Shell", "Deployment", "LinkAssoc", "Store", "Accounts", "ClientAPI", "Gateway",
+        "ExampleCore",
       ]),
 
     // Data compiled into a target (the one static binary has no resource bundle): the target's

@@ -194,3 +194,32 @@ import Testing
     #expect(Self.values(head, "via") == ["1.1 lb, 1.1 band-edge"])
   }
 }
+
+/// The gateway's refusals of what a core could read otherwise than band-edge checked it.
+@Suite struct AmbiguousRequestTests {
+  @Test(
+    "a path with a dot segment (also encoded), an encoded slash or backslash, or an empty segment is refused",
+    arguments: [
+      ("/api/client/v1/schools/s1/students", false), ("/api/client/v1/schools/s1/students/", false),
+      ("/api/client/v1/schools/s1/files/a.b", false), ("/api/client/v1/schools/s1/files/..a", false),
+      ("/api/client/v1/schools/s1/files/../../s2/students", true),
+      ("/api/client/v1/schools/s1/./students", true),
+      ("/api/client/v1/schools/s1/files/%2e%2E/s2", true), ("/api/client/v1/schools/s1/files/.%2e/s2", true),
+      ("/api/client/v1/schools/s1/files/a%2Fb", true), ("/api/client/v1/schools/s1/files/a%5cb", true),
+      ("/api/client/v1/schools/s1/files/a\\b", true), ("/api/client/v1/schools/s1//students", true),
+    ])
+  func path(path: String, refused: Bool) {
+    #expect((ForwardedRefusal.ambiguousPath(Request(method: .get, target: path)) != nil) == refused)
+  }
+
+  @Test(
+    "Connection naming a field the gateway checks is refused; naming others is hop-by-hop as usual",
+    arguments: [
+      ("idempotency-key", true), ("Content-Type", true), ("keep-alive, band-licence-client", true),
+      ("accept, x-custom", false), ("band-licence-assertion, host, content-length", false),
+    ])
+  func connection(value: String, refused: Bool) {
+    let request = Request(method: .post, target: "/x", headers: [("Connection", value)])
+    #expect((ForwardedRefusal.connectionNamesChecked(request) != nil) == refused)
+  }
+}

@@ -13,9 +13,12 @@ package enum Credential: Equatable {
   /// The browser's session cookie.
   case cookie(String)
 
-  /// The credential in `request`: the `Authorization` field wins over the cookie.
+  /// The credential in `request`: the `Authorization` field wins over the cookie. Two
+  /// `Authorization` fields are malformed (RFC 9110 §11.6.2 allows one): never pick one.
   package init(_ request: Request) {
-    if let authorization = request.headers["authorization"] {
+    if request.headers.values("authorization").count > 1 {
+      self = .malformed
+    } else if let authorization = request.headers["authorization"] {
       // `Bearer <token>`, the scheme in any case (RFC 9110 §11.1); read as bytes, since this runs
       // on the loop for every session read.
       let bytes = authorization.utf8

@@ -10,6 +10,12 @@ public struct Request: Sendable {
   }
   /// The path part of the target (no query), as received (still percent-encoded).
   public let path: String
+  /// The target in origin form (RFC 9112 §3.2.1): the path and query, without the scheme and
+  /// authority an absolute-form target carries (which is never passed on to another server).
+  public var originForm: String {
+    guard let query else { return path }
+    return path + "?" + query
+  }
   /// The query part of the target without its `?`, or nil when there is none.
   public var query: String? {
     queryStart < 0 ? nil : String(decoding: headers.bytes[Int(queryStart)..<Int(targetEnd)], as: UTF8.self)

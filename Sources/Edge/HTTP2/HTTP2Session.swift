@@ -68,7 +68,9 @@ final class HTTP2Session {
     var method: HTTPMethod?
     var target: Range<Int>?
     var authority: Range<Int>?
-    var hasHost = false
+    /// The first `host` field's value.
+    var host: Range<Int>?
+    var hasHost: Bool { host != nil }
     /// `cookie` fields seen: a client may split the cookie list into one field per cookie.
     var cookies = 0
     var body: [UInt8] = []
@@ -86,6 +88,12 @@ final class HTTP2Session {
     init(bodyLimit: Int) {
       self.bodyLimit = bodyLimit
       bytes.reserveCapacity(256)
+    }
+
+    /// Whether the request has both `:authority` and `host` and they differ (ASCII case aside).
+    var authorityDisagrees: Bool {
+      guard let authority, let host else { return false }
+      return !bytes[authority].elementsEqual(bytes[host]) { ASCII.lower($0) == ASCII.lower($1) }
     }
 
     /// Appends `count` bytes at `pointer`; returns where they lie.
@@ -303,7 +311,7 @@ final class HTTP2Session {
         .init(
           nameStart: Int32(n.lowerBound), nameEnd: Int32(n.upperBound), valueStart: Int32(v.lowerBound),
           valueEnd: Int32(v.upperBound)))
-      if nameLength == 4 && memcmp(name, "host", 4) == 0 { entry.hasHost = true }
+      if nameLength == 4 && memcmp(name, "host", 4) == 0 && entry.host == nil { entry.host = v }
       if nameLength == 6 && memcmp(name, "cookie", 6) == 0 { entry.cookies += 1 }
       return
     }
@@ -368,7 +376,15 @@ final class HTTP2Session {
       openHeaderBlock = nil
       let stream = frame.hd.stream_id
       guard frame.headers.cat == NGHTTP2_HCAT_REQUEST, let entry = incoming[stream] else { break }
-      if entry.fieldsTooLarge {
+      if entry.authorityDisagrees {
+        // RFC 9113 §8.3.1: `host` and `:authority` must name the same; a request whose two differ
+        // is malformed (§8.1.1), never answered on either, never forwarded.
+        incoming[stream] = nil
+        glitchesSeen += 1
+        nghttp2_submit_rst_stream(
+          session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream, NGHTTP2_PROTOCOL_ERROR.rawValue)
+        return
+      } else if entry.fieldsTooLarge {
         entry.discarding = true
         events.append(.fieldsTooLarge(stream, request(entry)))
       } else if !endStream {

@@ -44,7 +44,7 @@ public struct UpstreamHead: Sendable {
   public let method: HTTPMethod
   public let target: String
 
-  /// The head for `request` (its `target` as received: path and query), or nil when something in
+  /// The head for `request` (its target in origin form: path and query as received), or nil when something in
   /// it cannot be written into an HTTP/1.1 head (a control character or a space in the target or a
   /// value): such a request is refused, never translated.
   /// - Parameters:
@@ -56,8 +56,8 @@ public struct UpstreamHead: Sendable {
     _ request: Request, settings: Settings, client: String, via: String?, requestID: String,
     assertion: String
   ) {
-    let target = request.target
-    guard !target.isEmpty, target.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return nil }
+    let target = request.originForm
+    guard !request.target.isEmpty, target.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return nil }
     var fields: [(name: String, value: String)] = [("Host", settings.authority)]
     for field in HopByHop.removed(from: request.headers.pairs) {
       let name = field.name.lowercased()

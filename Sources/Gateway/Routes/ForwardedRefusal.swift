@@ -73,6 +73,40 @@ enum ForwardedRefusal: Error {
       headers: [("Retry-After", String(wait))])
   }
 
+  /// 400 for a path an API core could read as another path than the one band-edge checked: a dot
+  /// segment (RFC 3986 §5.2.4), also percent-encoded (`%2e`); an encoded slash or backslash
+  /// (`%2f`, `%5c`) or a backslash; an empty segment (`//`) before the last. band-edge matches the
+  /// path as received and binds the school in it; a core that normalised `…/sch_a/files/../../sch_b`
+  /// would serve another school under that check.
+  static func ambiguousPath(_ request: Request) -> Response? {
+    let segments = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+    for (i, segment) in segments.enumerated() {
+      let lowered = segment.lowercased()
+      let decoded = lowered.replacing("%2e", with: ".")
+      let ambiguous =
+        decoded == "." || decoded == ".." || lowered.contains("%2f") || lowered.contains("%5c")
+        || lowered.contains("\\") || (segment.isEmpty && i < segments.count - 1)
+      if ambiguous {
+        return APIError.response(
+          .badRequest, "invalid_path",
+          "The path has a dot segment, an encoded slash or an empty segment; send it as the API names it.")
+      }
+    }
+    return nil
+  }
+
+  /// The client's fields band-edge checks and then forwards as they are: a client's `Connection`
+  /// naming one (to have it dropped as hop-by-hop after the check) is refused, never obeyed after the
+  /// fact. (`Host` and `Content-Length` the gateway writes itself; naming them changes nothing.)
+  static let checkedFields: Set<String> = ["content-type", "idempotency-key", "band-licence-client"]
+
+  /// 400 when `Connection` names a field band-edge checks (`checkedFields`).
+  static func connectionNamesChecked(_ request: Request) -> Response? {
+    guard !HopByHop.nominated(by: request.headers.pairs).isDisjoint(with: checkedFields) else { return nil }
+    return APIError.response(
+      .badRequest, "invalid_request", "The Connection field names a field this request needs end to end.")
+  }
+
   /// 400: a mutation without exactly one well-formed `Idempotency-Key`.
   static let idempotencyKey = APIError.response(
     .badRequest, "idempotency_key_required",

@@ -63,6 +63,11 @@ public struct ForwardedRoutes: Sendable {
     }
     let mutating = ForwardRoute.mutatingMethods.contains(request.method)
     if let refusal = ForwardedRefusal.pastLimit(request, route) { return refusal }
+    if let refusal = ForwardedRefusal.ambiguousPath(request)
+      ?? ForwardedRefusal.connectionNamesChecked(request)
+    {
+      return refusal
+    }
     let authenticator = Authenticator(services: services, deployment: deployment)
     return authenticator.authenticated(request, unsafe: mutating) { signed, store, _ in
       gateway.audits.write(to: store)
@@ -122,7 +127,7 @@ public struct ForwardedRoutes: Sendable {
     do {
       if let idempotencyKey {
         let binding = WriteRequest(
-          method: request.method.rawValue, target: request.target,
+          method: request.method.rawValue, target: request.originForm,
           bodyHash: WriteRequest.bodyHash(request.body),
           idempotencyKey: idempotencyKey, requestID: requestID)
         assertion = try signer.write(caller, audience: route.upstream, request: binding, key: key, now: now)

@@ -140,6 +140,18 @@ struct HTTP2SessionTests {
     #expect(answer?.body == Array("hello".utf8) && answer?.closedWith == 0)
   }
 
+  @Test(
+    "host must name what :authority names (ASCII case aside): else the stream is reset, never handed on",
+    arguments: [("app.example.test", true), ("APP.example.TEST", true), ("evil.example.test", false)])
+  func hostAgainstAuthority(host: String, agrees: Bool) {
+    let server = Self.server()
+    let client = H2TestClient()
+    let stream = client.request("GET", "/hello", fields: [("host", host)])
+    client.exchange(with: server)
+    #expect(server.takeArrived().count == (agrees ? 1 : 0))
+    #expect(client.answers[stream]?.closedWith == (agrees ? nil : NGHTTP2_PROTOCOL_ERROR.rawValue))
+  }
+
   @Test("bodies arrive whole; answers go out of order on their own streams; HEAD gets no DATA")
   func bodiesAndOrder() {
     let server = Self.server()
