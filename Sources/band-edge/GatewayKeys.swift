@@ -74,6 +74,16 @@ struct GatewayKeys: Sendable {
       })
   }
 
+  /// Writes the audit events of accepted forwarded mutations every `interval`, on a connection of
+  /// its own, so an event waits at most that long for the store even when no request follows.
+  func writeAudits(database: DatabaseLocation, settings: DatabaseSettings, interval: Duration = .seconds(1)) {
+    let gateway = self.gateway
+    StoreLoop.start(
+      database: database, settings: settings, clock: { Int(time(nil)) }, interval: interval,
+      events: ("gateway_audit_unwritten", "gateway_audit_written"), stopped: { false },
+      step: { store in gateway.writeAudits(to: store) })
+  }
+
   /// Why forward routes cannot be served without a KEK.
   static let missing =
     "is needed to forward routes outside development (and in development on PostgreSQL, which has "

@@ -113,6 +113,7 @@ enum ServeCommand {
       let keys = try gatewayKeys(deployment, options, store: store, services: services)
       keys?.keepCurrent(
         database: store, settings: options.settings.database, interval: options.settings.gatewayKeysRefresh)
+      keys?.writeAudits(database: store, settings: options.settings.database)
       let router = try routes(deployment, options, services: services, keys: keys)
       if options.printRoutes {
         printRoutes(router)
@@ -365,7 +366,7 @@ enum ServeCommand {
     Operators.publish(deployment, tls: options.settings.server.tls, to: Metrics.process)
     let server = Server(configuration: options.settings.server, router: router, adminRouter: adminRouter)
     do {
-      return try server.run(
+      let status = try server.run(
         onListening: { _ in
           // Logged once serving: a failed start prints only its one error line.
           Log.event(
@@ -380,6 +381,11 @@ enum ServeCommand {
             "info", "password_hashing", [("priority", IdlePriority.available ? "sched_idle" : "nice_19")])
         },
         reload: { reload.next() })
+      // The forwarded mutations answered during the drain: their audit events, written now.
+      if let keys = reload.keys, let store = try? reload.services.store() {
+        keys.gateway.writeAudits(to: store)
+      }
+      return status
     } catch {
       throw StartFailure("could not start: \(error)")
     }

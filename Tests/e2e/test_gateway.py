@@ -349,3 +349,26 @@ def test_a_rotation_is_published_without_a_reload(tmp_path, core):
         assert jwt.get_unverified_header(core.wait_for(1)[0].header("Band-Licence-Assertion"))["kid"] == before[0]
     finally:
         server.stop()
+
+
+def test_an_accepted_write_is_audited_with_no_request_after_it(tmp_path, core):
+    """The core accepted the write (2xx): its audit event reaches the store within the writer's second,
+    though nothing else is asked; a refused write (4xx from the core) is not audited."""
+    server = start(tmp_path, core)
+    try:
+        token = add_session(server, "ada@example.test", [("northfield", "teacher")])
+        sid = school(server, "northfield")
+        headers = bearer(token, **{"Idempotency-Key": '"k-refused"', "Content-Type": "application/json"})
+        core.behaviour = "status:422"
+        assert call(server, f"{PREFIX}/{sid}/attendance", headers, method="POST", body=b"{}").status == 422
+        core.behaviour = "json"
+        headers["Idempotency-Key"] = '"k-audit"'
+        assert call(server, f"{PREFIX}/{sid}/attendance", headers, method="POST", body=b"{}").status == 200
+        query = "SELECT detail FROM audit_events WHERE action = 'attendance.recorded'"
+        deadline = time.monotonic() + 10
+        while not server.store.query(query) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        details = [row[0] for row in server.store.query(query)]
+        assert len(details) == 1 and 'k-audit' in details[0] and "{}" not in details[0], details
+    finally:
+        server.stop()

@@ -6,7 +6,7 @@ import Synchronization
 /// The audit events of forwarded mutations the API core accepted (2xx), between the event loop
 /// that read the core's answer and the store. The loop may not touch the store, so the answer
 /// only appends here (a lock held for an append); the next forwarded request on the pool writes
-/// what is waiting, as does `write(to:)` when the composition calls it (at drain).
+/// what is waiting, and so does the composition's writer every second and once more after a drain.
 ///
 /// Bounded: past `capacity` events waiting (a store that refuses every write), the newest are
 /// dropped and counted in the log; an accepted mutation is never refused for its audit.

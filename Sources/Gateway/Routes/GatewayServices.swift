@@ -40,6 +40,10 @@ public final class GatewayServices: Sendable {
   /// Replaces the keys with `next`, read again from the store (at a reload, after a rotation).
   public func replace(_ next: KeyRing) { ring.withLock { $0 = next } }
 
+  /// Writes the audit events of accepted forwarded mutations still waiting (the composition's
+  /// periodic writer and the end of a drain; forwarded requests write them too).
+  public func writeAudits(to store: ClientStore) { audits.write(to: store) }
+
   /// The limiters, for the fleet heartbeat to share their limits among the instances.
   public var limiters: [RateLimiter] { [addressLimiter, accountLimiter] }
 
