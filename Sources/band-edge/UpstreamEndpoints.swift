@@ -17,9 +17,11 @@ enum UpstreamEndpoints {
     var endpoints: [UpstreamEndpoint] = []
     var problems: [String] = []
     for settings in deployment.upstreams.values.sorted(by: { $0.name < $1.name }) {
-      var endpoint = UpstreamEndpoint(
-        name: settings.name, address: .unix(path: "/"), pool: settings.poolLimits(loops: loops),
-        timeouts: settings.timeouts, response: settings.response, enabled: settings.enabled)
+      var endpoint = UpstreamEndpoint(name: settings.name, address: .unix(path: "/"))
+      endpoint.pool = settings.poolLimits(loops: loops)
+      endpoint.timeouts = settings.timeouts
+      endpoint.response = settings.response
+      endpoint.enabled = settings.enabled
       switch settings.target {
       case .unix(let path):
         endpoint.address = .unix(path: path)

@@ -30,24 +30,18 @@ func fail(_ message: String) {
 var words = Array(CommandLine.arguments.dropFirst())
 let command = words.isEmpty ? "help" : words.removeFirst()
 let status: Int32
+/// Each command's entry point, by its word.
+let commands: [String: (Arguments) throws(UsageError) -> Int32] = [
+  "serve": ServeCommand.run, "shell": ShellCommand.run, "config": ConfigCommand.check,
+  "links": ConfigCommand.links, "admin": AdminCommand.run, "example-core": ExampleCoreCommand.run,
+]
 do throws(UsageError) {
-  switch command {
-  case "serve":
-    status = try ServeCommand.run(Arguments(words))
-  case "shell":
-    status = try ShellCommand.run(Arguments(words))
-  case "config":
-    status = try ConfigCommand.check(Arguments(words))
-  case "links":
-    status = try ConfigCommand.links(Arguments(words))
-  case "admin":
-    status = try AdminCommand.run(Arguments(words))
-  case "example-core":
-    status = try ExampleCoreCommand.run(Arguments(words))
-  case "help", "--help", "-h":
+  if ["help", "--help", "-h"].contains(command) {
     print(usage)
     status = 0
-  default:
+  } else if let run = commands[command] {
+    status = try run(Arguments(words))
+  } else {
     throw UsageError("unknown command '\(command)'; see band-edge help")
   }
 } catch {

@@ -16,25 +16,18 @@ public struct UpstreamEndpoint: Sendable, Equatable {
   /// TLS over the connection, its certificate verified (nil: plain HTTP).
   public var tls: UpstreamTLS?
   /// One loop's share of the pool (`maxConnections` and `queueLength` are per loop here).
-  public var pool: UpstreamPoolLimits
-  public var timeouts: UpstreamTimeouts
-  public var response: ResponseLimits
+  public var pool = UpstreamPoolLimits()
+  public var timeouts = UpstreamTimeouts()
+  public var response = ResponseLimits()
   /// The operator's switch: off, every call is answered as `UpstreamFault.disabled`.
-  public var enabled: Bool
+  public var enabled = true
 
-  /// An endpoint named `name` at `address`.
-  public init(
-    name: String, address: Address, tls: UpstreamTLS? = nil, pool: UpstreamPoolLimits = UpstreamPoolLimits(),
-    timeouts: UpstreamTimeouts = UpstreamTimeouts(), response: ResponseLimits = ResponseLimits(),
-    enabled: Bool = true
-  ) {
+  /// An endpoint named `name` at `address` (over `tls` when given), switched on, with the default
+  /// pool, timeouts and response limits (each settable after).
+  public init(name: String, address: Address, tls: UpstreamTLS? = nil) {
     self.name = name
     self.address = address
     self.tls = tls
-    self.pool = pool
-    self.timeouts = timeouts
-    self.response = response
-    self.enabled = enabled
   }
 
   /// Whether `other` differs from this one only in its switch: the pool and its connections stay.

@@ -165,17 +165,15 @@ final class UpstreamSocket {
         let error = SSL_get_error(tls, n)
         return error == SSL_ERROR_WANT_WRITE || error == SSL_ERROR_WANT_READ ? .blocked : .failed
       }
-      let n = output.withUnsafeBytes { raw in
-        guard let base = raw.baseAddress else { return 0 }
-        return send(fd, base + written, raw.count - written, Int32(MSG_NOSIGNAL))
-      }
-      if n > 0 {
+      do {
+        let sent = try syscall("send") {
+          output.withUnsafeBytes { raw in
+            send(fd, raw.baseAddress.map { $0 + written }, raw.count - written, Int32(MSG_NOSIGNAL))
+          }
+        }
+        guard case .done(let n) = sent else { return .blocked }
         written += n
-      } else if n < 0 && errno == EINTR {
-        continue
-      } else if n < 0 && errno == EAGAIN {
-        return .blocked
-      } else {
+      } catch {
         return .failed
       }
     }

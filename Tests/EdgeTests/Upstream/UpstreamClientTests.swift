@@ -75,7 +75,9 @@ import Testing
   static func endpoint(_ address: UpstreamEndpoint.Address, timeouts: UpstreamTimeouts = UpstreamTimeouts())
     -> UpstreamEndpoint
   {
-    UpstreamEndpoint(name: "core", address: address, timeouts: timeouts)
+    var endpoint = UpstreamEndpoint(name: "core", address: address)
+    endpoint.timeouts = timeouts
+    return endpoint
   }
 
   @Test(
