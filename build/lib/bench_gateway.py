@@ -11,7 +11,7 @@ on CPU 0, wrk on CPU 1.
          and the upstream on CPU 1, are the limit: the targets are read here), then on all of CPU 0
          with each round ending in a turn of forwarded POSTs to band-edge (each signs a fresh
          assertion). Per turn: req/s, p50, p99, the server's CPU per request (utime + stime of its
-         processes) and its share of its CPU, the upstream's connections accepted and requests (its
+         processes) and its share of its CPU (CPU0), the upstream's connections accepted and requests (its
          stub_status) and so the connection reuse (1 - connections/requests), the upstream's CPU per
          request, and how busy CPU 1 (wrk and the upstream) was.
   sign:  openssl speed -seconds 3 ed25519 on CPU 0, beside band-edge's forwarded POSTs per CPU second.
