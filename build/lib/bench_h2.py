@@ -24,42 +24,13 @@ import time
 
 from bench_h2_idle import hold, still_open
 import bench_h2load
-from bench_h2load import HZ, h2load, half_cpu, summed, ticks
+from bench_h2load import HZ, h2load, half_cpu, memory, processes, summed, ticks
 
 work, js_path, small_path, rounds, seconds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
 servers = [(name, int(port), int(pid)) for name, port, pid in (arg.split(":") for arg in sys.argv[6:])]
 NAMES = {"edge": "band-edge", "h2o": "h2o", "nginx": "nginx"}
 IDLE = int(os.environ.get("BENCH_H2_IDLE", "1000"))
 TARGETS = []  # (what, met) for the summary
-
-
-def processes(root):
-    """ROOT and all its descendants."""
-    children = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                ppid = int(open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()[1])
-            except OSError:
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    found, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo.extend(children.get(pid, []))
-    return found
-
-
-def memory(root):
-    """VmRSS and VmHWM (KiB) summed over ROOT's processes."""
-    total = {"VmRSS": 0, "VmHWM": 0}
-    for pid in processes(root):
-        for line in open(f"/proc/{pid}/status"):
-            key = line.split(":")[0]
-            if key in total:
-                total[key] += int(line.split()[1])
-    return total
 
 
 def check():

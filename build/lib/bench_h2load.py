@@ -1,5 +1,5 @@
-"""What build/bench's h2load workloads share (bench_tls.py, bench_h2.py): server CPU ticks from
-/proc, h2load on CPU 1 with its own CPU time counted, a sum of short turns, and a cgroup that holds
+"""What build/bench's Python workloads share (bench_tls.py, bench_h2.py, bench_gateway.py): server CPU ticks
+and memory from /proc, h2load on CPU 1 with its own CPU time counted, a sum of short turns, and a cgroup that holds
 servers to half of CPU 0."""
 
 import contextlib
@@ -17,6 +17,35 @@ def ticks(pid):
     """User + system CPU ticks of one process (all its threads)."""
     fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
     return int(fields[11]) + int(fields[12])
+
+
+def processes(root):
+    """ROOT and all its descendants."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                ppid = int(open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
+
+
+def memory(root):
+    """VmRSS and VmHWM (KiB) summed over ROOT's processes."""
+    total = {"VmRSS": 0, "VmHWM": 0}
+    for pid in processes(root):
+        for line in open(f"/proc/{pid}/status"):
+            key = line.split(":")[0]
+            if key in total:
+                total[key] += int(line.split()[1])
+    return total
 
 
 def h2load(*args, timeout=None):
