@@ -38,7 +38,10 @@ struct GatewayKeys: Sendable {
   /// and the services every snapshot's gateway routes share. Nil when there is no KEK (outside
   /// development, or on PostgreSQL, without `--key-encryption-key`): then no route may be forwarded.
   static func start(
-    flag: String?, deployment: Deployment, store location: DatabaseLocation, services: ClientServices
+    flag: String?, deployment: Deployment, store location: DatabaseLocation, services: ClientServices,
+    limits: (address: RateLimit, account: RateLimit) = (
+      GatewayServices.addressLimit, GatewayServices.accountLimit
+    )
   ) throws -> GatewayKeys? {
     guard let path = path(flag: flag, environment: deployment.environment, store: location) else {
       guard deployment.forwardRoutes.isEmpty else {
@@ -49,7 +52,9 @@ struct GatewayKeys: Sendable {
     let kek = try kek(path: path, environment: deployment.environment)
     let store = try services.store()
     let ring = try GatewayKeyStore(store: store, kek: kek).ensureFirstKey(now: Int(time(nil)))
-    return GatewayKeys(kek: kek, gateway: GatewayServices(ring: ring, clock: { Int(time(nil)) }))
+    let gateway = GatewayServices(
+      ring: ring, addressLimit: limits.address, accountLimit: limits.account, clock: { Int(time(nil)) })
+    return GatewayKeys(kek: kek, gateway: gateway)
   }
 
   /// How often a serving instance reads its keys again (and rotates when due), by default

@@ -1,6 +1,7 @@
 import Accounts
 import ClientAPI
 import Edge
+import Gateway
 import Store
 
 /// Everything `serve` fixes at start from its flags and the configuration file's `"limits"`.
@@ -18,6 +19,8 @@ struct ServeSettings {
   var mailRetry = Duration.seconds(30)
   var mailTimeout = Duration.seconds(30)
   var gatewayKeysRefresh = GatewayKeys.refreshInterval
+  var gatewayAddressLimit = GatewayServices.addressLimit
+  var gatewayAccountLimit = GatewayServices.accountLimit
 }
 
 /// One configurable limit: the flag `--NAME` and the file's `"limits": {"NAME": value}` alike,
@@ -206,6 +209,15 @@ enum LimitTable {
       "exchange-burst", "native exchanges one client address may make at once; then 429",
       \.exchangeLimit.burst),
     perMinute("exchange-per-minute", "... and regains per minute", \.exchangeLimit.perSecond),
+    burst(
+      "gateway-address-burst",
+      "forwarded requests one client address (IPv6: its /64) may make at once; then 429",
+      \.gatewayAddressLimit.burst),
+    perMinute("gateway-address-per-minute", "... and regains per minute", \.gatewayAddressLimit.perSecond),
+    burst(
+      "gateway-account-burst", "forwarded requests one account may make at once; then 429",
+      \.gatewayAccountLimit.burst),
+    perMinute("gateway-account-per-minute", "... and regains per minute", \.gatewayAccountLimit.perSecond),
     seconds(
       "rate-limited-hold", 0...86400, "a 429 is held this long before it is sent (0: at once)", \.refusalHold),
     count(

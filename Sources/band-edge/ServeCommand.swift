@@ -317,7 +317,8 @@ enum ServeCommand {
   ) throws(StartFailure) -> GatewayKeys? {
     do {
       return try GatewayKeys.start(
-        flag: options.kekFlag, deployment: deployment, store: store, services: services)
+        flag: options.kekFlag, deployment: deployment, store: store, services: services,
+        limits: (options.settings.gatewayAddressLimit, options.settings.gatewayAccountLimit))
     } catch {
       throw StartFailure("gateway: \(error)")
     }

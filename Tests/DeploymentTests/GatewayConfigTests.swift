@@ -311,7 +311,7 @@ struct UpstreamConfigTests {
     #expect(core.timeouts.connect == .seconds(1) && core.timeouts.firstByte == .seconds(15))
     #expect(core.timeouts.total == .seconds(30) && core.pool.queueTimeout == .seconds(1))
     #expect(core.pool.idleTimeout == .seconds(30) && core.pool.maxConnectionAge == .seconds(3600))
-    #expect(core.pool.maxIdle == 32 && core.maxConnections == 128 && core.pool.queueLength == 256)
+    #expect(core.pool.maxIdle == 64 && core.maxConnections == 128 && core.pool.queueLength == 256)
     #expect(
       core.pool.maxRequestsPerConnection == 1000 && core.pool.failuresToOpen == 5
         && core.pool.openDuration == .seconds(5))

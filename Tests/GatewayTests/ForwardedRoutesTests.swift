@@ -125,5 +125,6 @@ struct ForwardedRefusalTests {
     #expect(second.status.code == 429 && jsonObject(second)["error"] as? String == "rate_limited")
     #expect(Int(second.header("Retry-After") ?? "") ?? 0 >= 1)
     #expect(f.sent == 1)
+    #expect(second.holdFor == .seconds(1), "held rate-limited-hold, as the client API holds its 429s")
   }
 }

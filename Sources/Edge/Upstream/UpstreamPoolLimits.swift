@@ -2,7 +2,7 @@
 /// queue, and its circuit. The defaults are the gateway's recommended ones.
 public struct UpstreamPoolLimits: Sendable, Equatable {
   /// Idle connections kept open for reuse (0: none); one more released is closed.
-  public var maxIdle = 32
+  public var maxIdle = 64
   /// Connections open or being opened, idle and busy together; a request beyond waits.
   public var maxConnections = 128
   /// Requests that may wait for a connection; one more is refused at once (0: none wait).

@@ -66,11 +66,14 @@ enum ForwardedRefusal: Error {
     return AuthFailure.appVersionUnsupported(minimum: since).response
   }
 
-  /// 429 with `Retry-After`.
-  static func rateLimited(_ wait: Int) -> Response {
-    APIError.response(
+  /// 429 with `Retry-After`, held `hold` before it is sent (`rate-limited-hold`, as the client
+  /// API holds its own): a flood that does not wait gets one answer per connection per hold.
+  static func rateLimited(_ wait: Int, hold: Duration) -> Response {
+    var response = APIError.response(
       .tooManyRequests, "rate_limited", "Too many requests. Wait a moment, then try again.",
       headers: [("Retry-After", String(wait))])
+    if hold > .zero { response.holdFor = hold }
+    return response
   }
 
   /// 400 for a path an API core could read as another path than the one band-edge checked: a dot

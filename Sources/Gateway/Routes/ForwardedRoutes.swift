@@ -79,7 +79,7 @@ public struct ForwardedRoutes: Sendable {
       if let refusal = ForwardedRefusal.since(route, caller) { return refusal }
       let address = ClientAddress.of(request, trustedProxies: services.trustedProxies)
       if let wait = gateway.limited(address: address, account: caller.account) {
-        return ForwardedRefusal.rateLimited(wait)
+        return ForwardedRefusal.rateLimited(wait, hold: services.refusalHold)
       }
       var key: String? = nil
       if mutating {
