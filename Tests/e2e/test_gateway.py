@@ -372,3 +372,49 @@ def test_an_accepted_write_is_audited_with_no_request_after_it(tmp_path, core):
         assert len(details) == 1 and 'k-audit' in details[0] and "{}" not in details[0], details
     finally:
         server.stop()
+
+
+def docs_verifier():
+    """The Python verifier docs/gateway.md gives API core developers, as written there."""
+    text = (ROOT / "docs" / "gateway.md").read_text()
+    code = text.split("### A verifier in Python", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict = {}
+    exec(compile(code, "docs/gateway.md", "exec"), namespace)
+    return namespace
+
+
+def test_the_documented_python_verifier_accepts_what_band_edge_sends_and_refuses_the_rest(tmp_path, core):
+    server = start(tmp_path, core)
+    try:
+        doc = docs_verifier()
+        verify_assertion, Refused = doc["verify_assertion"], doc["Refused"]
+        token = add_session(server, "ada@example.test", [("northfield", "teacher")])
+        sid = school(server, "northfield")
+        keys = {k["kid"]: k for k in jwks(server)["keys"]}
+        body = b'{"student":"stu_1"}'
+        headers = bearer(token, **{"Idempotency-Key": '"k-doc"', "Content-Type": "application/json"})
+        assert call(server, f"{PREFIX}/{sid}/students", bearer(token)).status == 200
+        assert call(server, f"{PREFIX}/{sid}/attendance", headers, method="POST", body=body).status == 200
+        read, write = core.wait_for(2)[:2]
+        teacher_may = lambda role, method: method in ("GET", "HEAD") or role in ("teacher", "administrator")
+        common = dict(keys=keys, issuer=ORIGIN, audience="core", role_allows=teacher_may)
+        seen = {}
+        ok = verify_assertion(read.all("Band-Licence-Assertion"), "GET", read.target, b"", sid, seen=seen, **common)
+        assert ok["scp"] == "read"
+        args = (write.all("Band-Licence-Assertion"), "POST", write.target, write.body, sid)
+        assert verify_assertion(*args, seen=seen, **common)["htm"] == "POST"
+        refusals = [
+            ((write.all("Band-Licence-Assertion"), "POST", write.target, write.body, sid), "replay"),
+            ((write.all("Band-Licence-Assertion"), "POST", write.target, b"{}", sid), "binding"),
+            ((read.all("Band-Licence-Assertion"), "POST", read.target, b"", sid), "scope"),
+            ((read.all("Band-Licence-Assertion"), "GET", read.target, b"", "sch_other"), "school"),
+            ((read.all("Band-Licence-Assertion") * 2, "GET", read.target, b"", sid), "header"),
+        ]
+        for arguments, reason in refusals:
+            with pytest.raises(Refused, match=reason):
+                verify_assertion(*arguments, seen=seen if reason == "replay" else {}, **common)
+        with pytest.raises(Refused, match="InvalidAudience"):
+            verify_assertion(read.all("Band-Licence-Assertion"), "GET", read.target, b"", sid, seen={},
+                             **{**common, "audience": "another-core"})
+    finally:
+        server.stop()
