@@ -29,6 +29,7 @@ import time
 import urllib.request
 
 from bench_h2load import HZ, half_cpu, memory, processes, ticks
+from bench_report import parse_wrk as parse
 
 work, rounds, seconds, connections = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
 upstream_port, upstream_pid, tokens, get_path, post_path = (int(sys.argv[5]), int(sys.argv[6]), sys.argv[7],
@@ -36,7 +37,6 @@ upstream_port, upstream_pid, tokens, get_path, post_path = (int(sys.argv[5]), in
 servers = [(name, int(port), int(pid)) for name, port, pid in (arg.split(":") for arg in sys.argv[10:])]
 NAMES = {"edge": "band-edge", "nginx": "nginx-proxy", "nginx-auth": "nginx-auth", "h2o": "h2o", "edge-post": "be-POST"}
 LUA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_gateway.lua")
-UNITS = {"us": 1e-3, "ms": 1.0, "s": 1000.0}
 TARGETS = []  # (what, met)
 
 
@@ -69,17 +69,6 @@ def wrk(port, path, conns, duration, method="GET"):
         raise SystemExit(f"bench: error: wrk against 127.0.0.1:{port}{path} did not finish within {duration + 30:g} s")
 
 
-def parse(text):
-    out = {"rps": float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1)),
-           "requests": int(re.search(r"(\d+) requests in", text).group(1))}
-    for pct in ("50", "99"):
-        value, unit = re.search(rf"^\s+{pct}%\s+([\d.]+)(us|ms|s)\s*$", text, re.M).groups()
-        out[f"p{pct}"] = float(value) * UNITS[unit]
-    errors = re.search(r"Socket errors: (.*)", text)
-    out["errors"] = errors.group(1).strip() if errors else "none"
-    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
-    out["non2xx"] = int(non2xx.group(1)) if non2xx else 0
-    return out
 
 
 def turn(name, port, root, path, duration, method="GET"):

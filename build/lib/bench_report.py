@@ -15,10 +15,10 @@ def name(server: str) -> str:
     return NAMES.get(server, server)
 
 
-def parse(path: Path) -> dict:
-    text = path.read_text()
-    out = {"rps": float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))}
-    requests = int(re.search(r"(\d+) requests in", text).group(1))
+def parse_wrk(text: str) -> dict:
+    """What one wrk --latency run printed: req/s, requests, p50 and p99 (ms), socket errors, non-2xx."""
+    out = {"rps": float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1)),
+           "requests": int(re.search(r"(\d+) requests in", text).group(1))}
     for pct in ("50", "99"):
         value, unit = re.search(rf"^\s+{pct}%\s+([\d.]+)(us|ms|s)\s*$", text, re.M).groups()
         out[f"p{pct}"] = float(value) * UNITS[unit]
@@ -26,6 +26,13 @@ def parse(path: Path) -> dict:
     out["errors"] = errors.group(1).strip() if errors else "none"
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
     out["non2xx"] = int(non2xx.group(1)) if non2xx else 0
+    return out
+
+
+def parse(path: Path) -> dict:
+    text = path.read_text()
+    out = parse_wrk(text)
+    requests = out.pop("requests")
     ticks, hz = map(int, re.search(r"cpu_ticks (\d+) (\d+)", text).groups())
     out["cpu"] = ticks / hz / requests * 1e6
     return out
