@@ -1,6 +1,7 @@
 import Accounts
 import ClientAPI
 import Edge
+import Gateway
 import Store
 
 #if canImport(Glibc)
@@ -262,6 +263,25 @@ enum AdminCommand {
 }
 
 extension AdminCommand {
+  /// The development key-encryption key beside a SQLite store (`gateway-kek`) goes with the store
+  /// to another SQLite directory that has none: the gateway's keys in the copy open only with it.
+  /// True when it was copied (0600). A KEK named by flag is the operator's file, never touched.
+  static func copyDevelopmentKEK(from: DatabaseLocation, to: DatabaseLocation) -> Bool {
+    guard let source = from.sqlitePath, let target = to.sqlitePath,
+      let sourceDirectory = source.lastIndex(of: "/").map({ source[..<$0] }),
+      let targetDirectory = target.lastIndex(of: "/").map({ target[..<$0] })
+    else { return false }
+    let kek = sourceDirectory + "/" + GatewayKeys.developmentFile
+    let copy = targetDirectory + "/" + GatewayKeys.developmentFile
+    guard access(kek, F_OK) == 0, access(copy, F_OK) != 0 else { return false }
+    do {
+      try KeyEncryptionKey.load(path: kek).save(to: copy)
+      return true
+    } catch {
+      return false
+    }
+  }
+
   /// `admin copy-store --from LOCATION --to LOCATION`: `StoreCopy.copy`, then one line per table
   /// (`table rows checksum-prefix`) and a summary; locations are printed masked, rows never.
   static func copyStore(_ options: Options) throws(UsageError) -> Int32 {
@@ -279,9 +299,10 @@ extension AdminCommand {
         sourceName: from.description, targetName: to.description)
       for summary in summaries { print(summary.line) }
       let rows = summaries.reduce(0) { $0 + $1.rows }
+      let kek = copyDevelopmentKEK(from: from, to: to) ? ", with gateway-kek" : ""
       print(
         "copied \(rows) row\(rows == 1 ? "" : "s") in \(summaries.count) tables from \(from) to \(to) "
-          + "(schema version \(Migrations.latest)); row counts and SHA-256 checksums match")
+          + "(schema version \(Migrations.latest))\(kek); row counts and SHA-256 checksums match")
       return 0
     } catch {
       fail("\(error)")

@@ -35,26 +35,43 @@ struct GatewayKeys: Sendable {
   }
 
   /// The keys at start: the KEK, the store's first key made now if it has none (once for a fleet),
-  /// and the services every snapshot's gateway routes share. Nil when there is no KEK (outside
-  /// development, or on PostgreSQL, without `--key-encryption-key`): then no route may be forwarded.
+  /// and the services every snapshot's gateway routes share. Nil when there are no forward routes, or
+  /// in development when there is no KEK (PostgreSQL without `--key-encryption-key`) or the keys do
+  /// not open with it: nothing is forwarded then. Outside development either is an error.
   static func start(
     flag: String?, deployment: Deployment, store location: DatabaseLocation, services: ClientServices,
     limits: (address: RateLimit, account: RateLimit) = (
       GatewayServices.addressLimit, GatewayServices.accountLimit
     )
   ) throws -> GatewayKeys? {
+    let development = deployment.environment == .development
     guard let path = path(flag: flag, environment: deployment.environment, store: location) else {
       guard deployment.forwardRoutes.isEmpty else {
-        throw GatewayError.keyFile(path: "(none)", reason: missing)
+        guard development else { throw GatewayError.keyFile(path: "(none)", reason: missing) }
+        return off("no key-encryption key: " + missing)
       }
       return nil
     }
-    let kek = try kek(path: path, environment: deployment.environment)
-    let store = try services.store()
-    let ring = try GatewayKeyStore(store: store, kek: kek).ensureFirstKey(now: Int(time(nil)))
+    let kek: KeyEncryptionKey
+    let ring: KeyRing
+    do {
+      kek = try self.kek(path: path, environment: deployment.environment)
+      ring = try GatewayKeyStore(store: try services.store(), kek: kek).ensureFirstKey(now: Int(time(nil)))
+    } catch {
+      // Outside development a key that does not open stops the start; in development (a store
+      // copied without its KEK, say) the rest serves, and the forwarded routes are left out.
+      guard development, !deployment.forwardRoutes.isEmpty else { throw error }
+      return off("\(error)")
+    }
     let gateway = GatewayServices(
       ring: ring, addressLimit: limits.address, accountLimit: limits.account, clock: { Int(time(nil)) })
     return GatewayKeys(kek: kek, gateway: gateway)
+  }
+
+  /// In development only: no route is forwarded, and the log says why (`gateway_off`).
+  private static func off(_ reason: String) -> GatewayKeys? {
+    Log.event("warning", "gateway_off", [("reason", reason)])
+    return nil
   }
 
   /// How often a serving instance reads its keys again (and rotates when due), by default
@@ -108,7 +125,9 @@ struct GatewayKeys: Sendable {
   static func routes(_ keys: GatewayKeys?, deployment: Deployment, services: ClientServices) throws -> [Route]
   {
     guard let keys else {
-      guard deployment.forwardRoutes.isEmpty else {
+      // Without keys nothing is forwarded: refused outside development, left out in development
+      // (where the start logged `gateway_off`).
+      guard deployment.forwardRoutes.isEmpty || deployment.environment == .development else {
         throw GatewayError.keyFile(path: "(none)", reason: missing)
       }
       return []

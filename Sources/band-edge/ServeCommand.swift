@@ -111,9 +111,6 @@ enum ServeCommand {
       let store = try openStore(deployment, options)
       let services = makeServices(options, store: store, smtp: smtp)
       let keys = try gatewayKeys(deployment, options, store: store, services: services)
-      keys?.keepCurrent(
-        database: store, settings: options.settings.database, interval: options.settings.gatewayKeysRefresh)
-      keys?.writeAudits(database: store, settings: options.settings.database)
       let router = try routes(deployment, options, services: services, keys: keys)
       if options.printRoutes {
         printRoutes(router)
@@ -129,7 +126,8 @@ enum ServeCommand {
       options.settings.server.upstreams = upstreams(deployment, loops: options.settings.server.threads)
       options.settings.server.upstreamMetrics = UpstreamMetrics.register(
         upstreams: deployment.upstreams.keys.sorted())
-      return try serve(deployment, options, router: router, adminRouter: adminRouter, reload: reload)
+      return try serve(
+        deployment, options, router: router, adminRouter: adminRouter, reload: reload, database: store)
     } catch {
       for line in error.lines { fail(line) }
       return 1
@@ -362,10 +360,18 @@ enum ServeCommand {
   /// Serves until SIGTERM or SIGINT has drained the server; SIGHUP calls `reload`.
   static func serve(
     _ deployment: Deployment, _ options: ServeOptions, router: Router, adminRouter: Router?,
-    reload: ServeReload
+    reload: ServeReload, database: DatabaseLocation
   ) throws(StartFailure) -> Int32 {
     Operators.publish(deployment, tls: options.settings.server.tls, to: Metrics.process)
     let server = Server(configuration: options.settings.server, router: router, adminRouter: adminRouter)
+    // The gateway's background writers start once every start check has passed: a start refused
+    // later must not leave a thread on the store while the process exits.
+    if let keys = reload.keys {
+      keys.keepCurrent(
+        database: database, settings: options.settings.database, interval: options.settings.gatewayKeysRefresh
+      )
+      keys.writeAudits(database: database, settings: options.settings.database)
+    }
     do {
       let status = try server.run(
         onListening: { _ in

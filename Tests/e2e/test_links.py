@@ -1,6 +1,7 @@
 """Verified-link files, /config and reload against the real binary, for staging and production."""
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -228,7 +229,12 @@ def test_a_bad_gateway_section_on_reload_keeps_the_old_configuration_and_logs_ev
     path = config("production", tmp_path, upstreams={"core": {"url": "http://127.0.0.1:8081"}},
                   forward=[{"path": f"{prefix}/attendance", "methods": {"GET": "read_only"}, "upstream": "core",
                             "capability": "attendance"}])
-    server = Server("--config", str(path), test_routes=False, env={"BAND_LICENCE_ENV": "production"})
+    # Forward routes outside development need the key-encryption key: 64 hex digits, mode 0600.
+    kek = tmp_path / "kek"
+    kek.write_text(os.urandom(32).hex() + "\n")
+    kek.chmod(0o600)
+    server = Server("--config", str(path), "--key-encryption-key", str(kek), test_routes=False,
+                    env={"BAND_LICENCE_ENV": "production"})
     try:
         assert strict_json(fetch(server, "/api/client/v1/config").body)["capabilities"]["attendance"] is True
         data = json.loads(path.read_text())

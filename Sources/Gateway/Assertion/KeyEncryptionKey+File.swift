@@ -84,6 +84,13 @@ extension KeyEncryptionKey {
     return key
   }
 
+  /// Writes this key to a new file at `path` (mode 0600; an existing file is never replaced): the
+  /// development KEK going with a copied store.
+  public func save(to path: String) throws(GatewayError) {
+    try Self.write(fileText, to: path, reportedAs: path)
+    Self.syncDirectory(of: path)
+  }
+
   /// Writes `bytes` to a new file at `path` (mode 0600, never following a link) and syncs it.
   private static func write(_ bytes: [UInt8], to path: String, reportedAs name: String) throws(GatewayError) {
     let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
