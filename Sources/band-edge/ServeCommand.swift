@@ -364,17 +364,17 @@ enum ServeCommand {
   ) throws(StartFailure) -> Int32 {
     Operators.publish(deployment, tls: options.settings.server.tls, to: Metrics.process)
     let server = Server(configuration: options.settings.server, router: router, adminRouter: adminRouter)
-    // The gateway's background writers start once every start check has passed: a start refused
-    // later must not leave a thread on the store while the process exits.
-    if let keys = reload.keys {
-      keys.keepCurrent(
-        database: database, settings: options.settings.database, interval: options.settings.gatewayKeysRefresh
-      )
-      keys.writeAudits(database: database, settings: options.settings.database)
-    }
     do {
       let status = try server.run(
         onListening: { _ in
+          // The gateway's background writers start once serving (every start check passed, the
+          // listeners bound): a start refused earlier must not exit with a thread in the store.
+          if let keys = reload.keys {
+            keys.keepCurrent(
+              database: database, settings: options.settings.database,
+              interval: options.settings.gatewayKeysRefresh)
+            keys.writeAudits(database: database, settings: options.settings.database)
+          }
           // Logged once serving: a failed start prints only its one error line.
           Log.event(
             "info", "deployment",
