@@ -42,14 +42,11 @@ public final class ReadinessWatch: Sendable {
   /// Starts checking `context`'s store every `interval`.
   public init(_ context: ClientContext, interval: Duration = .seconds(1)) {
     let shared = self.shared
-    let nanoseconds =
-      Int(interval.components.seconds) * 1_000_000_000 + Int(interval.components.attoseconds / 1_000_000_000)
-    startThread {
-      while !shared.stopped.load(ordering: .relaxed) {
+    Background.process.start {
+      while !shared.stopped.load(ordering: .relaxed), !Background.process.isEnding {
         let ok = (try? context.store().schemaVersion()) != nil
         shared.ready.store(ok ? 1 : 0, ordering: .relaxed)
-        var pause = timespec(tv_sec: nanoseconds / 1_000_000_000, tv_nsec: nanoseconds % 1_000_000_000)
-        nanosleep(&pause, nil)
+        Background.process.pause(interval) { shared.stopped.load(ordering: .relaxed) }
       }
     }
   }

@@ -47,8 +47,7 @@ public final class ChangeListener: Sendable {
   ) {
     fresh = Int(DatabaseSettings.milliseconds(recheck) + 500) * 1_000_000
     let shared = self.shared
-    let thread = startThread { Self.run(uri: uri, settings: settings, recheck: recheck, shared) }
-    pthread_detach(thread)
+    Background.process.start { Self.run(uri: uri, settings: settings, recheck: recheck, shared) }
   }
 
   /// The thread ends within `recheck` of the last reference going.
@@ -82,7 +81,7 @@ public final class ChangeListener: Sendable {
     var backoff = settings.firstBackoff
     var toldNeverConnected = false
     let recheckMilliseconds = DatabaseSettings.milliseconds(recheck)
-    while !shared.stopped.load(ordering: .sequentiallyConsistent) {
+    while !shared.stopped.load(ordering: .sequentiallyConsistent), !Background.process.isEnding {
       do {
         let connection = try PostgresConnection(uri: uri, settings: settings, name: "band-edge-listener")
         try connection.listen(PostgresDatabase.changeChannel)
@@ -97,7 +96,7 @@ public final class ChangeListener: Sendable {
         }
         backoff = settings.firstBackoff
         var nextCheck = ContinuousClock.now + recheck
-        while !shared.stopped.load(ordering: .sequentiallyConsistent) {
+        while !shared.stopped.load(ordering: .sequentiallyConsistent), !Background.process.isEnding {
           let left = ContinuousClock.now.duration(to: nextCheck)
           let wait = left <= .zero ? 0 : Int32(min(DatabaseSettings.milliseconds(left), recheckMilliseconds))
           if try connection.notifications(waitingUpTo: wait) > 0 {
@@ -124,10 +123,7 @@ public final class ChangeListener: Sendable {
           toldNeverConnected = true
           Log.event("error", "change_listener_lost", [("error", "\(error)")])
         }
-        var pause = timespec(
-          tv_sec: Int(backoff.components.seconds),
-          tv_nsec: Int(backoff.components.attoseconds / 1_000_000_000))
-        nanosleep(&pause, nil)
+        Background.process.pause(backoff) { shared.stopped.load(ordering: .sequentiallyConsistent) }
         backoff = min(backoff * 2, settings.longestBackoff)
       }
     }

@@ -7,7 +7,7 @@ import Store
 
 /// The shape every periodic background job of a process shares (the fleet heartbeat, the mail
 /// sender): a thread of its own with a store connection of its own — so a busy pool never delays
-/// it — that runs `step` every `interval` until `stopped()` says so. A failure is logged once as
+/// it — that runs `step` every `interval` until `stopped()` says so or the process ends (`Background.process`). A failure is logged once as
 /// `failed` (the next success as `resumed`), not at every interval; a connection that failed for
 /// a reason other than the database being away is made again. `finish` runs once at the end.
 package enum StoreLoop {
@@ -17,10 +17,10 @@ package enum StoreLoop {
     step: @escaping @Sendable (ClientStore) throws -> Void,
     finish: @escaping @Sendable (ClientStore?) -> Void = { _ in }
   ) {
-    let thread = startThread {
+    Background.process.start {
       var store: ClientStore? = nil
       var failing = false
-      while !stopped() {
+      while !stopped(), !Background.process.isEnding {
         do {
           let current = try store ?? ClientStore(database: try database.open(settings), clock: clock)
           store = current
@@ -36,13 +36,9 @@ package enum StoreLoop {
             Log.event("error", events.failed, [("error", "\(error)")])
           }
         }
-        var pause = timespec(
-          tv_sec: Int(interval.components.seconds),
-          tv_nsec: Int(interval.components.attoseconds / 1_000_000_000))
-        nanosleep(&pause, nil)
+        Background.process.pause(interval, unless: stopped)
       }
       finish(store)
     }
-    pthread_detach(thread)
   }
 }
