@@ -53,7 +53,7 @@ public struct AccountMetrics: Sendable {
     sessionsRevoked = register("band_edge_sessions_revoked_total", "Sessions revoked, by reason.",
       [MetricLabel("reason", Self.revocationReasons)])
     sessionCacheLookups = register("band_edge_session_cache_lookups_total",
-      "Session answers looked up in the cache, by result.", [MetricLabel("result", ["hit", "miss"])])
+      "Sessions looked up in the loops' caches (GET /session answers, forwarded reads' callers), by result.", [MetricLabel("result", ["hit", "miss"])])
     databaseStatementDuration = register("band_edge_db_statement_duration_seconds",
       "Database statement durations, by engine.", [engine], kind: .histogram, buckets: Self.statementBuckets,
       scale: 1e9)

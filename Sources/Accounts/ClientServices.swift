@@ -21,7 +21,10 @@ public final class ClientServices: Sendable {
   /// Epoch seconds (injectable for tests).
   package let clock: @Sendable () -> Int
   /// Session answers the loops may send without the pool while the database is unchanged.
-  package let sessionCache: SessionCache
+  package let sessionCache: SessionCache<PrebuiltResponse>
+  /// Live sessions with their accounts and memberships, read by the store for a token: what the
+  /// loops check a forwarded call against without the pool, under the same rules.
+  package let viewCache: SessionCache<SessionView>
   /// On PostgreSQL with a session cache: the connection that hears of other instances' changes.
   public let listener: ChangeListener?
   /// On PostgreSQL: this instance's heartbeat, which sizes the rate limiters' share.
@@ -90,9 +93,12 @@ public final class ClientServices: Sendable {
     decoyHash = hasher.decoy()
     self.clock = clock
     switch database {
-    case .sqlite(let file): sessionCache = SessionCache(databasePath: file, capacity: sessionCacheEntries)
+    case .sqlite(let file):
+      sessionCache = SessionCache(databasePath: file, capacity: sessionCacheEntries)
+      viewCache = SessionCache(databasePath: file, capacity: sessionCacheEntries)
     case .postgres:
       sessionCache = SessionCache(capacity: listener == nil ? 0 : sessionCacheEntries) { listener }
+      viewCache = SessionCache(capacity: listener == nil ? 0 : sessionCacheEntries) { listener }
     }
     signInLimiter = RateLimiter(signInLimit)
     exchangeLimiter = RateLimiter(exchangeLimit)

@@ -20,7 +20,7 @@ public struct ClientContext: Sendable {
   var lifetimes: SessionLifetimes { services.lifetimes }
   var hasher: PasswordHasher { services.hasher }
   var clock: @Sendable () -> Int { services.clock }
-  var sessionCache: SessionCache { services.sessionCache }
+  var sessionCache: SessionCache<PrebuiltResponse> { services.sessionCache }
   var signInLimiter: RateLimiter { services.signInLimiter }
   var exchangeLimiter: RateLimiter { services.exchangeLimiter }
   var trustedProxies: Set<String> { services.trustedProxies }

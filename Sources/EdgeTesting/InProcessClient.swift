@@ -104,13 +104,32 @@ public struct InProcessClient: Sendable {
       request.client = peer
       var response: Response
       switch dispatcher.action(route, request) {
-      case .answer(let answer), .hold(let answer, _): response = answer
+      case .answer(let answer): response = answer
+      case .hold(let answer, let hold):
+        // Reported as the loop would hold it, so a test sees the hold either path decides.
+        response = answer
+        response.holdFor = hold
       case .pool: response = route.respond(to: request)
       case .forward(let call): response = Response.forward(call)
       }
       if let call = response.forward { response = call.answer(upstream?(call) ?? .fault(.disabled)) }
       return headOnly ? Self.withoutContent(response) : response
     }
+  }
+
+  /// Whether the loop decides `request` (the engine's own answer, an inline route, or a pooled
+  /// route's fast path) rather than handing it to the pool. Deciding may count metrics and spend
+  /// rate-limit tokens as `respond` does; nothing is sent upstream.
+  public func decidedOnTheLoop(_ request: Request) -> Bool {
+    let decision = dispatcher.decide(
+      method: request.method, path: request.path, target: { request.target }, secure: secure,
+      bodyLength: request.body.count, fields: Fields(headers: request.headers))
+    guard case .route(let route, let parameters, _, _) = decision else { return true }
+    var request = request
+    request.parameters = parameters
+    request.client = peer
+    if case .pool = dispatcher.action(route, request) { return false }
+    return true
   }
 
   /// Whether `method` is safe (RFC 9110 §9.2.1): a browser sends no `Origin` with it.

@@ -235,7 +235,8 @@ enum LimitTable {
       "deleted accounts' personal fields are erased this many days after deletion", \.retentionDays),
     count(
       "session-cache-entries", 0...1_000_000,
-      "GET /session answers the loops keep (0: every read goes to the pool)", \.sessionCacheEntries),
+      "sessions each of the loops' two caches keeps: GET /session answers, forwarded reads' callers (0: every read goes to the pool)",
+      \.sessionCacheEntries),
     seconds(
       "mail-interval", 0.01...3600, "the outbox is looked at this often for mail to send", \.mailInterval),
     seconds(

@@ -83,7 +83,7 @@ struct MeteredDatabaseTests {
       ("band_edge_sessions_revoked_total", "counter", "Sessions revoked, by reason."),
       (
         "band_edge_session_cache_lookups_total", "counter",
-        "Session answers looked up in the cache, by result."
+        "Sessions looked up in the loops' caches (GET /session answers, forwarded reads' callers), by result."
       ),
       ("band_edge_db_statement_duration_seconds", "histogram", "Database statement durations, by engine."),
       ("band_edge_db_errors_total", "counter", "Database statements that failed, by engine."),

@@ -127,4 +127,27 @@ struct ForwardedRefusalTests {
     #expect(f.sent == 1)
     #expect(second.holdFor == .seconds(1), "held rate-limited-hold, as the client API holds its 429s")
   }
+
+  @Test(
+    "a read by a caller the pool has read is checked on the loop; a change in the store sends the next to the pool"
+  )
+  func loopPath() throws {
+    let f = try GatewayFixture(.sqlite)
+    let token = try #require(f.tokens[.teacher])
+    let client = f.client()
+    let read = client.request(.get, f.path("/students"), headers: [("Authorization", "Bearer \(token)")])
+    #expect(!client.decidedOnTheLoop(read), "not read yet: the pool reads the caller")
+    #expect(client.respond(to: read).status.code == 200)
+    #expect(client.decidedOnTheLoop(read))
+    #expect(client.respond(to: read).status.code == 200 && f.sent == 2)
+    // Changes always go to the pool (each signs its own assertion).
+    let write = client.request(
+      .post, f.path("/attendance"), body: .json("{}"),
+      headers: [("Authorization", "Bearer \(token)"), ("Idempotency-Key", "k")])
+    #expect(!client.decidedOnTheLoop(write))
+    // Any commit ends what the loop knew: the role lowered here is the next read's.
+    let account = try #require(f.accounts[.teacher])
+    _ = try f.store.setRole(schoolID: f.school.id, accountID: account, role: .readOnly, actor: "test")
+    #expect(!client.decidedOnTheLoop(read))
+  }
 }

@@ -430,3 +430,40 @@ def test_a_process_ending_while_its_keys_are_read_exits_cleanly(tmp_path, core):
                         *kek, env={"BAND_LICENCE_ENV": "development"})
         assert jwks(server)["keys"]
         server.stop()
+
+
+def test_reads_checked_on_the_loop_follow_every_change_on_the_next_request(tmp_path, core):
+    """A caller read once is checked on the loop after that (its session, account and live
+    memberships cached, as `GET /session`'s answer is), and any change in the store ends that at
+    once: a lowered role is signed with the new role, a removed membership is 404, a revoked session
+    401 — each on the very next request, by another process's SQL too."""
+    server = start(tmp_path, core)
+    try:
+        token = add_session(server, "ada@example.test", [("northfield", "teacher"), ("riverside", "teacher")])
+        north, river = school(server, "northfield"), school(server, "riverside")
+        students = f"{PREFIX}/{north}/students"
+        before = series(server.metrics(), "band_edge_session_cache_lookups_total", result="hit")
+        for _ in range(4):
+            assert call(server, students, bearer(token)).status == 200
+        hits = series(server.metrics(), "band_edge_session_cache_lookups_total", result="hit") - before
+        assert hits >= 3, "after the first read the loop answers from its cache"
+        assert verify(server, core.requests[-1].header("Band-Licence-Assertion"))["role"] == "teacher"
+
+        server.store.query("UPDATE memberships SET role = 'read_only' WHERE school_id = ?", (north,))
+        assert call(server, students, bearer(token)).status == 200
+        assert verify(server, core.requests[-1].header("Band-Licence-Assertion"))["role"] == "read_only"
+
+        server.store.query("UPDATE memberships SET revoked_at = 1 WHERE school_id = ?", (north,))
+        seen = len(core.requests)
+        for _ in range(2):
+            assert call(server, students, bearer(token)).status == 404
+        assert call(server, f"{PREFIX}/{river}/students", bearer(token)).status == 200
+        assert call(server, f"{PREFIX}/{river}/students", bearer(token)).status == 200
+
+        server.store.query("UPDATE sessions SET revoked_at = 1")
+        for _ in range(2):
+            answer = call(server, f"{PREFIX}/{river}/students", bearer(token))
+            assert answer.status == 401, answer.body
+        assert len(core.requests) == seen + 2, "nothing refused reached the core"
+    finally:
+        server.stop()

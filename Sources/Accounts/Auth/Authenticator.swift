@@ -140,4 +140,38 @@ package struct Authenticator: Sendable {
   package func signed(_ request: Request, _ store: ClientStore) throws(StoreError) -> Signed? {
     try signed(Credential(request), store, from: request)
   }
+
+  /// The live session `credential` names with its account and live memberships, in one statement
+  /// (on a pool thread), kept for the loops (`cachedView`) stamped with the database's state before
+  /// the read; nil when there is none.
+  package func view(_ credential: Credential, _ store: ClientStore, from request: Request) throws(StoreError)
+    -> SessionView?
+  {
+    guard let token = credential.token else { return nil }
+    let stamp = services.viewCache.stampBeforeRead()
+    guard
+      let view = try store.sessionViews(
+        tokens: [token], lifetimes: services.lifetimes, networks: [services.network(request, store)]
+      )[0]
+    else { return nil }
+    if let stamp {
+      services.viewCache.store(
+        view, for: Secrets.digest(token), stamp: stamp, validUntil: answerableUntil(view.session))
+    }
+    return view
+  }
+
+  /// What `view` read for `token`, while the database is unchanged since and the session's
+  /// lifetimes allow (on the loop, under a short lock); nil sends the request to the pool.
+  package func cachedView(_ token: String) -> SessionView? {
+    services.viewCache.answer(for: Secrets.digest(token), now: services.clock())
+  }
+
+  /// Until when an answer read for `session` may be given again without the store: never past its
+  /// end, nor past the moment its "last seen" is due to be written again (`seenResolution`), which
+  /// is also when an idle session's end is checked afresh.
+  package func answerableUntil(_ session: SessionRecord) -> Int {
+    let idle = services.lifetimes.idle(session.kind)
+    return min(session.expiresAt, session.lastSeenAt + min(idle, ClientStore.seenResolution))
+  }
 }

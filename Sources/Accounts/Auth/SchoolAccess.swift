@@ -37,9 +37,18 @@ package struct SchoolAccess {
     throws(StoreError)
     -> Outcome
   {
-    guard let membership = try store.liveMembership(accountID: accountID, schoolID: schoolID) else {
-      return .notFound
-    }
+    decide(try store.liveMembership(accountID: accountID, schoolID: schoolID), need: need)
+  }
+
+  /// The same check on memberships already read in this request's store read (a session view's:
+  /// the gateway's, on the loop from its cache too).
+  package static func check(_ memberships: [Membership], schoolID: String, need: Need) -> Outcome {
+    decide(memberships.first { $0.school.id == schoolID }, need: need)
+  }
+
+  /// The rule itself, on the caller's live membership in the school (nil: none).
+  private static func decide(_ membership: Membership?, need: Need) -> Outcome {
+    guard let membership else { return .notFound }
     switch need {
     case .member: return .granted(membership)
     case .administrator: return membership.role == .administrator ? .granted(membership) : .forbidden

@@ -99,12 +99,13 @@ final class WALWatch: ChangeWatch, @unchecked Sendable {
   }
 }
 
-/// Session answers the loop may send without the pool: each entry is the exact answer (prebuilt:
-/// head and body as ready bytes) the store's read gave for a token digest, valid only while its watch sees no change since it was read (on
+/// What the loop may use for a token without the pool: each entry is what the store's read gave for
+/// a token digest (for `GET /session` its exact answer as ready bytes; for the gateway the session,
+/// account and live memberships), valid only while its watch sees no change since it was read (on
 /// SQLite any commit anywhere, on PostgreSQL any announced change — a revoked session or
 /// membership, a disabled account — invalidates every entry at once) and while the session's
 /// lifetimes and last-seen resolution allow.
-package final class SessionCache: Sendable {
+package final class SessionCache<Value: Sendable>: Sendable {
   package struct Key: Hashable {
     package let a: UInt64, b: UInt64, c: UInt64, d: UInt64
 
@@ -115,7 +116,7 @@ package final class SessionCache: Sendable {
   }
 
   package struct Entry {
-    package let answer: PrebuiltResponse
+    package let answer: Value
     package let stamp: ChangeStamp
     /// The session stays answerable until the first of these instants (epoch seconds).
     package let validUntil: Int
@@ -144,16 +145,16 @@ package final class SessionCache: Sendable {
     self.capacity = capacity
   }
 
-  /// A cache over the SQLite database at `databasePath`, watching its WAL index.
+  /// A cache over the SQLite database at `databasePath`, watching its WAL index (its own mapping).
   package convenience init(databasePath: String, capacity: Int = 4096) {
     self.init(capacity: capacity) { WALWatch(databasePath: databasePath) }
   }
 
   /// The cached answer for `digest` if the database is unchanged since it was read and `now` is
   /// before its end; never blocks (a lookup under a short lock).
-  package func answer(for digest: [UInt8], now: Int) -> PrebuiltResponse? {
+  package func answer(for digest: [UInt8], now: Int) -> Value? {
     guard capacity > 0 else { return nil }
-    let found = state.withLock { state -> PrebuiltResponse? in
+    let found = state.withLock { state -> Value? in
       guard case .ready(let watch) = state.watch, let entry = state.entries[Key(digest)],
         now < entry.validUntil,
         let stamp = watch.stamp(), stamp == entry.stamp
@@ -183,7 +184,7 @@ package final class SessionCache: Sendable {
   }
 
   /// Keeps `answer` for `digest`, read at `stamp`, answerable until `validUntil`.
-  package func store(_ answer: PrebuiltResponse, for digest: [UInt8], stamp: ChangeStamp, validUntil: Int) {
+  package func store(_ answer: Value, for digest: [UInt8], stamp: ChangeStamp, validUntil: Int) {
     state.withLock { state in
       if state.entries.count >= capacity { state.entries.removeAll(keepingCapacity: true) }
       state.entries[Key(digest)] = Entry(answer: answer, stamp: stamp, validUntil: validUntil)

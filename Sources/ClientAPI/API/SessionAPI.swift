@@ -110,11 +110,9 @@ public struct SessionAPI: Sendable {
         }
         // Kept as ready bytes, so that a hit on the loop costs what a static file does.
         let answer = PrebuiltResponse(SessionJSON.response(body), cacheClass: .private)
-        let lifetimes = context.lifetimes
-        let session = view.session
-        let idle = lifetimes.idle(session.kind)
-        let validUntil = min(session.expiresAt, session.lastSeenAt + min(idle, ClientStore.seenResolution))
-        context.sessionCache.store(answer, for: Secrets.digest(token), stamp: stamp, validUntil: validUntil)
+        context.sessionCache.store(
+          answer, for: Secrets.digest(token), stamp: stamp,
+          validUntil: context.authenticator.answerableUntil(view.session))
         answers[index] = answer.response
       }
     } catch {

@@ -24,16 +24,22 @@ public struct ForwardedRoutes: Sendable {
   }
 
   /// One route per configured path and method (HEAD through GET's route, as the router answers it).
-  public var routes: [Route] {
-    deployment.forwardRoutes.flatMap { forward in
-      let prepared = Prepared(forward, deployment: deployment)
-      return ForwardRoute.methodOrder.filter { forward.methods[$0] != nil }.map { method in
-        Route(
-          method, forward.path, cacheClass: .private, execution: .pooled,
-          body: ForwardedRefusal.bodyPolicy(forward, method: method)
-        ) { request in
-          GatewayMetrics.process.counted(handle(request, prepared))
-        }
+  /// A read whose caller the loop already knows (`Authenticator.cachedView`) is checked and sent
+  /// upstream from the loop; everything else goes to the pool.
+  public var routes: [Route] { deployment.forwardRoutes.flatMap { routes(for: $0) } }
+
+  private func routes(for forward: ForwardRoute) -> [Route] {
+    let prepared = Prepared(forward, deployment: deployment)
+    let onLoop: @Sendable (Request) -> Response? = { request in
+      cached(request, prepared).map { GatewayMetrics.process.counted($0) }
+    }
+    return ForwardRoute.methodOrder.filter { forward.methods[$0] != nil }.map { method in
+      Route(
+        method, forward.path, cacheClass: .private, execution: .pooled,
+        body: ForwardedRefusal.bodyPolicy(forward, method: method),
+        fastPath: ForwardRoute.mutatingMethods.contains(method) ? nil : onLoop
+      ) { request in
+        GatewayMetrics.process.counted(handle(request, prepared))
       }
     }
   }
@@ -55,58 +61,88 @@ public struct ForwardedRoutes: Sendable {
     }
   }
 
-  /// The checks in order (docs/gateway.md); every refusal is the client API's JSON error.
+  /// The checks in order (docs/gateway.md), on the pool; every refusal is the client API's JSON
+  /// error. One store read gives the session, its account and its live memberships, and is kept
+  /// for the loops.
   func handle(_ request: Request, _ prepared: Prepared) -> Response {
-    let route = prepared.route
-    guard prepared.forwarded, prepared.upstream != nil, let head = prepared.head else {
+    let credential = Credential(request)
+    if let early = beforeTheStore(request, prepared, credential) { return early }
+    do {
+      let store = try services.store()
+      guard let view = try authenticator.view(credential, store, from: request) else {
+        return AuthFailure.invalidToken.response
+      }
+      gateway.audits.write(to: store)
+      return checked(request, prepared, view)
+    } catch {
+      return ClientContext.storeFailure(error, html: false)
+    }
+  }
+
+  /// The same checks on the loop, for a read: the answers that need no store, and callers the
+  /// loop has a live view of; nil sends the request to the pool (`handle`).
+  func cached(_ request: Request, _ prepared: Prepared) -> Response? {
+    let credential = Credential(request)
+    if let early = beforeTheStore(request, prepared, credential) { return early }
+    guard let token = credential.token, let view = authenticator.cachedView(token) else { return nil }
+    return checked(request, prepared, view)
+  }
+
+  private var authenticator: Authenticator { Authenticator(services: services, deployment: deployment) }
+
+  /// What is decided before the caller is known: the route switched off, a body past its limit, a
+  /// path or `Connection` field the core could read otherwise, and the authenticator's precheck.
+  func beforeTheStore(_ request: Request, _ prepared: Prepared, _ credential: Credential) -> Response? {
+    guard prepared.forwarded, prepared.upstream != nil, prepared.head != nil else {
       return ForwardedAnswer.fault(.disabled, requestID: nil)
     }
-    let mutating = ForwardRoute.mutatingMethods.contains(request.method)
-    if let refusal = ForwardedRefusal.pastLimit(request, route) { return refusal }
-    if let refusal = ForwardedRefusal.ambiguousPath(request)
-      ?? ForwardedRefusal.connectionNamesChecked(request)
+    if let refusal = ForwardedRefusal.pastLimit(request, prepared.route)
+      ?? ForwardedRefusal.ambiguousPath(request) ?? ForwardedRefusal.connectionNamesChecked(request)
     {
       return refusal
     }
-    let authenticator = Authenticator(services: services, deployment: deployment)
-    return authenticator.authenticated(request, unsafe: mutating) { signed, store, _ in
-      gateway.audits.write(to: store)
-      let caller: Caller
-      switch try access(request, route, signed, store) {
-      case .failure(let refusal): return refusal.response
-      case .success(let granted): caller = granted
-      }
-      if let refusal = ForwardedRefusal.since(route, caller) { return refusal }
-      let address = ClientAddress.of(request, trustedProxies: services.trustedProxies)
-      if let wait = gateway.limited(address: address, account: caller.account) {
-        return ForwardedRefusal.rateLimited(wait, hold: services.refusalHold)
-      }
-      var key: String? = nil
-      if mutating {
-        guard let valid = IdempotencyKey(of: request) else { return ForwardedRefusal.idempotencyKey }
-        key = valid.description
-      }
-      return call(request, prepared, head: head, caller: caller, idempotencyKey: key)
+    let mutating = ForwardRoute.mutatingMethods.contains(request.method)
+    return authenticator.precheck(request, credential, unsafe: mutating)?.response
+  }
+
+  /// The checks on a known caller: school access and role, `since`, the rate limits and the
+  /// `Idempotency-Key`; then the call upstream.
+  func checked(_ request: Request, _ prepared: Prepared, _ view: SessionView) -> Response {
+    let route = prepared.route
+    guard let head = prepared.head else { return ForwardedAnswer.fault(.disabled, requestID: nil) }
+    let caller: Caller
+    switch access(request, route, view) {
+    case .failure(let refusal): return refusal.response
+    case .success(let granted): caller = granted
     }
+    if let refusal = ForwardedRefusal.since(route, caller) { return refusal }
+    let address = ClientAddress.of(request, trustedProxies: services.trustedProxies)
+    if let wait = gateway.limited(address: address, account: caller.account) {
+      return ForwardedRefusal.rateLimited(wait, hold: services.refusalHold)
+    }
+    var key: String? = nil
+    if ForwardRoute.mutatingMethods.contains(request.method) {
+      guard let valid = IdempotencyKey(of: request) else { return ForwardedRefusal.idempotencyKey }
+      key = valid.description
+    }
+    return call(request, prepared, head: head, caller: caller, idempotencyKey: key)
   }
 
   /// The caller in the path's school, or the refusal: 404 for a school they are not a live member
   /// of, 403 for a role below the route's for the method.
-  func access(_ request: Request, _ route: ForwardRoute, _ signed: Signed, _ store: ClientStore)
-    throws(StoreError) -> Result<Caller, ForwardedRefusal>
-  {
+  func access(_ request: Request, _ route: ForwardRoute, _ view: SessionView) -> Result<
+    Caller, ForwardedRefusal
+  > {
     let least =
       route.minimumRole(for: request.method).flatMap { Role(rawValue: $0.rawValue) } ?? .administrator
     let schoolID = request.parameters["schoolId"] ?? ""
-    switch try SchoolAccess.check(
-      store, accountID: signed.account.id, schoolID: schoolID, need: .atLeast(least))
-    {
+    switch SchoolAccess.check(view.memberships, schoolID: schoolID, need: .atLeast(least)) {
     case .notFound: return .failure(.notMember)
     case .forbidden: return .failure(.forbidden(least))
     case .granted(let membership):
       return .success(
         Caller(
-          session: signed.session, school: membership.school.id, role: membership.role,
+          session: view.session, school: membership.school.id, role: membership.role,
           client: request.headers["band-licence-client"]))
     }
   }
