@@ -111,6 +111,8 @@ enum ServeCommand {
       let store = try openStore(deployment, options)
       let services = makeServices(options, store: store, smtp: smtp)
       let keys = try gatewayKeys(deployment, options, store: store, services: services)
+      // A fleet shares the gateway's per-address and per-account limits as it shares the others.
+      if let keys { services.heartbeat?.share(keys.gateway.limiters) }
       let router = try routes(deployment, options, services: services, keys: keys)
       if options.printRoutes {
         printRoutes(router)

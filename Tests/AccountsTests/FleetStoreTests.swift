@@ -391,8 +391,13 @@ struct FleetRateTests {
     }
     eventually("both see two") { first.instances == 2 && second?.instances == 2 }
     #expect(limiter.applied.burst == 10)
+    // A limiter made later (the gateway's) takes its share at once, and follows from then on.
+    let late = RateLimiter(RateLimit(burst: 120, perMinute: 600))
+    first.share([late])
+    #expect(late.applied.burst == 60)
     second = nil
     eventually("the one left sees itself alone") { first.instances == 1 }
     #expect(limiter.applied.burst == 20)
+    #expect(late.applied.burst == 120)
   }
 }

@@ -207,6 +207,11 @@ import Testing
       ("/api/client/v1/schools/s1/files/%2e%2E/s2", true), ("/api/client/v1/schools/s1/files/.%2e/s2", true),
       ("/api/client/v1/schools/s1/files/a%2Fb", true), ("/api/client/v1/schools/s1/files/a%5cb", true),
       ("/api/client/v1/schools/s1/files/a\\b", true), ("/api/client/v1/schools/s1//students", true),
+      ("/api/client/v1/schools/s1/files/.", true), ("/api/client/v1/schools/s1/files/%2E", true),
+      ("/api/client/v1/schools/s1/files/...", false), ("/api/client/v1/schools/s1/files/%2e%2e%2e", false),
+      ("/api/client/v1/schools/s1/files/a%2", false), ("/api/client/v1/schools/s1/files/a%", false),
+      ("/api/client/v1/schools/s1/files/%2x", false), ("/api/client/v1/schools/s1/files/%%2F", true),
+      ("/api/client/v1/schools/s1/files/%5C", true), ("/", false),
     ])
   func path(path: String, refused: Bool) {
     #expect((ForwardedRefusal.ambiguousPath(Request(method: .get, target: path)) != nil) == refused)

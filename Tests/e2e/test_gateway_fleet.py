@@ -203,3 +203,30 @@ def test_key_rotation_publishes_at_once_signs_after_the_delay_and_retires_the_ol
     again = cli(uri, "keys", "rotate", "--key-encryption-key", str(kek))
     assert again.returncode == 0, again.stderr
     assert old not in [row[0] for row in a.store.query("SELECT kid FROM gateway_keys")]
+
+
+def test_the_gateway_limits_are_shared_among_the_instances(tmp_path):
+    """The per-account limit on forwarded routes (burst 4 here) is split between two live instances
+    by their heartbeat, as the per-address limits are: one instance lets 2 through, not 4."""
+    from test_fleet_limits import wait_for_fleet
+    core = RecordingUpstream()
+    kek = tmp_path / "kek"
+    with fresh_schema() as uri:
+        assert cli(uri, "migrate").returncode == 0
+        config = development_config(tmp_path, core.url)
+        flags = ("--gateway-account-burst", "4", "--gateway-account-per-minute", "1", "--rate-limited-hold", "0")
+        started = []
+        try:
+            for _ in range(2):
+                started.append(Server("--database", uri, "--config", str(config), "--key-encryption-key", str(kek),
+                                      *flags, env={"BAND_LICENCE_ENV": "development"}))
+            a, _ = started
+            wait_for_fleet(started, 2)
+            token = add_session(a, "ada@example.test", [("northfield", "teacher")])
+            path = f"{PREFIX}/{school_id(a)}/students"
+            statuses = [call(a, path, token).status for _ in range(5)]
+            assert statuses == [200, 200, 429, 429, 429], statuses
+        finally:
+            for server in started:
+                server.stop()
+            core.stop()

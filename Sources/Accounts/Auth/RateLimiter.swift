@@ -95,7 +95,7 @@ public final class RateLimiter: Sendable {
   /// What an address counts as: an IPv4 address as it is; an IPv6 address as its /64 (an
   /// IPv4-mapped one as the IPv4 address); anything else as it is.
   package static func key(_ address: String) -> String {
-    guard address.contains(":") else { return address }
+    guard address.utf8.contains(UInt8(ascii: ":")) else { return address }
     var raw = in6_addr()
     guard inet_pton(AF_INET6, address, &raw) == 1 else { return address }
     var bytes = withUnsafeBytes(of: &raw) { Array($0) }
@@ -190,8 +190,10 @@ public enum ClientAddress {
     guard trustedProxies.contains(peer), let forwarded = request.headers.combined("x-forwarded-for") else {
       return peer
     }
-    for entry in forwarded.split(separator: ",").reversed() {
-      let address = host(String(entry.filter { $0 != " " && $0 != "\t" }))
+    // Bytes, not characters: this runs on the loop for every forwarded request.
+    for entry in forwarded.utf8.split(separator: UInt8(ascii: ",")).reversed() {
+      let kept = entry.filter { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }
+      let address = host(String(decoding: kept, as: UTF8.self))
       if !address.isEmpty && !trustedProxies.contains(address) { return address }
     }
     return peer
@@ -199,11 +201,13 @@ public enum ClientAddress {
 
   /// The host of `1.2.3.4:5`, `[::1]:5`, `::1` or `1.2.3.4`.
   package static func host(_ text: String) -> String {
-    if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
-      return String(text[text.index(after: text.startIndex)..<close])
+    let bytes = text.utf8
+    if bytes.first == UInt8(ascii: "["), let close = bytes.firstIndex(of: UInt8(ascii: "]")) {
+      return String(text[bytes.index(after: bytes.startIndex)..<close])
     }
-    let colons = text.filter { $0 == ":" }.count
-    if colons == 1, let colon = text.firstIndex(of: ":") { return String(text[..<colon]) }
-    return text
+    guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")),
+      !bytes[bytes.index(after: colon)...].contains(UInt8(ascii: ":"))
+    else { return text }
+    return String(text[..<colon])
   }
 }

@@ -15,9 +15,13 @@ public final class FleetHeartbeat: Sendable {
     package let instances = Atomic<Int>(1)
     package let stopped = Atomic<Bool>(false)
     let beats = Atomic<Int>(0)
+    /// The limiters whose limits are shared among the instances.
+    let limiters: Mutex<[RateLimiter]>
+
+    init(_ limiters: [RateLimiter]) { self.limiters = Mutex(limiters) }
   }
 
-  private let shared = Shared()
+  private let shared: Shared
   /// This process's name in the `instances` table.
   public let id = Secrets.identifier("ins")
 
@@ -27,6 +31,7 @@ public final class FleetHeartbeat: Sendable {
     interval: Duration = .seconds(1),
     window: Int = 5, clock: @escaping @Sendable () -> Int
   ) {
+    shared = Shared(limiters)
     let (shared, id) = (self.shared, self.id)
     // While the database is away the count stands; the pool's own answers say 503.
     StoreLoop.start(
@@ -37,7 +42,7 @@ public final class FleetHeartbeat: Sendable {
         let count = try store.heartbeat(instance: id, window: window)
         shared.beats.add(1, ordering: .sequentiallyConsistent)
         if shared.instances.exchange(count, ordering: .sequentiallyConsistent) != count {
-          for limiter in limiters { limiter.share(among: count) }
+          shared.limiters.withLock { for limiter in $0 { limiter.share(among: count) } }
           Log.event("info", "fleet", [("instances", "\(count)")])
         }
       },
@@ -47,6 +52,17 @@ public final class FleetHeartbeat: Sendable {
   /// The thread ends within an interval of the last reference going, and takes this instance off
   /// the table.
   deinit { shared.stopped.store(true, ordering: .sequentiallyConsistent) }
+
+  /// Shares `more` limiters among the instances too, from now on (the gateway's, made after the
+  /// heartbeat started).
+  public func share(_ more: [RateLimiter]) {
+    // Under the lock the step applies a new count under: either this sees the new count, or the
+    // step sees these limiters.
+    shared.limiters.withLock { limiters in
+      limiters += more
+      for limiter in more { limiter.share(among: instances) }
+    }
+  }
 
   /// Instances seen at the last heartbeat, this one included.
   public var instances: Int { shared.instances.load(ordering: .sequentiallyConsistent) }

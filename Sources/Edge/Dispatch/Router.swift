@@ -223,15 +223,19 @@ public struct Router: Sendable {
   private static func bind(_ pattern: PatternEntry, _ segments: [Substring]) -> [String: String]? {
     let fixed = pattern.segments.count - (pattern.wildcard ? 1 : 0)
     if pattern.wildcard ? segments.count < fixed + 1 : segments.count != fixed { return nil }
-    var parameters: [String: String] = [:]
-    for (k, want) in pattern.segments.prefix(fixed).enumerated() {
-      let have = segments[k]
-      if want.hasPrefix(":") {
+    // First whether it matches, byte by byte and allocating nothing (most patterns do not); then
+    // the parameters.
+    for k in 0..<fixed {
+      let (want, have) = (pattern.segments[k], segments[k])
+      if want.utf8.first == UInt8(ascii: ":") {
         guard !have.isEmpty else { return nil }
-        parameters[String(want.dropFirst())] = String(have)
-      } else if want != have {
+      } else if !want.utf8.elementsEqual(have.utf8) {
         return nil
       }
+    }
+    var parameters: [String: String] = [:]
+    for k in 0..<fixed where pattern.segments[k].utf8.first == UInt8(ascii: ":") {
+      parameters[String(pattern.segments[k].dropFirst())] = String(segments[k])
     }
     if pattern.wildcard { parameters["*"] = segments[fixed...].joined(separator: "/") }
     return parameters

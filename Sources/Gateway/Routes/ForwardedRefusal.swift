@@ -82,21 +82,42 @@ enum ForwardedRefusal: Error {
   /// path as received and binds the school in it; a core that normalised `…/sch_a/files/../../sch_b`
   /// would serve another school under that check.
   static func ambiguousPath(_ request: Request) -> Response? {
-    let segments = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
-    for (i, segment) in segments.enumerated() {
-      let lowered = segment.lowercased()
-      let decoded = lowered.replacing("%2e", with: ".")
-      let ambiguous =
-        decoded == "." || decoded == ".." || lowered.contains("%2f") || lowered.contains("%5c")
-        || lowered.contains("\\") || (segment.isEmpty && i < segments.count - 1)
-      if ambiguous {
-        return APIError.response(
-          .badRequest, "invalid_path",
-          "The path has a dot segment, an encoded slash or an empty segment; send it as the API names it.")
+    // Byte by byte (this runs on the loop for every forwarded request): no segment may be `.` or
+    // `..` (each dot also as `%2e`, any case), hold `%2f`, `%5c` or `\\`, or be empty before the
+    // last.
+    let path = Array(request.path.utf8.dropFirst())
+    var start = 0
+    while start <= path.count {
+      let end = path[start...].firstIndex(of: UInt8(ascii: "/")) ?? path.count
+      if end == start && end < path.count { return invalidPath }
+      var dots = 0
+      var onlyDots = true
+      var i = start
+      while i < end {
+        let byte = path[i]
+        if byte == UInt8(ascii: "\\") { return invalidPath }
+        if byte == UInt8(ascii: "%"), i + 2 < end {
+          let (high, low) = (path[i + 1], path[i + 2] | 0x20)
+          if high == UInt8(ascii: "2"), low == UInt8(ascii: "f") || low == UInt8(ascii: "e") {
+            if low == UInt8(ascii: "f") { return invalidPath }
+            dots += 1
+            i += 3
+            continue
+          }
+          if high == UInt8(ascii: "5"), low == UInt8(ascii: "c") { return invalidPath }
+        }
+        if byte == UInt8(ascii: ".") { dots += 1 } else { onlyDots = false }
+        i += 1
       }
+      if onlyDots && (dots == 1 || dots == 2) { return invalidPath }
+      start = end + 1
     }
     return nil
   }
+
+  private static let invalidPath = APIError.response(
+    .badRequest, "invalid_path",
+    "The path has a dot segment, an encoded slash or an empty segment; send it as the API names it.")
 
   /// The client's fields band-edge checks and then forwards as they are: a client's `Connection`
   /// naming one (to have it dropped as hop-by-hop after the check) is refused, never obeyed after the

@@ -125,7 +125,7 @@ public struct ForwardedRoutes: Sendable {
       guard let valid = IdempotencyKey(of: request) else { return ForwardedRefusal.idempotencyKey }
       key = valid.description
     }
-    return call(request, prepared, head: head, caller: caller, idempotencyKey: key)
+    return call(request, prepared, head: head, caller: caller, client: address, idempotencyKey: key)
   }
 
   /// The caller in the path's school, or the refusal: 404 for a school they are not a live member
@@ -150,7 +150,7 @@ public struct ForwardedRoutes: Sendable {
   /// The upstream call: the assertion, the head, and how the answer comes back.
   func call(
     _ request: Request, _ prepared: Prepared, head settings: UpstreamHead.Settings, caller: Caller,
-    idempotencyKey: String?
+    client: String, idempotencyKey: String?
   ) -> Response {
     let route = prepared.route
     let requestID = GatewayServices.requestID()
@@ -180,8 +180,7 @@ public struct ForwardedRoutes: Sendable {
     let trustedPeer = services.trustedProxies.contains(ClientAddress.host(request.client))
     guard
       let head = UpstreamHead(
-        request, settings: settings,
-        client: ClientAddress.of(request, trustedProxies: services.trustedProxies),
+        request, settings: settings, client: client,
         via: trustedPeer ? request.headers.combined("via") : nil, requestID: requestID, assertion: assertion)
     else { return ForwardedRefusal.unwritable }
     let audit = idempotencyKey.flatMap { key in
