@@ -209,7 +209,7 @@ extension AdminCommand {
     else { throw GatewayError.keyFile(path: "(none)", reason: "is needed: pass --key-encryption-key FILE") }
     let kek = try GatewayKeys.kek(path: path, environment: environment)
     let ring = try GatewayKeyStore(store: store, kek: kek).rotate(now: Int(time(nil)), actor: "admin")
-    guard let newest = ring.entries.last else { return }
+    guard let newest = ring.newest else { return }
     print("gateway key \(newest.key.kid) made; it signs from \(newest.signsFrom) (epoch seconds)")
     print("published keys: \(ring.published(at: Int(time(nil))).map(\.key.kid).joined(separator: ", "))")
   }

@@ -101,4 +101,13 @@ struct KeyRingTests {
       #expect(try openJWS(token, publicKey: kid.publicKey).verified)
     }
   }
+
+  @Test("the newest key is the one made last, also when both were made in the same second")
+  func newestInOneSecond() {
+    for order in [[0, 1], [1, 0]] {
+      let ring = KeyRing([]).adding(Self.keys[order[0]], at: 500).adding(Self.keys[order[1]], at: 500)
+      #expect(ring.newest?.key.kid == Self.keys[order[1]].kid)
+    }
+    #expect(KeyRing([]).newest == nil)
+  }
 }

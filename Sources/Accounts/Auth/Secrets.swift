@@ -19,24 +19,32 @@ public enum Secrets {
 
   /// base64url without padding (RFC 4648 §5).
   public static func base64url(_ bytes: [UInt8]) -> String {
-    let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
     var out: [UInt8] = []
     out.reserveCapacity((bytes.count * 4 + 2) / 3)
+    func letter(_ n: Int) -> UInt8 { alphabet[n & 63] }
     var i = 0
     while i + 2 < bytes.count {
       let n = Int(bytes[i]) << 16 | Int(bytes[i + 1]) << 8 | Int(bytes[i + 2])
-      out += [alphabet[n >> 18], alphabet[n >> 12 & 63], alphabet[n >> 6 & 63], alphabet[n & 63]]
+      out.append(letter(n >> 18))
+      out.append(letter(n >> 12))
+      out.append(letter(n >> 6))
+      out.append(letter(n))
       i += 3
     }
     if bytes.count - i == 2 {
       let n = Int(bytes[i]) << 16 | Int(bytes[i + 1]) << 8
-      out += [alphabet[n >> 18], alphabet[n >> 12 & 63], alphabet[n >> 6 & 63]]
+      out.append(letter(n >> 18))
+      out.append(letter(n >> 12))
+      out.append(letter(n >> 6))
     } else if bytes.count - i == 1 {
       let n = Int(bytes[i]) << 16
-      out += [alphabet[n >> 18], alphabet[n >> 12 & 63]]
+      out.append(letter(n >> 18))
+      out.append(letter(n >> 12))
     }
     return String(decoding: out, as: UTF8.self)
   }
+
+  private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
   /// A new opaque, random ID with a readable prefix (`acc_`, `sch_`, `ses_`): 128 bits.
   public static func identifier(_ prefix: String) -> String { prefix + "_" + base64url(randomBytes(16)) }

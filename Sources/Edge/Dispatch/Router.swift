@@ -115,6 +115,15 @@ public struct Router: Sendable {
     let segments: [Substring]
     let wildcard: Bool
     var entry: PathEntry
+    /// Each segment's bytes, nil for a parameter (`:name`); what a path is matched against.
+    let literals: [[UInt8]?]
+
+    init(segments: [Substring], wildcard: Bool, entry: PathEntry) {
+      self.segments = segments
+      self.wildcard = wildcard
+      self.entry = entry
+      literals = segments.map { $0.utf8.first == UInt8(ascii: ":") ? nil : Array($0.utf8) }
+    }
   }
 
   private var exact: [String: PathEntry] = [:]
@@ -199,9 +208,21 @@ public struct Router: Sendable {
   /// The route for `method` and `path` (RFC 9110 §9.3.2: HEAD is answered by GET without content).
   public func match(_ method: HTTPMethod, _ path: String) -> RouteMatch {
     if let entry = exact[path] { return Self.pick(method, entry, [:]) }
-    let segments = path.split(separator: "/", omittingEmptySubsequences: false)
+    // The path's segments as byte ranges, matched against each pattern without allocating; only a
+    // match makes the parameters' strings.
+    let bytes = Array(path.utf8)
+    var segments: [Range<Int>] = []
+    segments.reserveCapacity(16)
+    var start = 0
+    for i in bytes.indices where bytes[i] == UInt8(ascii: "/") {
+      segments.append(start..<i)
+      start = i + 1
+    }
+    segments.append(start..<bytes.count)
     for pattern in patterns {
-      if let parameters = Self.bind(pattern, segments) { return Self.pick(method, pattern.entry, parameters) }
+      if let parameters = Self.bind(pattern, bytes, segments) {
+        return Self.pick(method, pattern.entry, parameters)
+      }
     }
     return .notFound
   }
@@ -220,24 +241,27 @@ public struct Router: Sendable {
     return .methodNotAllowed(allow: entry.allow)
   }
 
-  private static func bind(_ pattern: PatternEntry, _ segments: [Substring]) -> [String: String]? {
+  private static func bind(_ pattern: PatternEntry, _ bytes: [UInt8], _ segments: [Range<Int>]) -> [String:
+    String]?
+  {
     let fixed = pattern.segments.count - (pattern.wildcard ? 1 : 0)
     if pattern.wildcard ? segments.count < fixed + 1 : segments.count != fixed { return nil }
-    // First whether it matches, byte by byte and allocating nothing (most patterns do not); then
-    // the parameters.
     for k in 0..<fixed {
-      let (want, have) = (pattern.segments[k], segments[k])
-      if want.utf8.first == UInt8(ascii: ":") {
-        guard !have.isEmpty else { return nil }
-      } else if !want.utf8.elementsEqual(have.utf8) {
+      if let literal = pattern.literals[k] {
+        guard bytes[segments[k]].elementsEqual(literal) else { return nil }
+      } else if segments[k].isEmpty {
         return nil
       }
     }
     var parameters: [String: String] = [:]
-    for k in 0..<fixed where pattern.segments[k].utf8.first == UInt8(ascii: ":") {
-      parameters[String(pattern.segments[k].dropFirst())] = String(segments[k])
+    for k in 0..<fixed where pattern.literals[k] == nil {
+      parameters[String(pattern.segments[k].dropFirst())] = String(
+        decoding: bytes[segments[k]], as: UTF8.self)
     }
-    if pattern.wildcard { parameters["*"] = segments[fixed...].joined(separator: "/") }
+    // The rest of the path from the wildcard's segment on: the segments after it joined by "/".
+    if pattern.wildcard {
+      parameters["*"] = String(decoding: bytes[segments[fixed].lowerBound...], as: UTF8.self)
+    }
     return parameters
   }
 }

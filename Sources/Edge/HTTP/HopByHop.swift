@@ -13,13 +13,19 @@ public enum HopByHop {
   /// The field names the message's `Connection` fields nominate (RFC 9110 §7.6.1), lower case.
   public static func nominated(by fields: [(name: String, value: String)]) -> Set<String> {
     var names: Set<String> = []
-    for field in fields where field.name.lowercased() == "connection" {
+    for field in fields where isConnection(field.name) {
       for token in field.value.utf8.split(separator: UInt8(ascii: ",")) {
         let name = token.drop(while: ASCII.isWhitespace).reversed().drop(while: ASCII.isWhitespace)
         if !name.isEmpty { names.insert(String(decoding: name.reversed(), as: UTF8.self).lowercased()) }
       }
     }
     return names
+  }
+
+  /// Whether `name` is `Connection`, in any case (bytes compared: this runs for every field of every
+  /// forwarded message).
+  static func isConnection(_ name: String) -> Bool {
+    name.utf8.count == 10 && name.utf8.elementsEqual("connection".utf8) { $0 | 0x20 == $1 }
   }
 
   /// `fields` without the connection-specific ones: those in `always` and those `Connection`

@@ -62,6 +62,10 @@ public struct KeyRing: Sendable {
     entry.replacedAt.map { $0 + policy.retention }
   }
 
+  /// The key made last: the one no other replaces (keys made in the same second sort by `kid`, so
+  /// it need not be the last entry).
+  public var newest: Entry? { entries.first { $0.replacedAt == nil } ?? entries.last }
+
   /// Whether a new key is due at `now`: the ring is empty, or its newest key is at least
   /// `policy.rotationAge` old.
   public func rotationDue(at now: Int) -> Bool {
