@@ -9,6 +9,8 @@ import json
 import os
 import time
 
+import pytest
+
 from edge import KeepAlive, Server, Workers, engine, fetch
 
 
@@ -150,5 +152,30 @@ def test_answers_served_from_the_loop_see_every_write_at_once():
             assert fetch(server, "/api/client/v1/session", auth).status == 200
         server.store.query("UPDATE accounts SET disabled = 1")
         next_answers(401, lambda: fetch(server, "/api/client/v1/session", auth).status)
+    finally:
+        server.stop()
+
+
+def test_the_cache_watch_keeps_sqlite_s_lock_on_the_wal_index():
+    """SQLite marks a WAL index in use with a shared POSIX lock on byte 128 of the `-shm` file; a
+    process's first connection that finds no such lock truncates and rebuilds the index. POSIX locks
+    belong to the process, so a descriptor of the `-shm` file opened and closed beside SQLite drops
+    them all: the session cache's watch once did, and another process's connection then rebuilt the
+    index under band-edge's readers (SIGBUS). The lock must still be held once the cache is in use."""
+    if engine() != "sqlite":
+        pytest.skip("the WAL index is SQLite's")
+    import fcntl
+    import struct
+    server = Server()
+    try:
+        token = add_session(server, "ada@example.test", [("northfield", "teacher")])
+        for _ in range(3):
+            assert fetch(server, "/api/client/v1/session", {"Authorization": f"Bearer {token}"}).status == 200
+        shm = str(server.store.sqlite_path) + "-shm"
+        with open(shm, "rb") as f:
+            # F_GETLK for a write lock on the DMS byte: who would block it (struct flock on Linux).
+            wanted = struct.pack("@hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, 128, 1, 0)
+            kind, _, _, _, pid = struct.unpack("@hhqqi4x", fcntl.fcntl(f.fileno(), fcntl.F_GETLK, wanted))
+        assert kind == fcntl.F_RDLCK and pid == server.process.pid, "band-edge holds no lock on its WAL index"
     finally:
         server.stop()

@@ -28,22 +28,29 @@ package protocol ChangeWatch: AnyObject, Sendable {
 
 extension ChangeListener: ChangeWatch {}
 
-/// Reads the WAL-index header of a database from its `-shm` file, mapped read-only.
+/// Reads the WAL-index header of a database through SQLite's own mapping of its `-shm` file.
 ///
 /// It holds its own SQLite connection open for as long as it lives: while any connection has the
-/// WAL index open, SQLite never truncates or reinitialises the `-shm` file, so the mapping stays
-/// valid. The header is written by SQLite (in this or another process) as two copies, the second
-/// first; a read that finds them different is a write in progress and counts as "changed".
-// Safe to share unchecked: `connection` is used only in init and deinit; `header` points at a
-// read-only shared mapping that lives until deinit, when no other reference can exist. Reads of
-// memory another process writes may tear; a torn read makes the copies differ, which is answered
-// as "changed" (a cache miss), never as "unchanged".
+/// WAL index open, SQLite never truncates or reinitialises the `-shm` file, and the connection's
+/// mapping of the index's first region (which holds the header) stays where it is. The pointer is
+/// SQLite's (the VFS's `xShmMap` of region 0), never a mapping of our own: opening the `-shm` file
+/// ourselves and closing that descriptor would release every POSIX lock this process holds on it
+/// (fcntl locks belong to the process), SQLite's shared lock that marks the index in use among
+/// them; another process's first connection would then truncate and rebuild the index under this
+/// process's readers (a SIGBUS in the clean-clone run). The header is written by SQLite (in this
+/// or another process) as two copies, the second first; a read that finds them different is a
+/// write in progress and counts as "changed".
+// Safe to share unchecked: `connection` is used only in init and deinit; `header` points into
+// SQLite's mapping of the WAL index, which lives until the connection closes in deinit, when no
+// other reference can exist. Reads of memory another process writes may tear; a torn read makes
+// the copies differ, which is answered as "changed" (a cache miss), never as "unchanged".
 final class WALWatch: ChangeWatch, @unchecked Sendable {
   private let connection: OpaquePointer
   private let mapping: UnsafeMutableRawPointer
-  private static let length = 4096
+  /// The WAL index's region size (SQLite's WALINDEX_PGSZ); the header is at its start.
+  private static let region: Int32 = 32768
 
-  /// A watch on the database at `path`, or nil when its WAL index cannot be mapped.
+  /// A watch on the database at `path`, or nil when its WAL index cannot be reached.
   package init?(databasePath path: String) {
     var handle: OpaquePointer? = nil
     guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK,
@@ -53,28 +60,29 @@ final class WALWatch: ChangeWatch, @unchecked Sendable {
       return nil
     }
     // A read opens the WAL index (and takes SQLite's shared lock on it) for this connection's life.
-    guard sqlite3_exec(handle, "SELECT count(*) FROM sqlite_master", nil, nil, nil) == SQLITE_OK else {
-      sqlite3_close(handle)
-      return nil
-    }
-    let fd = open(path + "-shm", O_RDONLY | O_CLOEXEC)
-    var info = stat()
-    guard fd >= 0, fstat(fd, &info) == 0, info.st_size >= Self.length,
-      let mapped = mmap(nil, Self.length, PROT_READ, MAP_SHARED, fd, 0), mapped != MAP_FAILED
+    guard sqlite3_exec(handle, "SELECT count(*) FROM sqlite_master", nil, nil, nil) == SQLITE_OK,
+      let mapped = Self.walIndex(handle)
     else {
-      if fd >= 0 { close(fd) }
       sqlite3_close(handle)
       return nil
     }
-    close(fd)
     connection = handle
     mapping = mapped
   }
 
-  deinit {
-    munmap(mapping, Self.length)
-    sqlite3_close(connection)
+  /// SQLite's own mapping of the first region of `connection`'s WAL index (never extended).
+  private static func walIndex(_ connection: OpaquePointer) -> UnsafeMutableRawPointer? {
+    var file: UnsafeMutablePointer<sqlite3_file>? = nil
+    guard sqlite3_file_control(connection, "main", SQLITE_FCNTL_FILE_POINTER, &file) == SQLITE_OK,
+      let file, let methods = file.pointee.pMethods, methods.pointee.iVersion >= 2,
+      let map = methods.pointee.xShmMap
+    else { return nil }
+    var region: UnsafeMutableRawPointer? = nil
+    guard map(file, 0, Self.region, 0, &region) == SQLITE_OK else { return nil }
+    return region
   }
+
+  deinit { sqlite3_close(connection) }
 
   /// The header now, or nil while a writer is between its two copies.
   package func stamp() -> ChangeStamp? {
