@@ -95,14 +95,15 @@ struct ForwardedCallTests {
     let f = try GatewayFixture(.sqlite)
     f.standIn.reply.withLock {
       $0 =
-        "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nSet-Cookie: a=b\r\nServer: core/1\r\n"
-        + "X-Powered-By: x\r\nETag: \"v1\"\r\nConnection: keep-alive, Vary\r\nVary: Accept\r\n"
+        "HTTP/1.1 201 Created\r\ncontent-type: application/json\r\nSet-Cookie: a=b\r\nServer: core/1\r\n"
+        + "X-Powered-By: x\r\nETAG: \"v1\"\r\nConnection: keep-alive, Vary\r\nVary: Accept\r\n"
         + "Location: /api/client/v1/x\r\nKeep-Alive: timeout=5\r\nContent-Length: 4\r\n\r\n[1,2]".dropLast()
     }
     let response = f.send(.post, "/attendance", as: .teacher, json: "{}", key: "k")
     #expect(response.status.code == 201 && response.body.contents == Array("[1,2".utf8))
     #expect(response.header("Content-Type") == "application/json" && response.header("ETag") == "\"v1\"")
     #expect(response.header("Location") == "/api/client/v1/x")
+    #expect(response.headers.map(\.name).prefix(3) == ["Content-Type", "ETag", "Location"], "written as named")
     for absent in ["Set-Cookie", "Server", "X-Powered-By", "Vary", "Keep-Alive", "Connection"] {
       #expect(response.header(absent) == nil, "\(absent)")
     }

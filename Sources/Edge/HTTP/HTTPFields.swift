@@ -21,8 +21,26 @@ public struct HTTPFields: Sendable {
   /// No fields.
   public static let empty = HTTPFields(bytes: [], fields: [])
 
+  /// Fields made from (name, value) pairs, in order, for in-process callers and tests.
+  public init(_ pairs: [(String, String)]) {
+    var bytes: [UInt8] = []
+    var fields: [Field] = []
+    for (name, value) in pairs {
+      let nameStart = Int32(bytes.count)
+      bytes.append(utf8: name)
+      let nameEnd = Int32(bytes.count)
+      bytes.append(utf8: value)
+      fields.append(
+        .init(nameStart: nameStart, nameEnd: nameEnd, valueStart: nameEnd, valueEnd: Int32(bytes.count)))
+    }
+    self.init(bytes: bytes, fields: fields)
+  }
+
   /// How many field lines there are.
   public var count: Int { fields.count }
+
+  /// How many bytes the fields' copy holds (an upper bound for their names and values together).
+  public var byteCount: Int { bytes.count }
 
   /// The value of the first field named `name`, or nil.
   public subscript(name: String) -> String? {

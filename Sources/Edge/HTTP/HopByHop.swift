@@ -1,42 +1,109 @@
 /// The fields that belong to one connection, not to the message (RFC 9110 §7.6.1): what a proxy
-/// removes before it forwards a request or a response.
+/// removes before it forwards a request or a response. Read from the received bytes, since this runs
+/// for every field of every forwarded message.
 public enum HopByHop {
   /// Connection-specific whatever `Connection` says: the ones RFC 9110 §7.6.1 names
   /// (`Connection`, `Proxy-Connection`, `Keep-Alive`, `TE`, `Transfer-Encoding`, `Upgrade`), the
   /// proxy credentials of RFC 9110 §11.7, `Trailer` (the framing is rebuilt) and `HTTP2-Settings`
   /// (RFC 7540 §3.2.1, only meaningful with `Upgrade`). Lower case.
-  public static let always: Set<String> = [
+  public static let always: [FieldName] = [
     "connection", "proxy-connection", "keep-alive", "te", "transfer-encoding", "upgrade", "trailer",
     "proxy-authorization", "proxy-authenticate", "http2-settings",
   ]
 
-  /// The field names the message's `Connection` fields nominate (RFC 9110 §7.6.1), lower case.
-  public static func nominated(by fields: [(name: String, value: String)]) -> Set<String> {
-    var names: Set<String> = []
-    for field in fields where isConnection(field.name) {
-      for token in field.value.utf8.split(separator: UInt8(ascii: ",")) {
-        let name = token.drop(while: ASCII.isWhitespace).reversed().drop(while: ASCII.isWhitespace)
-        if !name.isEmpty { names.insert(String(decoding: name.reversed(), as: UTF8.self).lowercased()) }
+  static let connection: FieldName = "connection"
+
+  /// The field names the `Connection` fields of `fields` nominate (RFC 9110 §7.6.1), as ranges of
+  /// `fields.bytes`; empty (and nothing allocated) when there is no `Connection` field.
+  static func nominated(by fields: HTTPFields) -> [Range<Int>] {
+    var names: [Range<Int>] = []
+    for i in fields.fields.indices where fields.name(i, is: connection) {
+      let field = fields.fields[i]
+      var start = Int(field.valueStart)
+      let end = Int(field.valueEnd)
+      while start < end {
+        var stop = start
+        while stop < end, fields.bytes[stop] != UInt8(ascii: ",") { stop += 1 }
+        var (low, high) = (start, stop)
+        while low < high, ASCII.isWhitespace(fields.bytes[low]) { low += 1 }
+        while high > low, ASCII.isWhitespace(fields.bytes[high - 1]) { high -= 1 }
+        if low < high { names.append(low..<high) }
+        start = stop + 1
       }
     }
     return names
   }
+}
 
-  /// Whether `name` is `Connection`, in any case (bytes compared: this runs for every field of every
-  /// forwarded message).
-  static func isConnection(_ name: String) -> Bool {
-    name.utf8.count == 10 && name.utf8.elementsEqual("connection".utf8) { $0 | 0x20 == $1 }
+/// A field name in lower case, compared with received bytes in any case and without a `String`.
+public struct FieldName: Sendable, Hashable, ExpressibleByStringLiteral {
+  /// The name's bytes, lower case.
+  public let bytes: [UInt8]
+
+  /// `name`, lower-cased.
+  public init(_ name: String) { bytes = name.utf8.map(ASCII.lower) }
+
+  public init(stringLiteral name: String) { self.init(name) }
+
+  /// The name as text.
+  public var description: String { String(decoding: bytes, as: UTF8.self) }
+
+  /// Whether `other` (bytes as received) is this name in any case.
+  @inline(__always) public func matches(_ other: ArraySlice<UInt8>) -> Bool {
+    guard other.count == bytes.count else { return false }
+    var i = other.startIndex
+    for byte in bytes {
+      guard ASCII.lower(other[i]) == byte else { return false }
+      i += 1
+    }
+    return true
   }
 
-  /// `fields` without the connection-specific ones: those in `always` and those `Connection`
-  /// nominates. Apply it to what was received, before adding any field of one's own, so that no
-  /// sender can make a proxy drop what the proxy adds.
-  public static func removed(from fields: [(name: String, value: String)]) -> [(name: String, value: String)]
+  /// Whether `name` is this name in any case.
+  @inline(__always) public func matches(_ name: String) -> Bool {
+    guard name.utf8.count == bytes.count else { return false }
+    return zip(name.utf8, bytes).allSatisfy { ASCII.lower($0) == $1 }
+  }
+}
+
+extension [FieldName] {
+  /// Whether one of the names is `name` (bytes as received, any case).
+  @inline(__always) public func contains(matching name: ArraySlice<UInt8>) -> Bool {
+    contains { $0.matches(name) }
+  }
+}
+
+extension HTTPFields {
+  /// Calls `body` with the name and value of every field that belongs to the message, in order
+  /// received: not one of `HopByHop.always` and not one a `Connection` field nominates. Apply it to
+  /// what was received, before adding any field of one's own, so that no sender can make a proxy drop
+  /// what the proxy adds.
+  public func forEachEndToEnd(_ body: (_ name: ArraySlice<UInt8>, _ value: ArraySlice<UInt8>) throws -> Void)
+    rethrows
   {
-    let named = nominated(by: fields)
-    return fields.filter {
-      let name = $0.name.lowercased()
-      return !always.contains(name) && !named.contains(name)
+    let nominated = HopByHop.nominated(by: self)
+    for field in fields {
+      let name = bytes[Int(field.nameStart)..<Int(field.nameEnd)]
+      if HopByHop.always.contains(matching: name) { continue }
+      if nominated.contains(where: { FieldName.equal(bytes[$0], name) }) { continue }
+      try body(name, bytes[Int(field.valueStart)..<Int(field.valueEnd)])
     }
+  }
+
+  /// Whether a `Connection` field nominates one of `names` (RFC 9110 §7.6.1).
+  public func connectionNominates(anyOf names: [FieldName]) -> Bool {
+    HopByHop.nominated(by: self).contains { names.contains(matching: bytes[$0]) }
+  }
+
+  /// Whether the name of field `i` is `name`, in any case.
+  @inline(__always) func name(_ i: Int, is name: FieldName) -> Bool {
+    name.matches(bytes[Int(fields[i].nameStart)..<Int(fields[i].nameEnd)])
+  }
+}
+
+extension FieldName {
+  /// Whether two received names are equal in any case.
+  static func equal(_ a: ArraySlice<UInt8>, _ b: ArraySlice<UInt8>) -> Bool {
+    a.count == b.count && zip(a, b).allSatisfy { ASCII.lower($0) == ASCII.lower($1) }
   }
 }

@@ -113,7 +113,7 @@ public struct Response: Sendable {
 
   /// Adds a header field; the writer's own fields are refused (a programming error).
   public mutating func add(_ name: String, _ value: String) {
-    precondition(!Response.writerFields.contains(name.lowercased()), "\(name) is set by the writer")
+    precondition(!Response.writerFields.contains { $0.matches(name) }, "\(name) is set by the writer")
     precondition(
       !name.utf8.contains { !ASCII.isToken($0) } && !value.utf8.contains { !ASCII.isFieldValue($0) },
       "invalid header field")
@@ -125,7 +125,7 @@ public struct Response: Sendable {
     headers.first { $0.name.lowercased() == name.lowercased() }?.value
   }
 
-  static let writerFields: Set<String> = [
+  static let writerFields: [FieldName] = [
     "cache-control", "date", "content-length", "connection", "transfer-encoding",
   ]
 }

@@ -5,16 +5,16 @@ import Edge
 /// the connection-specific ones are removed (RFC 9110 §7.6.1, the client's `Connection` applied
 /// first); the gateway then adds its own, which no client field can remove or replace.
 public struct UpstreamHead: Sendable {
-  /// Client fields passed on (lower case): content negotiation, conditionals, the body's type, the
-  /// idempotency key and who the client is. Identity never: no `Cookie`, no `Authorization`.
-  public static let allowed: Set<String> = [
+  /// Client fields passed on: content negotiation, conditionals, the body's type, the idempotency
+  /// key and who the client is. Identity never: no `Cookie`, no `Authorization`.
+  public static let allowed: [FieldName] = [
     "accept", "accept-encoding", "accept-language", "content-type", "if-match", "if-none-match",
     "if-modified-since", "if-unmodified-since", "if-range", "idempotency-key", "user-agent",
     "band-licence-client",
   ]
 
-  /// Fields only the gateway writes (lower case); a route cannot allow one of these through.
-  public static let gatewayOwned: Set<String> = [
+  /// Fields only the gateway writes; a route cannot allow one of these through.
+  public static let gatewayOwned: [FieldName] = [
     "host", "content-length", "via", "forwarded", "x-forwarded-for", "x-forwarded-proto",
     "x-forwarded-host", "x-request-id", "band-licence-assertion", "cookie", "authorization",
   ]
@@ -22,31 +22,35 @@ public struct UpstreamHead: Sendable {
   /// What every request to one upstream shares.
   public struct Settings: Sendable {
     /// `Host` for the upstream: its `host:port`, or a name for a Unix-domain socket.
-    public var authority: String
+    public let authority: String
     /// The scheme and host clients used (for `Forwarded` and `X-Forwarded-Proto`).
-    public var publicScheme: String
-    public var publicHost: String
-    /// Further client fields this route passes on (lower case), beyond `allowed`.
-    public var alsoAllowed: Set<String>
+    public let publicScheme: String
+    public let publicHost: String
+    /// Further client fields this route passes on, beyond `allowed`.
+    public let alsoAllowed: [FieldName]
+    /// `Host: <authority>`, its line's bytes; nil when the authority cannot be written into a head.
+    let hostLine: [UInt8]?
 
     /// Settings for an upstream reached at `authority`, serving clients of `publicScheme://publicHost`.
-    public init(authority: String, publicScheme: String, publicHost: String, alsoAllowed: Set<String> = []) {
+    public init(authority: String, publicScheme: String, publicHost: String, alsoAllowed: [FieldName] = []) {
       self.authority = authority
       self.publicScheme = publicScheme
       self.publicHost = publicHost
-      self.alsoAllowed = alsoAllowed.subtracting(UpstreamHead.gatewayOwned)
+      self.alsoAllowed = alsoAllowed.filter { !UpstreamHead.gatewayOwned.contains($0) }
+      hostLine = UpstreamHead.writable(authority) ? Array("Host: \(authority)\r\n".utf8) : nil
     }
   }
 
-  /// The fields, in the order written.
-  public let fields: [(name: String, value: String)]
+  /// The head's bytes: request line, fields, the empty line.
+  public let bytes: [UInt8]
   /// The request line's method and target.
   public let method: HTTPMethod
   public let target: String
 
   /// The head for `request` (its target in origin form: path and query as received), or nil when something in
   /// it cannot be written into an HTTP/1.1 head (a control character or a space in the target or a
-  /// value): such a request is refused, never translated.
+  /// value): such a request is refused, never translated. Written straight from the received bytes:
+  /// this runs for every forwarded request.
   /// - Parameters:
   ///   - client: the client's address as the trusted-proxy settings resolve it.
   ///   - via: the `Via` received from a trusted proxy, to be extended; nil otherwise.
@@ -57,46 +61,63 @@ public struct UpstreamHead: Sendable {
     assertion: String
   ) {
     let target = request.originForm
-    guard !request.target.isEmpty, target.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return nil }
-    var fields: [(name: String, value: String)] = [("Host", settings.authority)]
-    for field in HopByHop.removed(from: request.headers.pairs) {
-      let name = field.name.lowercased()
-      guard Self.allowed.contains(name) || settings.alsoAllowed.contains(name) else { continue }
-      guard Self.writable(field.value) else { return nil }
-      fields.append(field)
+    guard !request.target.isEmpty, target.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }),
+      let hostLine = settings.hostLine, Self.writable(client), Self.writable(requestID),
+      Self.writable(assertion),
+      via.map(Self.writable) ?? true
+    else { return nil }
+    var out: [UInt8] = []
+    out.reserveCapacity(320 + target.utf8.count + assertion.utf8.count + request.headers.byteCount)
+    out.append(utf8: request.method.rawValue)
+    out.append(0x20)
+    out.append(utf8: target)
+    out.append(static: " HTTP/1.1\r\n")
+    out += hostLine
+    var writable = true
+    request.headers.forEachEndToEnd { name, value in
+      guard Self.allowed.contains(matching: name) || settings.alsoAllowed.contains(matching: name) else {
+        return
+      }
+      guard value.allSatisfy(Self.writable) else { return writable = false }
+      out += name
+      out.append(static: ": ")
+      out += value
+      out.append(static: "\r\n")
     }
+    guard writable else { return nil }
     if [HTTPMethod.post, .put, .patch].contains(request.method) || !request.body.isEmpty {
-      fields.append(("Content-Length", String(request.body.count)))
+      out.append(static: "Content-Length: ")
+      out.append(utf8: String(request.body.count))
+      out.append(static: "\r\n")
     }
-    let hop = "1.1 band-edge"
-    fields.append(("Via", via.map { $0 + ", " + hop } ?? hop))
-    fields.append(("Forwarded", Self.forwarded(client: client, settings: settings)))
-    fields.append(("X-Forwarded-For", client))
-    fields.append(("X-Forwarded-Proto", settings.publicScheme))
-    fields.append(("X-Request-Id", requestID))
-    fields.append(("Band-Licence-Assertion", assertion))
-    guard [client, requestID, assertion, settings.authority].allSatisfy(Self.writable) else { return nil }
-    self.fields = fields
-    self.method = request.method
+    out.append(static: "Via: ")
+    if let via {
+      out.append(utf8: via)
+      out.append(static: ", ")
+    }
+    out.append(static: "1.1 band-edge\r\nForwarded: ")
+    out.append(utf8: Self.forwarded(client: client, settings: settings))
+    out.append(static: "\r\nX-Forwarded-For: ")
+    out.append(utf8: client)
+    out.append(static: "\r\nX-Forwarded-Proto: ")
+    out.append(utf8: settings.publicScheme)
+    out.append(static: "\r\nX-Request-Id: ")
+    out.append(utf8: requestID)
+    out.append(static: "\r\nBand-Licence-Assertion: ")
+    out.append(utf8: assertion)
+    out.append(static: "\r\n\r\n")
+    bytes = out
+    method = request.method
     self.target = target
   }
 
-  /// The head's bytes: request line, fields, the empty line.
-  public var bytes: [UInt8] {
-    var out: [UInt8] = []
-    out.reserveCapacity(256 + fields.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 })
-    out += method.rawValue.utf8
-    out.append(0x20)
-    out += target.utf8
-    out += " HTTP/1.1\r\n".utf8
-    for field in fields {
-      out += field.name.utf8
-      out += ": ".utf8
-      out += field.value.utf8
-      out += "\r\n".utf8
+  /// The fields, in the order written (read back from `bytes`).
+  public var fields: [(name: String, value: String)] {
+    String(decoding: bytes, as: UTF8.self).split(separator: "\r\n").dropFirst().compactMap { line in
+      let parts = line.split(separator: ":", maxSplits: 1)
+      guard parts.count == 2 else { return nil }
+      return (String(parts[0]), String(parts[1].drop { $0 == " " }))
     }
-    out += "\r\n".utf8
-    return out
   }
 
   /// RFC 7239 §4: `for` (an IPv6 address quoted in brackets), `proto` and `host`.
@@ -108,6 +129,10 @@ public struct UpstreamHead: Sendable {
   /// A field value HTTP/1.1 can carry as is: visible ASCII, space and tab, nothing else (RFC 9110
   /// §5.5 allows obs-text too, but nothing the gateway forwards needs it).
   static func writable(_ value: String) -> Bool {
-    value.utf8.allSatisfy { ($0 >= 0x20 && $0 < 0x7F) || $0 == 0x09 }
+    value.utf8.allSatisfy(writable)
+  }
+
+  @inline(__always) static func writable(_ byte: UInt8) -> Bool {
+    (byte >= 0x20 && byte < 0x7F) || byte == 0x09
   }
 }

@@ -8,15 +8,13 @@ struct ForwardedAnswer: Sendable {
   /// The name this gateway gives itself in `Proxy-Status` (RFC 9209 §2).
   static let proxyName = "band-edge"
 
-  /// The core's response fields passed to the client (lower case, then as written): what the
-  /// representation needs and nothing about the core or the connection. Never `Set-Cookie`, never
-  /// `Server` or `X-Powered-By`, never a hop-by-hop field.
-  static let passed: [String: String] = [
-    "content-type": "Content-Type", "content-language": "Content-Language",
-    "content-encoding": "Content-Encoding", "content-disposition": "Content-Disposition",
-    "etag": "ETag", "last-modified": "Last-Modified", "location": "Location", "retry-after": "Retry-After",
-    "vary": "Vary", "allow": "Allow",
-  ]
+  /// The core's response fields passed to the client (matched in any case, then written as here):
+  /// what the representation needs and nothing about the core or the connection. Never
+  /// `Set-Cookie`, never `Server` or `X-Powered-By`, never a hop-by-hop field.
+  static let passed: [(name: FieldName, written: String)] = [
+    "Content-Type", "Content-Language", "Content-Encoding", "Content-Disposition", "ETag", "Last-Modified",
+    "Location", "Retry-After", "Vary", "Allow",
+  ].map { (FieldName($0), $0) }
 
   /// The request's ID (`X-Request-Id` on every answer).
   let requestID: String
@@ -43,10 +41,13 @@ struct ForwardedAnswer: Sendable {
     var response = Response(
       status: Status(upstream.status, upstream.reason.isEmpty ? "Status" : upstream.reason),
       body: upstream.body.isEmpty ? .empty : .bytes(upstream.body))
-    for field in HopByHop.removed(from: upstream.fields.pairs) {
-      guard let name = passed[field.name.lowercased()], UpstreamHead.writable(field.value) else { continue }
-      if name == "Location", !sameOrigin(field.value, origin: origin) { continue }
-      response.add(name, field.value)
+    upstream.fields.forEachEndToEnd { name, value in
+      guard let passed = passed.first(where: { $0.name.matches(name) }),
+        value.allSatisfy(UpstreamHead.writable)
+      else { return }
+      let text = String(decoding: value, as: UTF8.self)
+      if passed.written == "Location", !sameOrigin(text, origin: origin) { return }
+      response.add(passed.written, text)
     }
     response.add("X-Request-Id", requestID)
     return response

@@ -122,11 +122,11 @@ enum ForwardedRefusal: Error {
   /// The client's fields band-edge checks and then forwards as they are: a client's `Connection`
   /// naming one (to have it dropped as hop-by-hop after the check) is refused, never obeyed after the
   /// fact. (`Host` and `Content-Length` the gateway writes itself; naming them changes nothing.)
-  static let checkedFields: Set<String> = ["content-type", "idempotency-key", "band-licence-client"]
+  static let checkedFields: [FieldName] = ["content-type", "idempotency-key", "band-licence-client"]
 
   /// 400 when `Connection` names a field band-edge checks (`checkedFields`).
   static func connectionNamesChecked(_ request: Request) -> Response? {
-    guard !HopByHop.nominated(by: request.headers.pairs).isDisjoint(with: checkedFields) else { return nil }
+    guard request.headers.connectionNominates(anyOf: checkedFields) else { return nil }
     return APIError.response(
       .badRequest, "invalid_request", "The Connection field names a field this request needs end to end.")
   }
