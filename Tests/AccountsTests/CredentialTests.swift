@@ -15,6 +15,9 @@ import Testing
       ([("Authorization", "Bearer")], .malformed),
       ([("Authorization", "Bearer abc"), ("Authorization", "Bearer def")], .malformed),
       ([("Authorization", "Bearer abc"), ("authorization", "Bearer abc")], .malformed),
+      ([("Authorization", "Bearer ")], .malformed),
+      ([("Authorization", "Bearerabc")], .malformed),
+      ([("Authorization", "Bearer a b")], .bearer("a b")),
       ([], .none),
     ])
   func credential(headers: [(String, String)], expected: Credential) {

@@ -149,6 +149,22 @@ struct SecretsTests {
     #expect(
       Secrets.digest("abc").map { String(format: "%02x", $0) }.joined()
         == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    #expect(Secrets.digest(bytes: Array("abc".utf8)) == Secrets.digest("abc"))
+    #expect(
+      Secrets.digest("").map { String(format: "%02x", $0) }.joined()
+        == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+  }
+
+  @Test("buffered random bytes: as many as asked, never handed out twice, across refills and threads")
+  func bufferedRandom() async {
+    // 4 threads x 1,000 x 12 bytes: about 12 refills of the 4 KiB buffer.
+    let ids = await withTaskGroup(of: [[UInt8]].self) { group in
+      for _ in 0..<4 { group.addTask { (0..<1000).map { _ in Secrets.bufferedRandomBytes(12) } } }
+      return await group.reduce(into: []) { $0 += $1 }
+    }
+    #expect(ids.count == 4000 && ids.allSatisfy { $0.count == 12 })
+    #expect(Set(ids).count == 4000)
+    #expect(Secrets.bufferedRandomBytes(4096).count == 4096)
   }
 
   @Test("IDs are opaque, prefixed and unique")

@@ -258,18 +258,23 @@ struct LimitsTests {
   @Test(
     "the client address: the peer, or behind a trusted proxy the right-most untrusted forwarded entry",
     arguments: [
-      ("10.0.0.9:5000", nil, "10.0.0.9"),
-      ("10.0.0.9:5000", "1.2.3.4", "10.0.0.9"),  // not a trusted peer: the header is ignored
-      ("127.0.0.1:5000", "1.2.3.4", "1.2.3.4"),
-      ("127.0.0.1:5000", "6.6.6.6, 1.2.3.4", "1.2.3.4"),  // the client cannot choose by prepending
-      ("127.0.0.1:5000", "1.2.3.4, 127.0.0.2", "1.2.3.4"),  // trusted hops are skipped
-      ("127.0.0.1:5000", "127.0.0.2", "127.0.0.1"),
-      ("[::1]:5000", "2001:db8::1", "2001:db8::1"),
-      ("127.0.0.1:5000", "[2001:db8::2]:443", "2001:db8::2"),
-    ] as [(String, String?, String)])
-  func clientAddress(peer: String, forwarded: String?, expected: String) {
+      ("10.0.0.9:5000", [], "10.0.0.9"),
+      ("10.0.0.9:5000", ["1.2.3.4"], "10.0.0.9"),  // not a trusted peer: the header is ignored
+      ("127.0.0.1:5000", ["1.2.3.4"], "1.2.3.4"),
+      ("127.0.0.1:5000", ["6.6.6.6, 1.2.3.4"], "1.2.3.4"),  // the client cannot choose by prepending
+      ("127.0.0.1:5000", ["1.2.3.4, 127.0.0.2"], "1.2.3.4"),  // trusted hops are skipped
+      ("127.0.0.1:5000", ["127.0.0.2"], "127.0.0.1"),
+      ("[::1]:5000", ["2001:db8::1"], "2001:db8::1"),
+      ("127.0.0.1:5000", ["[2001:db8::2]:443"], "2001:db8::2"),
+      // Several fields are one list in order (RFC 9110 §5.3): the last field's last entry is nearest.
+      ("127.0.0.1:5000", ["6.6.6.6", "1.2.3.4, 127.0.0.2"], "1.2.3.4"),
+      ("127.0.0.1:5000", ["6.6.6.6", "127.0.0.2"], "6.6.6.6"),
+      ("127.0.0.1:5000", ["5.5.5.5,\t1.2.3.4 ,", ""], "1.2.3.4"),  // whitespace and empty entries
+      ("127.0.0.1:5000", [",, ,"], "127.0.0.1"),
+    ] as [(String, [String], String)])
+  func clientAddress(peer: String, forwarded: [String], expected: String) {
     var request = Request(
-      method: .post, target: "/sign-in", headers: forwarded.map { [("X-Forwarded-For", $0)] } ?? [])
+      method: .post, target: "/sign-in", headers: forwarded.map { ("X-Forwarded-For", $0) })
     request.client = peer
     #expect(ClientAddress.of(request, trustedProxies: ["127.0.0.1", "127.0.0.2", "::1"]) == expected)
   }

@@ -103,7 +103,8 @@ struct ForwardedCallTests {
     #expect(response.status.code == 201 && response.body.contents == Array("[1,2".utf8))
     #expect(response.header("Content-Type") == "application/json" && response.header("ETag") == "\"v1\"")
     #expect(response.header("Location") == "/api/client/v1/x")
-    #expect(response.headers.map(\.name).prefix(3) == ["Content-Type", "ETag", "Location"], "written as named")
+    #expect(
+      response.headers.map(\.name).prefix(3) == ["Content-Type", "ETag", "Location"], "written as named")
     for absent in ["Set-Cookie", "Server", "X-Powered-By", "Vary", "Keep-Alive", "Connection"] {
       #expect(response.header(absent) == nil, "\(absent)")
     }

@@ -16,16 +16,16 @@ package enum Credential: Equatable {
   /// The credential in `request`: the `Authorization` field wins over the cookie. Two
   /// `Authorization` fields are malformed (RFC 9110 §11.6.2 allows one): never pick one.
   package init(_ request: Request) {
-    if request.headers.values("authorization").count > 1 {
+    let authorizations = request.headers.valueBytes(Self.authorization)
+    if authorizations.count > 1 {
       self = .malformed
-    } else if let authorization = request.headers["authorization"] {
+    } else if let value = authorizations.first {
       // `Bearer <token>`, the scheme in any case (RFC 9110 §11.1); read as bytes, since this runs
       // on the loop for every session read.
-      let bytes = authorization.utf8
-      if let space = bytes.firstIndex(of: UInt8(ascii: " ")), bytes.index(after: space) != bytes.endIndex,
-        bytes[..<space].elementsEqual("bearer".utf8, by: { $0 | 0x20 == $1 })
+      if let space = value.firstIndex(of: UInt8(ascii: " ")), space + 1 < value.endIndex,
+        Self.bearer.matches(value[..<space])
       {
-        self = .bearer(String(authorization[authorization.utf8.index(after: space)...]))
+        self = .bearer(String(decoding: value[(space + 1)...], as: UTF8.self))
       } else {
         self = .malformed
       }
@@ -35,6 +35,10 @@ package enum Credential: Equatable {
       self = .none
     }
   }
+
+  private static let authorization: FieldName = "authorization"
+  /// The scheme, matched in any case like a field name.
+  private static let bearer: FieldName = "bearer"
 
   /// Whether it is the browser's cookie.
   package var isCookie: Bool { if case .cookie = self { true } else { false } }

@@ -186,28 +186,38 @@ struct BucketTable {
 /// is not itself a trusted proxy.
 public enum ClientAddress {
   public static func of(_ request: Request, trustedProxies: Set<String>) -> String {
-    let peer = host(request.client)
-    guard trustedProxies.contains(peer), let forwarded = request.headers.combined("x-forwarded-for") else {
-      return peer
-    }
-    // Bytes, not characters: this runs on the loop for every forwarded request.
-    for entry in forwarded.utf8.split(separator: UInt8(ascii: ",")).reversed() {
-      let kept = entry.filter { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }
-      let address = host(String(decoding: kept, as: UTF8.self))
-      if !address.isEmpty && !trustedProxies.contains(address) { return address }
+    let peer = host(request.client.utf8)
+    guard trustedProxies.contains(peer) else { return peer }
+    // Bytes, not characters: this runs on the loop for every forwarded request. The entries are
+    // read from the last (the nearest hop), over the fields from the last.
+    for value in request.headers.valueBytes(forwardedFor).reversed() {
+      var end = value.endIndex
+      while end > value.startIndex {
+        var start = end
+        while start > value.startIndex, value[start - 1] != UInt8(ascii: ",") { start -= 1 }
+        var entry = value[start..<end]
+        let blank = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        if entry.contains(where: blank) { entry = ArraySlice(entry.filter { !blank($0) }) }
+        let address = host(entry)
+        if !address.isEmpty && !trustedProxies.contains(address) { return address }
+        end = start - 1
+      }
     }
     return peer
   }
 
+  private static let forwardedFor: FieldName = "x-forwarded-for"
+
   /// The host of `1.2.3.4:5`, `[::1]:5`, `::1` or `1.2.3.4`.
-  package static func host(_ text: String) -> String {
-    let bytes = text.utf8
+  package static func host(_ text: String) -> String { host(text.utf8) }
+
+  private static func host<Bytes: BidirectionalCollection<UInt8>>(_ bytes: Bytes) -> String {
     if bytes.first == UInt8(ascii: "["), let close = bytes.firstIndex(of: UInt8(ascii: "]")) {
-      return String(text[bytes.index(after: bytes.startIndex)..<close])
+      return String(decoding: bytes[bytes.index(after: bytes.startIndex)..<close], as: UTF8.self)
     }
     guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")),
       !bytes[bytes.index(after: colon)...].contains(UInt8(ascii: ":"))
-    else { return text }
-    return String(text[..<colon])
+    else { return String(decoding: bytes, as: UTF8.self) }
+    return String(decoding: bytes[..<colon], as: UTF8.self)
   }
 }

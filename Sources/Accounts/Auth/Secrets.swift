@@ -17,6 +17,30 @@ public enum Secrets {
     return bytes
   }
 
+  /// `count` bytes from the OS CSPRNG, taken from a buffer that RAND_bytes refills 4 KiB at a
+  /// time: for a value made for every request (a request ID), where a generator call each would cost
+  /// more than the rest of the request's checks. Every byte is handed out once.
+  public static func bufferedRandomBytes(_ count: Int) -> [UInt8] {
+    precondition(count <= RandomBuffer.size)
+    return RandomBuffer.shared.withLock { buffer in
+      if buffer.used + count > RandomBuffer.size {
+        let ok = buffer.bytes.withUnsafeMutableBufferPointer { RAND_bytes($0.baseAddress, Int32($0.count)) }
+        precondition(ok == 1, "the system random generator failed")
+        buffer.used = 0
+      }
+      defer { buffer.used += count }
+      return Array(buffer.bytes[buffer.used..<(buffer.used + count)])
+    }
+  }
+
+  private struct RandomBuffer {
+    static let size = 4096
+    static let shared = Mutex(RandomBuffer())
+    var bytes = [UInt8](repeating: 0, count: size)
+    /// Bytes handed out already (all of them at first: the first call fills the buffer).
+    var used = size
+  }
+
   /// base64url without padding (RFC 4648 §5).
   public static func base64url(_ bytes: [UInt8]) -> String {
     var out: [UInt8] = []
@@ -54,17 +78,23 @@ public enum Secrets {
 
   /// SHA-256 of a token's text: what the store keeps and looks up.
   public static func digest(_ token: String) -> [UInt8] {
-    var out = [UInt8](repeating: 0, count: 32)
-    var bytes = Array(token.utf8)
-    _ = bytes.withUnsafeMutableBufferPointer { SHA256($0.baseAddress, $0.count, &out) }
-    return out
+    var token = token
+    return token.withUTF8 { sha256(UnsafeRawBufferPointer($0)) }
   }
 
   /// SHA-256 of raw bytes.
   public static func digest(bytes: [UInt8]) -> [UInt8] {
+    bytes.withUnsafeBytes { sha256($0) }
+  }
+
+  // Fetched once: OpenSSL 3 looks the implementation up again on every `SHA256()` call, which cost
+  // more than the hash of a token. A fetched EVP_MD is immutable and may be used from any thread.
+  nonisolated(unsafe) private static let sha256Method: OpaquePointer? = EVP_MD_fetch(nil, "SHA256", nil)
+
+  private static func sha256(_ input: UnsafeRawBufferPointer) -> [UInt8] {
     var out = [UInt8](repeating: 0, count: 32)
-    var input = bytes
-    _ = input.withUnsafeMutableBufferPointer { SHA256($0.baseAddress, $0.count, &out) }
+    let ok = EVP_Digest(input.baseAddress, input.count, &out, nil, sha256Method, nil)
+    precondition(ok == 1, "SHA-256 failed")
     return out
   }
 

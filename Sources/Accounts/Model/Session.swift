@@ -44,11 +44,22 @@ public struct SessionLifetimes: Sendable, Equatable {
 }
 
 /// What `GET /session` answers from: the live session, its account and the account's live
-/// memberships.
-public struct SessionView: Sendable, Equatable {
+/// memberships. A class of constants: the loops' cache hands the same view to every request of the
+/// session, and a copy of it is one reference, not a retain of each of its strings.
+public final class SessionView: Sendable, Equatable {
   public let session: SessionRecord
   public let account: Account
   public let memberships: [Membership]
+
+  public init(session: SessionRecord, account: Account, memberships: [Membership]) {
+    self.session = session
+    self.account = account
+    self.memberships = memberships
+  }
+
+  public static func == (a: SessionView, b: SessionView) -> Bool {
+    a === b || (a.session == b.session && a.account == b.account && a.memberships == b.memberships)
+  }
 }
 
 /// Which sessions an operator means.

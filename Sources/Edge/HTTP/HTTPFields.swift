@@ -55,6 +55,16 @@ public struct HTTPFields: Sendable {
     return result
   }
 
+  /// Every value of the fields named `name`, as received (bytes), in order: for what runs on the
+  /// loop for every request.
+  public func valueBytes(_ name: FieldName) -> [ArraySlice<UInt8>] {
+    var result: [ArraySlice<UInt8>] = []
+    for f in fields where name.matches(bytes[Int(f.nameStart)..<Int(f.nameEnd)]) {
+      result.append(bytes[Int(f.valueStart)..<Int(f.valueEnd)])
+    }
+    return result
+  }
+
   /// The values of every field named `name` joined with ", " (RFC 9110 §5.3), or nil when absent.
   public func combined(_ name: String) -> String? {
     var result: String? = nil
@@ -87,13 +97,13 @@ public struct HTTPFields: Sendable {
     let f = fields[i]
     let start = Int(f.nameStart)
     let length = Int(f.nameEnd) - start
-    var utf8 = name.utf8.makeIterator()
-    var k = 0
-    while let c = utf8.next() {
-      guard k < length, ASCII.lower(bytes[start + k]) == ASCII.lower(c) else { return false }
+    guard name.utf8.count == length else { return false }
+    var k = start
+    for c in name.utf8 {
+      guard ASCII.lower(bytes[k]) == ASCII.lower(c) else { return false }
       k += 1
     }
-    return k == length
+    return true
   }
 }
 

@@ -13,6 +13,14 @@ public enum HopByHop {
 
   static let connection: FieldName = "connection"
 
+  /// Bit n set when a name in `always` is n bytes long: most fields are passed over by their length.
+  static let alwaysLengths: UInt64 = always.reduce(0) { $0 | 1 << UInt64($1.bytes.count) }
+
+  /// Whether `name` (as received) is one of `always`.
+  @inline(__always) static func isAlways(_ name: ArraySlice<UInt8>) -> Bool {
+    name.count < 64 && alwaysLengths >> UInt64(name.count) & 1 == 1 && always.contains(matching: name)
+  }
+
   /// The field names the `Connection` fields of `fields` nominate (RFC 9110 §7.6.1), as ranges of
   /// `fields.bytes`; empty (and nothing allocated) when there is no `Connection` field.
   static func nominated(by fields: HTTPFields) -> [Range<Int>] {
@@ -84,7 +92,7 @@ extension HTTPFields {
     let nominated = HopByHop.nominated(by: self)
     for field in fields {
       let name = bytes[Int(field.nameStart)..<Int(field.nameEnd)]
-      if HopByHop.always.contains(matching: name) { continue }
+      if HopByHop.isAlways(name) { continue }
       if nominated.contains(where: { FieldName.equal(bytes[$0], name) }) { continue }
       try body(name, bytes[Int(field.valueStart)..<Int(field.valueEnd)])
     }

@@ -114,8 +114,9 @@ public struct Response: Sendable {
   /// Adds a header field; the writer's own fields are refused (a programming error).
   public mutating func add(_ name: String, _ value: String) {
     precondition(!Response.writerFields.contains { $0.matches(name) }, "\(name) is set by the writer")
+    var (name, value) = (name, value)
     precondition(
-      !name.utf8.contains { !ASCII.isToken($0) } && !value.utf8.contains { !ASCII.isFieldValue($0) },
+      name.withUTF8 { $0.allSatisfy(ASCII.isToken) } && value.withUTF8 { $0.allSatisfy(ASCII.isFieldValue) },
       "invalid header field")
     headers.append((name, value))
   }

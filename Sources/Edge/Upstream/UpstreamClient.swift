@@ -192,7 +192,9 @@ final class UpstreamClient<Clock: EdgeClock> {
     if flags & UInt32(EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLRDHUP.rawValue | EPOLLERR.rawValue) != 0,
       sockets[fd]?.0 === socket
     {
-      receive(socket, pool)
+      receive(
+        socket, pool, hungUp: flags & UInt32(EPOLLHUP.rawValue | EPOLLRDHUP.rawValue | EPOLLERR.rawValue) != 0
+      )
     }
     flushAnswers()
   }
@@ -245,9 +247,9 @@ final class UpstreamClient<Clock: EdgeClock> {
   }
 
   /// Reads what arrived and parses it.
-  private func receive(_ socket: UpstreamSocket, _ pool: Pool) {
+  private func receive(_ socket: UpstreamSocket, _ pool: Pool, hungUp: Bool) {
     let before = socket.input.count
-    let read = socket.read(through: buffer)
+    let read = socket.read(through: buffer, hungUp: hungUp)
     guard let exchange = socket.exchange else {
       // An idle connection spoke or closed: the upstream is done with it.
       drop(socket, pool)

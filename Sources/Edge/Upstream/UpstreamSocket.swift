@@ -44,7 +44,7 @@ final class UpstreamSocket {
   /// When the connect started (for the connect duration).
   var openedAt = Instant.never
 
-  private init(fd: Int32, id: UpstreamConnectionID, generation: UInt64) {
+  init(fd: Int32, id: UpstreamConnectionID, generation: UInt64) {
     self.fd = fd
     self.id = id
     self.generation = generation
@@ -190,13 +190,18 @@ final class UpstreamSocket {
     case failed
   }
 
-  /// Reads everything available into `input`, through `buffer`.
-  func read(through buffer: UnsafeMutableRawBufferPointer) -> Read {
+  /// Reads everything available into `input`, through `buffer`. A short read of a plain socket
+  /// drained it (its next arrival raises another edge), so no read follows only to hear `EAGAIN`
+  /// (a system call per response saved), unless the event said the upstream hung up (`hungUp`):
+  /// then the end may already be queued behind the bytes, and nothing would announce it again.
+  func read(through buffer: UnsafeMutableRawBufferPointer, hungUp: Bool) -> Read {
     if let tls { return readTLS(tls, through: buffer) }
     let plain = PlainTransport(fd: fd)
     while true {
       switch plain.read(into: buffer) {
-      case .bytes(let n, _): input.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+      case .bytes(let n, let drained):
+        input.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+        if drained && !hungUp { return .drained }
       case .wouldBlock: return .drained
       case .ended: return .ended
       case .failed: return .failed

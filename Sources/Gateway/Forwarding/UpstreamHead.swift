@@ -30,6 +30,8 @@ public struct UpstreamHead: Sendable {
     public let alsoAllowed: [FieldName]
     /// `Host: <authority>`, its line's bytes; nil when the authority cannot be written into a head.
     let hostLine: [UInt8]?
+    /// What follows the client in `Forwarded`: `;proto=…;host="…"`.
+    let forwardedTail: [UInt8]
 
     /// Settings for an upstream reached at `authority`, serving clients of `publicScheme://publicHost`.
     public init(authority: String, publicScheme: String, publicHost: String, alsoAllowed: [FieldName] = []) {
@@ -38,6 +40,7 @@ public struct UpstreamHead: Sendable {
       self.publicHost = publicHost
       self.alsoAllowed = alsoAllowed.filter { !UpstreamHead.gatewayOwned.contains($0) }
       hostLine = UpstreamHead.writable(authority) ? Array("Host: \(authority)\r\n".utf8) : nil
+      forwardedTail = Array(";proto=\(publicScheme);host=\"\(publicHost)\"".utf8)
     }
   }
 
@@ -54,18 +57,17 @@ public struct UpstreamHead: Sendable {
   /// - Parameters:
   ///   - client: the client's address as the trusted-proxy settings resolve it.
   ///   - via: the `Via` received from a trusted proxy, to be extended; nil otherwise.
-  ///   - requestID: this request's ID, also in the access log and the answer.
-  ///   - assertion: the signed identity assertion.
+  ///   - requestID: this request's ID, also in the access log and the answer (base64url: written as it is).
+  ///   - assertion: the signed identity assertion (a compact JWS: written as it is).
   public init?(
     _ request: Request, settings: Settings, client: String, via: String?, requestID: String,
     assertion: String
   ) {
     let target = request.originForm
     guard !request.target.isEmpty, target.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }),
-      let hostLine = settings.hostLine, Self.writable(client), Self.writable(requestID),
-      Self.writable(assertion),
-      via.map(Self.writable) ?? true
+      let hostLine = settings.hostLine, Self.writable(client), via.map(Self.writable) ?? true
     else { return nil }
+    assert(Self.writable(requestID) && Self.writable(assertion), "the gateway's own values are base64url")
     var out: [UInt8] = []
     out.reserveCapacity(320 + target.utf8.count + assertion.utf8.count + request.headers.byteCount)
     out.append(utf8: request.method.rawValue)
@@ -96,7 +98,7 @@ public struct UpstreamHead: Sendable {
       out.append(static: ", ")
     }
     out.append(static: "1.1 band-edge\r\nForwarded: ")
-    out.append(utf8: Self.forwarded(client: client, settings: settings))
+    Self.forwarded(client: client, settings: settings, to: &out)
     out.append(static: "\r\nX-Forwarded-For: ")
     out.append(utf8: client)
     out.append(static: "\r\nX-Forwarded-Proto: ")
@@ -122,14 +124,25 @@ public struct UpstreamHead: Sendable {
 
   /// RFC 7239 §4: `for` (an IPv6 address quoted in brackets), `proto` and `host`.
   static func forwarded(client: String, settings: Settings) -> String {
-    let node = client.contains(":") ? "\"[\(client)]\"" : client
-    return "for=\(node);proto=\(settings.publicScheme);host=\"\(settings.publicHost)\""
+    var out: [UInt8] = []
+    forwarded(client: client, settings: settings, to: &out)
+    return String(decoding: out, as: UTF8.self)
+  }
+
+  private static func forwarded(client: String, settings: Settings, to out: inout [UInt8]) {
+    out.append(static: "for=")
+    let quoted = client.utf8.contains(UInt8(ascii: ":"))
+    if quoted { out.append(static: "\"[") }
+    out.append(utf8: client)
+    if quoted { out.append(static: "]\"") }
+    out += settings.forwardedTail
   }
 
   /// A field value HTTP/1.1 can carry as is: visible ASCII, space and tab, nothing else (RFC 9110
   /// §5.5 allows obs-text too, but nothing the gateway forwards needs it).
   static func writable(_ value: String) -> Bool {
-    value.utf8.allSatisfy(writable)
+    var value = value
+    return value.withUTF8 { $0.allSatisfy(writable) }
   }
 
   @inline(__always) static func writable(_ byte: UInt8) -> Bool {

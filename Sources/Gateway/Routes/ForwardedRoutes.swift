@@ -13,6 +13,9 @@ public struct ForwardedRoutes: Sendable {
   let deployment: Deployment
   let gateway: GatewayServices
   let signer: AssertionSigner
+  /// Built once: made per request, it would copy the deployment, with a retain and a release of each
+  /// of its fields, twice for every request a loop checks.
+  let authenticator: Authenticator
 
   /// The forwarded routes of `deployment`, over the process's `services` and `gateway`.
   public init(services: ClientServices, deployment: Deployment, gateway: GatewayServices) throws(GatewayError)
@@ -21,6 +24,7 @@ public struct ForwardedRoutes: Sendable {
     self.deployment = deployment
     self.gateway = gateway
     signer = try AssertionSigner(issuer: deployment.origin)
+    authenticator = Authenticator(services: services, deployment: deployment)
   }
 
   /// One route per configured path and method (HEAD through GET's route, as the router answers it).
@@ -87,8 +91,6 @@ public struct ForwardedRoutes: Sendable {
     guard let token = credential.token, let view = authenticator.cachedView(token) else { return nil }
     return checked(request, prepared, view)
   }
-
-  private var authenticator: Authenticator { Authenticator(services: services, deployment: deployment) }
 
   /// What is decided before the caller is known: the route switched off, a body past its limit, a
   /// path or `Connection` field the core could read otherwise, and the authenticator's precheck.

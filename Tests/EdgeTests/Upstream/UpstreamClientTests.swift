@@ -173,6 +173,27 @@ import Testing
     #expect(h.client.socketCount == 0, "a close-delimited answer leaves no connection to reuse")
   }
 
+  @Test(
+    "a short read ends the reading (no read only to hear EAGAIN); an end queued behind the bytes is read when the event says the upstream hung up",
+    arguments: [false, true])
+  func shortReads(hungUp: Bool) throws {
+    var pair: [Int32] = [0, 0]
+    try #require(
+      socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0, &pair) == 0)
+    defer { close(pair[0]) }
+    let socket = UpstreamSocket(fd: pair[0], id: UpstreamConnectionID(rawValue: 1), generation: 1)
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4, alignment: 1)
+    defer { buffer.deallocate() }
+    let write = { (text: String) in #expect(Glibc.write(pair[1], text, text.utf8.count) == text.utf8.count) }
+    write("abcdefgh")
+    #expect(socket.read(through: buffer, hungUp: false) == .drained, "full reads go on to the short one")
+    #expect(socket.input == Array("abcdefgh".utf8))
+    write("ij")
+    close(pair[1])
+    #expect(socket.read(through: buffer, hungUp: hungUp) == (hungUp ? .ended : .drained))
+    #expect(socket.input == Array("abcdefghij".utf8))
+  }
+
   @Test("a stale keep-alive connection: a GET goes again on a new one; a POST is never sent twice")
   func idleCloseRace() throws {
     // Each answer is followed by a close the client is not told of (no `Connection: close`).
