@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// One route: method and path pattern to a handler, with the cache class and execution mode
 /// every route must declare.
 ///
@@ -117,12 +121,15 @@ public struct Router: Sendable {
     var entry: PathEntry
     /// Each segment's bytes, nil for a parameter (`:name`); what a path is matched against.
     let literals: [[UInt8]?]
+    /// Each parameter's name (without the colon), nil for a literal segment.
+    let names: [String?]
 
     init(segments: [Substring], wildcard: Bool, entry: PathEntry) {
       self.segments = segments
       self.wildcard = wildcard
       self.entry = entry
       literals = segments.map { $0.utf8.first == UInt8(ascii: ":") ? nil : Array($0.utf8) }
+      names = segments.map { $0.utf8.first == UInt8(ascii: ":") ? String($0.dropFirst()) : nil }
     }
   }
 
@@ -208,23 +215,25 @@ public struct Router: Sendable {
   /// The route for `method` and `path` (RFC 9110 §9.3.2: HEAD is answered by GET without content).
   public func match(_ method: HTTPMethod, _ path: String) -> RouteMatch {
     if let entry = exact[path] { return Self.pick(method, entry, [:]) }
-    // The path's segments as byte ranges, matched against each pattern without allocating; only a
-    // match makes the parameters' strings.
-    let bytes = Array(path.utf8)
-    var segments: [Range<Int>] = []
-    segments.reserveCapacity(16)
-    var start = 0
-    for i in bytes.indices where bytes[i] == UInt8(ascii: "/") {
-      segments.append(start..<i)
-      start = i + 1
-    }
-    segments.append(start..<bytes.count)
-    for pattern in patterns {
-      if let parameters = Self.bind(pattern, bytes, segments) {
-        return Self.pick(method, pattern.entry, parameters)
+    // The path's segments as byte ranges, matched against each pattern without copying the path;
+    // only a match makes the parameters' strings.
+    var path = path
+    return path.withUTF8 { bytes in
+      var segments: [Range<Int>] = []
+      segments.reserveCapacity(16)
+      var start = 0
+      for i in bytes.indices where bytes[i] == UInt8(ascii: "/") {
+        segments.append(start..<i)
+        start = i + 1
       }
+      segments.append(start..<bytes.count)
+      for pattern in patterns {
+        if let parameters = Self.bind(pattern, bytes, segments) {
+          return Self.pick(method, pattern.entry, parameters)
+        }
+      }
+      return .notFound
     }
-    return .notFound
   }
 
   private static func pick(_ method: HTTPMethod, _ entry: PathEntry, _ parameters: [String: String])
@@ -241,27 +250,41 @@ public struct Router: Sendable {
     return .methodNotAllowed(allow: entry.allow)
   }
 
-  private static func bind(_ pattern: PatternEntry, _ bytes: [UInt8], _ segments: [Range<Int>]) -> [String:
-    String]?
-  {
+  private static func bind(
+    _ pattern: PatternEntry, _ bytes: UnsafeBufferPointer<UInt8>, _ segments: [Range<Int>]
+  ) -> [String: String]? {
     let fixed = pattern.segments.count - (pattern.wildcard ? 1 : 0)
     if pattern.wildcard ? segments.count < fixed + 1 : segments.count != fixed { return nil }
     for k in 0..<fixed {
+      let segment = segments[k]
       if let literal = pattern.literals[k] {
-        guard bytes[segments[k]].elementsEqual(literal) else { return nil }
-      } else if segments[k].isEmpty {
+        guard Self.equal(literal, bytes, segment) else { return nil }
+      } else if segment.isEmpty {
         return nil
       }
     }
     var parameters: [String: String] = [:]
-    for k in 0..<fixed where pattern.literals[k] == nil {
-      parameters[String(pattern.segments[k].dropFirst())] = String(
-        decoding: bytes[segments[k]], as: UTF8.self)
+    for k in 0..<fixed {
+      if let name = pattern.names[k] {
+        parameters[name] = String(decoding: UnsafeBufferPointer(rebasing: bytes[segments[k]]), as: UTF8.self)
+      }
     }
     // The rest of the path from the wildcard's segment on: the segments after it joined by "/".
     if pattern.wildcard {
-      parameters["*"] = String(decoding: bytes[segments[fixed].lowerBound...], as: UTF8.self)
+      parameters["*"] = String(
+        decoding: UnsafeBufferPointer(rebasing: bytes[segments[fixed].lowerBound...]), as: UTF8.self)
     }
     return parameters
+  }
+
+  /// Whether the path's `segment` is `literal` (one memcmp).
+  private static func equal(_ literal: [UInt8], _ bytes: UnsafeBufferPointer<UInt8>, _ segment: Range<Int>)
+    -> Bool
+  {
+    guard literal.count == segment.count else { return false }
+    guard let base = bytes.baseAddress, !segment.isEmpty else { return segment.isEmpty }
+    return literal.withUnsafeBufferPointer { literal in
+      literal.baseAddress.map { memcmp($0, base + segment.lowerBound, segment.count) == 0 } ?? false
+    }
   }
 }
