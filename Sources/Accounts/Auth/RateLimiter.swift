@@ -72,10 +72,10 @@ public final class RateLimiter: Sendable {
 
   /// Takes one attempt for `address`: nil when allowed, else the whole seconds until one is.
   public func take(_ address: String) -> Int? {
-    let key = Self.key(address)
+    let key = BucketKey(Self.key(address))
     let t = now()
     let limit = applied
-    let shard = shards[Int(UInt(bitPattern: key.hashValue) % UInt(shards.count))]
+    let shard = shards[Int(UInt(bitPattern: key.hash) % UInt(shards.count))]
     return shard.table.withLock { table in
       table.update(key, now: t, full: limit.burst) { bucket in
         bucket.tokens = min(limit.burst, bucket.tokens + (t - bucket.updated) * limit.perSecond)
@@ -124,9 +124,25 @@ struct Bucket {
 /// At most `capacity` buckets by key, the least recently seen forgotten first: a dictionary into
 /// slots threaded on a doubly linked list (most recent at the head), so a lookup, a move to the
 /// front and an eviction are each O(1).
+/// A table's key with its hash (the process's seeded `hashValue`) made once: it picks the shard and
+/// then the slot, and a string is hashed once per attempt, not twice.
+struct BucketKey: Hashable {
+  let text: String
+  let hash: Int
+
+  init(_ text: String) {
+    self.text = text
+    hash = text.hashValue
+  }
+
+  static func == (a: BucketKey, b: BucketKey) -> Bool { a.hash == b.hash && a.text == b.text }
+
+  func hash(into hasher: inout Hasher) { hasher.combine(hash) }
+}
+
 struct BucketTable {
-  private var slots: [String: Int32] = [:]
-  private var keys: [String] = []
+  private var slots: [BucketKey: Int32] = [:]
+  private var keys: [BucketKey] = []
   private var buckets: [Bucket] = []
   private var previous: [Int32] = []
   private var next: [Int32] = []
@@ -140,7 +156,8 @@ struct BucketTable {
 
   /// Runs `body` on the bucket of `key` (a full one if `key` is new, made room for by forgetting
   /// the least recently seen), and marks it the most recently seen.
-  package mutating func update<T>(_ key: String, now: Double, full: Double, _ body: (inout Bucket) -> T) -> T
+  package mutating func update<T>(_ key: BucketKey, now: Double, full: Double, _ body: (inout Bucket) -> T)
+    -> T
   {
     let slot: Int32
     if let found = slots[key] {

@@ -63,8 +63,8 @@ public struct UpstreamHead: Sendable {
     _ request: Request, settings: Settings, client: String, via: String?, requestID: String,
     assertion: String
   ) {
-    let target = request.originForm
-    guard !request.target.isEmpty, target.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }),
+    var target = request.originForm
+    guard !request.target.isEmpty, target.withUTF8({ $0.allSatisfy { $0 > 0x20 && $0 < 0x7F } }),
       let hostLine = settings.hostLine, Self.writable(client), via.map(Self.writable) ?? true
     else { return nil }
     assert(Self.writable(requestID) && Self.writable(assertion), "the gateway's own values are base64url")

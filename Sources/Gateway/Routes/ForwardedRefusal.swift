@@ -85,34 +85,41 @@ enum ForwardedRefusal: Error {
     // Byte by byte (this runs on the loop for every forwarded request): no segment may be `.` or
     // `..` (each dot also as `%2e`, any case), hold `%2f`, `%5c` or `\\`, or be empty before the
     // last.
-    let path = Array(request.path.utf8.dropFirst())
+    var text = request.path
+    return text.withUTF8 { whole in
+      ambiguous(UnsafeBufferPointer(rebasing: whole.dropFirst())) ? invalidPath : nil
+    }
+  }
+
+  /// Whether `path` (without its first slash) holds what `ambiguousPath` refuses.
+  private static func ambiguous(_ path: UnsafeBufferPointer<UInt8>) -> Bool {
     var start = 0
     while start <= path.count {
       let end = path[start...].firstIndex(of: UInt8(ascii: "/")) ?? path.count
-      if end == start && end < path.count { return invalidPath }
+      if end == start && end < path.count { return true }
       var dots = 0
       var onlyDots = true
       var i = start
       while i < end {
         let byte = path[i]
-        if byte == UInt8(ascii: "\\") { return invalidPath }
+        if byte == UInt8(ascii: "\\") { return true }
         if byte == UInt8(ascii: "%"), i + 2 < end {
           let (high, low) = (path[i + 1], path[i + 2] | 0x20)
           if high == UInt8(ascii: "2"), low == UInt8(ascii: "f") || low == UInt8(ascii: "e") {
-            if low == UInt8(ascii: "f") { return invalidPath }
+            if low == UInt8(ascii: "f") { return true }
             dots += 1
             i += 3
             continue
           }
-          if high == UInt8(ascii: "5"), low == UInt8(ascii: "c") { return invalidPath }
+          if high == UInt8(ascii: "5"), low == UInt8(ascii: "c") { return true }
         }
         if byte == UInt8(ascii: ".") { dots += 1 } else { onlyDots = false }
         i += 1
       }
-      if onlyDots && (dots == 1 || dots == 2) { return invalidPath }
+      if onlyDots && (dots == 1 || dots == 2) { return true }
       start = end + 1
     }
-    return nil
+    return false
   }
 
   private static let invalidPath = APIError.response(
