@@ -118,6 +118,7 @@ public struct Response: Sendable {
     precondition(
       name.withUTF8 { $0.allSatisfy(ASCII.isToken) } && value.withUTF8 { $0.allSatisfy(ASCII.isFieldValue) },
       "invalid header field")
+    if headers.capacity == 0 { headers.reserveCapacity(4) }  // not grown one field at a time
     headers.append((name, value))
   }
 

@@ -287,7 +287,10 @@ public struct HTTP1Parser: Sendable, HTTP1MessageParser {
 
   private static func fitsVersion(_ b: UInt8, at k: Int) -> Bool {
     switch k {
-    case 0..<5: b == Array("HTTP/".utf8)[k]
+    case 0: b == UInt8(ascii: "H")
+    case 1, 2: b == UInt8(ascii: "T")
+    case 3: b == UInt8(ascii: "P")
+    case 4: b == UInt8(ascii: "/")
     case 5, 7: b &- 48 < 10
     case 6: b == UInt8(ascii: ".")
     default: false
@@ -370,6 +373,8 @@ public struct HTTP1Parser: Sendable, HTTP1MessageParser {
     for i in valueStart..<valueEnd where !ASCII.isFieldValue(buffer[i]) {
       throw buffer[i] == ASCII.cr ? .bareCarriageReturn : .invalidFieldValue
     }
+    // Room for a usual head at once, not grown one field at a time (an allocation each).
+    if fields.capacity == 0 { fields.reserveCapacity(16) }
     fields.append(
       .init(
         nameStart: Int32(start), nameEnd: Int32(colon), valueStart: Int32(valueStart),

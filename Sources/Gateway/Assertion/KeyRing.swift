@@ -41,12 +41,18 @@ public struct KeyRing: Sendable {
   /// none have started (a first key made by an instance whose clock runs ahead), the first to
   /// start; nil only for an empty ring.
   public func signingKey(at now: Int) -> SigningKey? {
-    let started = entries.filter { $0.signsFrom <= now }
-    let chosen =
-      started.isEmpty
-      ? entries.min { $0.signsFrom < $1.signsFrom }
-      : started.max { ($0.signsFrom, $0.createdAt) < ($1.signsFrom, $1.createdAt) }
-    return chosen?.key
+    // One pass, no array: this runs for every forwarded request.
+    var latestStarted: Entry? = nil
+    var earliest: Entry? = nil
+    for entry in entries {
+      if entry.signsFrom <= now,
+        latestStarted.map({ ($0.signsFrom, $0.createdAt) < (entry.signsFrom, entry.createdAt) }) ?? true
+      {
+        latestStarted = entry
+      }
+      if earliest.map({ entry.signsFrom < $0.signsFrom }) ?? true { earliest = entry }
+    }
+    return (latestStarted ?? earliest)?.key
   }
 
   /// The keys in the JWKS at `now`, oldest first: every key not yet retired. A key is published
