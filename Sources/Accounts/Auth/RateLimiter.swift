@@ -95,7 +95,8 @@ public final class RateLimiter: Sendable {
   /// What an address counts as: an IPv4 address as it is; an IPv6 address as its /64 (an
   /// IPv4-mapped one as the IPv4 address); anything else as it is.
   package static func key(_ address: String) -> String {
-    guard address.utf8.contains(UInt8(ascii: ":")) else { return address }
+    var text = address
+    guard text.withUTF8({ $0.contains(UInt8(ascii: ":")) }) else { return address }
     var raw = in6_addr()
     guard inet_pton(AF_INET6, address, &raw) == 1 else { return address }
     var bytes = withUnsafeBytes(of: &raw) { Array($0) }
@@ -226,7 +227,10 @@ public enum ClientAddress {
   private static let forwardedFor: FieldName = "x-forwarded-for"
 
   /// The host of `1.2.3.4:5`, `[::1]:5`, `::1` or `1.2.3.4`.
-  package static func host(_ text: String) -> String { host(text.utf8) }
+  package static func host(_ text: String) -> String {
+    var text = text
+    return text.withUTF8 { host($0) }
+  }
 
   private static func host<Bytes: BidirectionalCollection<UInt8>>(_ bytes: Bytes) -> String {
     if bytes.first == UInt8(ascii: "["), let close = bytes.firstIndex(of: UInt8(ascii: "]")) {

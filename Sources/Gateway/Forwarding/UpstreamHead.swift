@@ -131,7 +131,8 @@ public struct UpstreamHead: Sendable {
 
   private static func forwarded(client: String, settings: Settings, to out: inout [UInt8]) {
     out.append(static: "for=")
-    let quoted = client.utf8.contains(UInt8(ascii: ":"))
+    var client = client
+    let quoted = client.withUTF8 { $0.contains(UInt8(ascii: ":")) }
     if quoted { out.append(static: "\"[") }
     out.append(utf8: client)
     if quoted { out.append(static: "]\"") }
