@@ -192,6 +192,10 @@ import Testing
         Request(method: .get, target: "/x"), settings: Self.settings, client: "203.0.113.7", via: "1.1 lb",
         requestID: "r", assertion: "a"))
     #expect(Self.values(head, "via") == ["1.1 lb, 1.1 band-edge"])
+    let unwritable = UpstreamHead(
+      Request(method: .get, target: "/x"), settings: Self.settings, client: "203.0.113.7", via: "1.1 l\u{e9}",
+      requestID: "r", assertion: "a")
+    #expect(unwritable == nil, "a proxy's Via with a byte the head cannot carry is refused, not passed on")
   }
 }
 
