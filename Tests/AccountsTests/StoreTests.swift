@@ -132,6 +132,8 @@ struct SecretsTests {
     ]
     for (input, output) in table { #expect(Secrets.base64url(Array(input.utf8)) == output) }
     #expect(Secrets.base64url([0xFB, 0xFF, 0xBF]) == "-_-_")
+    #expect(Secrets.base64url(Array("foob".utf8), prefix: "req_") == "req_Zm9vYg")
+    #expect(Secrets.base64url([], prefix: "req_") == "req_")
   }
 
   @Test("tokens are 256 random bits in 43 base64url characters, never repeated")

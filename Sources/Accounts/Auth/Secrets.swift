@@ -41,10 +41,11 @@ public enum Secrets {
     var used = size
   }
 
-  /// base64url without padding (RFC 4648 §5).
-  public static func base64url(_ bytes: [UInt8]) -> String {
+  /// base64url without padding (RFC 4648 §5), after `prefix` (one string made, not two).
+  public static func base64url(_ bytes: [UInt8], prefix: StaticString = "") -> String {
     var out: [UInt8] = []
-    out.reserveCapacity((bytes.count * 4 + 2) / 3)
+    out.reserveCapacity(prefix.utf8CodeUnitCount + (bytes.count * 4 + 2) / 3)
+    out.append(contentsOf: UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount))
     func letter(_ n: Int) -> UInt8 { alphabet[n & 63] }
     var i = 0
     while i + 2 < bytes.count {

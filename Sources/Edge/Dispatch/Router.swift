@@ -133,8 +133,25 @@ public struct Router: Sendable {
     }
   }
 
+  /// What matching a path against one pattern reads: a class, so that trying a pattern costs one
+  /// reference, not a copy (a retain and a release) of each of its arrays.
+  private final class Matcher: Sendable {
+    let literals: [[UInt8]?]
+    let names: [String?]
+    let wildcard: Bool
+    let entry: PathEntry
+
+    init(_ pattern: PatternEntry) {
+      literals = pattern.literals
+      names = pattern.names
+      wildcard = pattern.wildcard
+      entry = pattern.entry
+    }
+  }
+
   private var exact: [String: PathEntry] = [:]
-  private var patterns: [PatternEntry] = []
+  /// The patterns, in declaration order.
+  private let matchers: [Matcher]
   /// Every route, in declaration order (for listing and for tests that walk the table).
   public let routes: [Route]
   /// The shape of the errors the engine answers on this table's listener (404, 405, 413, ...).
@@ -157,6 +174,7 @@ public struct Router: Sendable {
     methods.insert(.options)
     self.methods = methods
     allowAll = methods.map(\.rawValue).sorted().joined(separator: ", ")
+    var patterns: [PatternEntry] = []
     for route in routes {
       let p = route.pattern
       guard p.hasPrefix("/"), !p.dropLast().contains("*") else { throw .invalidPattern(p) }
@@ -185,6 +203,7 @@ public struct Router: Sendable {
     }
     for key in exact.keys { exact[key]!.allow = Self.allow(exact[key]!.routes) }
     for i in patterns.indices { patterns[i].entry.allow = Self.allow(patterns[i].entry.routes) }
+    matchers = patterns.map(Matcher.init)
   }
 
   private static func allow(_ routes: [Route]) -> String {
@@ -227,9 +246,9 @@ public struct Router: Sendable {
         start = i + 1
       }
       segments.append(start..<bytes.count)
-      for pattern in patterns {
-        if let parameters = Self.bind(pattern, bytes, segments) {
-          return Self.pick(method, pattern.entry, parameters)
+      for matcher in matchers {
+        if let parameters = Self.bind(matcher, bytes, segments) {
+          return Self.pick(method, matcher.entry, parameters)
         }
       }
       return .notFound
@@ -251,9 +270,9 @@ public struct Router: Sendable {
   }
 
   private static func bind(
-    _ pattern: PatternEntry, _ bytes: UnsafeBufferPointer<UInt8>, _ segments: [Range<Int>]
+    _ pattern: Matcher, _ bytes: UnsafeBufferPointer<UInt8>, _ segments: [Range<Int>]
   ) -> [String: String]? {
-    let fixed = pattern.segments.count - (pattern.wildcard ? 1 : 0)
+    let fixed = pattern.literals.count - (pattern.wildcard ? 1 : 0)
     if pattern.wildcard ? segments.count < fixed + 1 : segments.count != fixed { return nil }
     for k in 0..<fixed {
       let segment = segments[k]

@@ -53,5 +53,5 @@ public final class GatewayServices: Sendable {
   }
 
   /// A new request ID: `req_` and 16 random base64url characters (96 bits).
-  static func requestID() -> String { "req_" + Secrets.base64url(Secrets.bufferedRandomBytes(12)) }
+  static func requestID() -> String { Secrets.base64url(Secrets.bufferedRandomBytes(12), prefix: "req_") }
 }
