@@ -44,7 +44,7 @@ public enum HopByHop {
 }
 
 /// A field name in lower case, compared with received bytes in any case and without a `String`.
-public struct FieldName: Sendable, Hashable, ExpressibleByStringLiteral {
+public struct FieldName: Sendable, Hashable, ExpressibleByStringLiteral, CustomStringConvertible {
   /// The name's bytes, lower case.
   public let bytes: [UInt8]
 
