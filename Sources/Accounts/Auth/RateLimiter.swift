@@ -204,11 +204,13 @@ struct BucketTable {
 /// is not itself a trusted proxy.
 public enum ClientAddress {
   public static func of(_ request: Request, trustedProxies: Set<String>) -> String {
-    let peer = host(request.client.utf8)
+    var client = request.client
+    let peer = client.withUTF8 { host($0) }
     guard trustedProxies.contains(peer) else { return peer }
     // Bytes, not characters: this runs on the loop for every forwarded request. The entries are
     // read from the last (the nearest hop), over the fields from the last.
-    for value in request.headers.valueBytes(forwardedFor).reversed() {
+    var found: String? = nil
+    request.headers.forEachValueFromLast(forwardedFor) { value in
       var end = value.endIndex
       while end > value.startIndex {
         var start = end
@@ -217,11 +219,15 @@ public enum ClientAddress {
         let blank = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
         if entry.contains(where: blank) { entry = ArraySlice(entry.filter { !blank($0) }) }
         let address = host(entry)
-        if !address.isEmpty && !trustedProxies.contains(address) { return address }
+        if !address.isEmpty && !trustedProxies.contains(address) {
+          found = address
+          return false
+        }
         end = start - 1
       }
+      return true
     }
-    return peer
+    return found ?? peer
   }
 
   private static let forwardedFor: FieldName = "x-forwarded-for"

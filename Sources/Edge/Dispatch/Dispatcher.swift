@@ -74,7 +74,7 @@ public struct Dispatcher: Sendable {
     /// rather than read past a body (413).
     case refuse(Response, closing: Bool, route: RouteIndex = 0)
     /// Read the body, at most `bodyLimit` bytes (nil: the listener's limit), then `action`.
-    case route(Route, parameters: [String: String], headOnly: Bool, bodyLimit: Int?)
+    case route(Route, parameters: RouteParameters, headOnly: Bool, bodyLimit: Int?)
   }
 
   /// Decides a request from its head: `method` and `path` (still percent-encoded, no query),

@@ -98,10 +98,47 @@ public enum RouterError: Error, Equatable, CustomStringConvertible {
   }
 }
 
+/// The values a route pattern bound (`:name` segments, and `*` for a trailing wildcard), in the
+/// path's order. A route binds one or two: a list searched by name costs less than a dictionary's
+/// hashing on every request.
+public struct RouteParameters: Sendable, Equatable, Sequence, ExpressibleByDictionaryLiteral {
+  public typealias Element = (key: String, value: String)
+  private var pairs: [Element] = []
+
+  public init() {}
+
+  public init(dictionaryLiteral elements: (String, String)...) {
+    for (key, value) in elements { self[key] = value }
+  }
+
+  /// The value bound to `name`, or nil; setting replaces a value bound before.
+  public subscript(name: String) -> String? {
+    get { pairs.first { $0.key == name }?.value }
+    set {
+      let index = pairs.firstIndex { $0.key == name }
+      switch (index, newValue) {
+      case (let i?, let value?): pairs[i].value = value
+      case (let i?, nil): pairs.remove(at: i)
+      case (nil, let value?): pairs.append((name, value))
+      case (nil, nil): break
+      }
+    }
+  }
+
+  public var isEmpty: Bool { pairs.isEmpty }
+
+  public func makeIterator() -> IndexingIterator<[Element]> { pairs.makeIterator() }
+
+  /// Equal when the same names are bound to the same values, in any order (as a dictionary).
+  public static func == (a: Self, b: Self) -> Bool {
+    a.pairs.count == b.pairs.count && a.pairs.allSatisfy { b[$0.key] == $0.value }
+  }
+}
+
 /// What the router found for a method and a path.
 public enum RouteMatch: Sendable {
   /// A route; `headOnly` when a HEAD request is answered by the GET route.
-  case found(Route, parameters: [String: String], headOnly: Bool)
+  case found(Route, parameters: RouteParameters, headOnly: Bool)
   /// The path exists but not for this method; `allow` lists the methods that do.
   case methodNotAllowed(allow: String)
   /// Nothing here.
@@ -233,7 +270,7 @@ public struct Router: Sendable {
 
   /// The route for `method` and `path` (RFC 9110 §9.3.2: HEAD is answered by GET without content).
   public func match(_ method: HTTPMethod, _ path: String) -> RouteMatch {
-    if let entry = exact[path] { return Self.pick(method, entry, [:]) }
+    if let entry = exact[path] { return Self.pick(method, entry, RouteParameters()) }
     // The path's segments as byte ranges, matched against each pattern without copying the path;
     // only a match makes the parameters' strings.
     var path = path
@@ -255,7 +292,7 @@ public struct Router: Sendable {
     }
   }
 
-  private static func pick(_ method: HTTPMethod, _ entry: PathEntry, _ parameters: [String: String])
+  private static func pick(_ method: HTTPMethod, _ entry: PathEntry, _ parameters: RouteParameters)
     -> RouteMatch
   {
     for route in entry.routes where route.method == method {
@@ -271,7 +308,7 @@ public struct Router: Sendable {
 
   private static func bind(
     _ pattern: Matcher, _ bytes: UnsafeBufferPointer<UInt8>, _ segments: [Range<Int>]
-  ) -> [String: String]? {
+  ) -> RouteParameters? {
     let fixed = pattern.literals.count - (pattern.wildcard ? 1 : 0)
     if pattern.wildcard ? segments.count < fixed + 1 : segments.count != fixed { return nil }
     for k in 0..<fixed {
@@ -282,7 +319,7 @@ public struct Router: Sendable {
         return nil
       }
     }
-    var parameters: [String: String] = [:]
+    var parameters = RouteParameters()
     for k in 0..<fixed {
       if let name = pattern.names[k] {
         parameters[name] = String(decoding: UnsafeBufferPointer(rebasing: bytes[segments[k]]), as: UTF8.self)

@@ -65,6 +65,14 @@ public struct HTTPFields: Sendable {
     return result
   }
 
+  /// Calls `body` with the value of each field named `name` as received (bytes), from the last
+  /// field to the first, until it returns false: for what runs on the loop for every request.
+  public func forEachValueFromLast(_ name: FieldName, _ body: (ArraySlice<UInt8>) -> Bool) {
+    for f in fields.reversed() where name.matches(bytes[Int(f.nameStart)..<Int(f.nameEnd)]) {
+      guard body(bytes[Int(f.valueStart)..<Int(f.valueEnd)]) else { return }
+    }
+  }
+
   /// The values of every field named `name` joined with ", " (RFC 9110 §5.3), or nil when absent.
   public func combined(_ name: String) -> String? {
     var result: String? = nil

@@ -36,7 +36,7 @@ public struct Request: Sendable {
   /// Whether the client waits for `100 Continue` before sending the body (RFC 9110 §10.1.1).
   public let expectsContinue: Bool
   /// Parameters bound by the route pattern (`:name` segments and a trailing `*`).
-  public var parameters: [String: String] = [:]
+  public var parameters = RouteParameters()
   /// The peer address, `host:port`; filled in by the connection.
   public var client: String = ""
 

@@ -451,7 +451,7 @@ struct ConnectionMachine<Clock: EdgeClock> {
   /// The route a head with a body chose, kept while the body is read.
   private struct Routed {
     let route: Route
-    let parameters: [String: String]
+    let parameters: RouteParameters
     let headOnly: Bool
   }
 
@@ -519,7 +519,7 @@ struct ConnectionMachine<Clock: EdgeClock> {
     let path = parser.path(window)
     let connection = connectionHeader()
     let route: Route
-    let parameters: [String: String]
+    let parameters: RouteParameters
     let headOnly: Bool
     if let routed {
       self.routed = nil

@@ -25,7 +25,7 @@ final class HTTP2Connection<Clock: EdgeClock> {
     /// The request's head (its body is still arriving).
     let head: Request
     let route: Route
-    let parameters: [String: String]
+    let parameters: RouteParameters
     let headOnly: Bool
     let started: Instant
     var bodyDeadline: Instant

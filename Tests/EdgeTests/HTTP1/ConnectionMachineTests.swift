@@ -427,6 +427,21 @@ struct ConnectionMachineTests {
 struct RouterTests {
   let ok: @Sendable (Request) -> Response = { _ in .text(.ok, "") }
 
+  @Test("bound parameters: set, replaced, removed; equal to the same bindings in any order")
+  func parameters() {
+    var bound = RouteParameters()
+    #expect(bound.isEmpty && bound["id"] == nil)
+    bound["id"] = "sch_1"
+    bound["member"] = "acc_2"
+    bound["id"] = "sch_3"
+    #expect(bound["id"] == "sch_3" && bound["member"] == "acc_2" && bound["other"] == nil)
+    #expect(bound.map { "\($0.key)=\($0.value)" } == ["id=sch_3", "member=acc_2"])
+    #expect(bound == ["member": "acc_2", "id": "sch_3"])
+    #expect(bound != ["id": "sch_3"] && bound != ["id": "sch_3", "member": "acc_9"])
+    bound["id"] = nil
+    #expect(bound == ["member": "acc_2"])
+  }
+
   @Test("exact, parameter and wildcard routes bind what they should")
   func matching() throws {
     let router = try Router([
@@ -434,7 +449,7 @@ struct RouterTests {
       Route(.get, "/schools/:id/members/:member", cacheClass: .private, handler: ok),
       Route(.get, "/qr/*", cacheClass: .private, handler: ok),
     ])
-    let table: [(String, [String: String]?)] = [
+    let table: [(String, RouteParameters?)] = [
       ("/a", [:]),
       ("/a/", nil),
       ("/schools/sch_1/members/acc_2", ["id": "sch_1", "member": "acc_2"]),
