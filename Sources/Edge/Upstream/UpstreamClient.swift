@@ -40,8 +40,11 @@ final class UpstreamClient<Clock: EdgeClock> {
   private let metrics: UpstreamMetrics?
   private let shard: MetricShard?
   private var pools: [String: Pool] = [:]
-  /// Every pool's sockets by descriptor, with the pool each belongs to.
-  private var sockets: [Int32: (UpstreamSocket, Pool)] = [:]
+  /// Every pool's sockets, indexed by descriptor (as the loop keeps its connections: no hashing
+  /// on every event), with the pool each belongs to.
+  private var sockets: [(socket: UpstreamSocket, pool: Pool)?] = []
+  /// Sockets open, for tests and metrics.
+  private(set) var socketCount = 0
   private var timers = TimerHeap()
   private var nextGeneration: UInt64 = 1
   private var answers: [(CompletionKey, Response)] = []
@@ -62,15 +65,17 @@ final class UpstreamClient<Clock: EdgeClock> {
   }
 
   deinit {
-    for (socket, _) in sockets.values { socket.close() }
+    for case let (socket, _)? in sockets { socket.close() }
     buffer.deallocate()
   }
 
   /// Whether `fd` is one of its sockets.
-  func owns(_ fd: Int32) -> Bool { sockets[fd] != nil }
+  func owns(_ fd: Int32) -> Bool { entry(fd) != nil }
 
-  /// Sockets open, for tests and metrics.
-  var socketCount: Int { sockets.count }
+  /// The socket open on `fd`, with its pool.
+  private func entry(_ fd: Int32) -> (socket: UpstreamSocket, pool: Pool)? {
+    fd >= 0 && Int(fd) < sockets.count ? sockets[Int(fd)] : nil
+  }
 
   /// The earliest deadline of any exchange or pool (nil: none).
   var earliest: Instant? {
@@ -116,10 +121,10 @@ final class UpstreamClient<Clock: EdgeClock> {
   /// Sends `call` to its upstream; the answer for `key` comes through `deliver` (at once when the
   /// call is refused without trying).
   func forward(_ call: UpstreamCall, _ key: CompletionKey) {
+    let pool = pools[call.upstream]
     let exchange = UpstreamExchange(
-      call, key: key, timeouts: pools[call.upstream]?.endpoint.timeouts ?? UpstreamTimeouts(),
-      started: clock.now())
-    if let pool = pools[call.upstream] {
+      call, key: key, timeouts: pool?.endpoint.timeouts ?? UpstreamTimeouts(), started: clock.now())
+    if let pool {
       acquire(exchange, pool)
     } else {
       answer(exchange, .fault(.disabled), nil)
@@ -153,7 +158,11 @@ final class UpstreamClient<Clock: EdgeClock> {
       count(\.connections, pool, event: 0)
       socket.openedAt = clock.now()
       pool.sockets[id] = socket
-      sockets[socket.fd] = (socket, pool)
+      if Int(socket.fd) >= sockets.count {
+        sockets.append(contentsOf: repeatElement(nil, count: Int(socket.fd) + 1 - sockets.count + 16))
+      }
+      sockets[Int(socket.fd)] = (socket, pool)
+      socketCount += 1
       socket.start(exchange, limits: pool.endpoint.response)
       exchange.attempt.reusedConnection = false
       exchange.deadlines.connectStarted(at: clock.now())
@@ -179,7 +188,7 @@ final class UpstreamClient<Clock: EdgeClock> {
 
   /// An epoll event on one of its sockets.
   func handle(_ fd: Int32, _ flags: UInt32) {
-    guard let (socket, pool) = sockets[fd] else { return }
+    guard let (socket, pool) = entry(fd) else { return }
     if socket.connecting {
       guard open(socket, pool, flags) else {
         flushAnswers()
@@ -190,7 +199,7 @@ final class UpstreamClient<Clock: EdgeClock> {
       send(socket, pool)
     }
     if flags & UInt32(EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLRDHUP.rawValue | EPOLLERR.rawValue) != 0,
-      sockets[fd]?.0 === socket
+      entry(fd)?.socket === socket
     {
       receive(
         socket, pool, hungUp: flags & UInt32(EPOLLHUP.rawValue | EPOLLRDHUP.rawValue | EPOLLERR.rawValue) != 0
@@ -355,8 +364,9 @@ final class UpstreamClient<Clock: EdgeClock> {
 
   /// Closes `socket` and forgets it (the pool is told by the caller).
   private func drop(_ socket: UpstreamSocket, _ pool: Pool) {
-    guard sockets[socket.fd]?.0 === socket else { return }
-    sockets[socket.fd] = nil
+    guard entry(socket.fd)?.socket === socket else { return }
+    sockets[Int(socket.fd)] = nil
+    socketCount -= 1
     pool.sockets[socket.id] = nil
     socket.close()  // also leaves the epoll set
     count(\.connections, pool, event: 2)
@@ -406,7 +416,7 @@ final class UpstreamClient<Clock: EdgeClock> {
   func fireTimers() {
     let now = clock.now()
     while let entry = timers.popDue(now) {
-      guard let (socket, pool) = sockets[entry.fd], socket.generation == entry.generation,
+      guard let (socket, pool) = self.entry(entry.fd), socket.generation == entry.generation,
         socket.scheduled == entry.deadline
       else { continue }
       socket.scheduled = .never

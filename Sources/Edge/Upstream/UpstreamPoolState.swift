@@ -153,19 +153,22 @@ final class UpstreamPoolState<Clock: EdgeClock> {
   /// neither side asked to close (RFC 9112 §9.3); false after any fault. The connection goes to
   /// the oldest waiter, is kept idle, or is closed.
   func release(_ id: UpstreamConnectionID, reusable: Bool) -> [UpstreamPoolAction] {
-    guard let connection = connections[id], connection.state != .idle else { return [] }
+    // One hash of `id`: the connection is then reached by its index (this runs for every call).
+    guard let i = connections.index(forKey: id), connections.values[i].state != .idle else { return [] }
     circuit.abandoned(id)
     let now = clock.now()
-    if let reason = closeReason(connection, reusable: reusable, now: now) { return drop(id, reason) }
+    if let reason = closeReason(connections.values[i], reusable: reusable, now: now) {
+      return drop(id, reason)
+    }
     if !waiters.isEmpty {
       let waiter = waiters.removeFirst()
-      connections[id]?.requests += 1
+      connections.values[i].requests += 1
       counters.reused += 1
       return [.handOver(id, to: waiter.id)]
     }
     guard idle.count < limits.maxIdle else { return drop(id, .idleLimit) }
-    connections[id]?.state = .idle
-    connections[id]?.idleSince = now
+    connections.values[i].state = .idle
+    connections.values[i].idleSince = now
     idle.append(id)
     return []
   }
@@ -236,8 +239,10 @@ final class UpstreamPoolState<Clock: EdgeClock> {
   /// The most recently released idle connection, now busy.
   private func takeIdle() -> UpstreamConnectionID? {
     guard let id = idle.popLast() else { return nil }
-    connections[id]?.state = .busy
-    connections[id]?.requests += 1
+    if let i = connections.index(forKey: id) {
+      connections.values[i].state = .busy
+      connections.values[i].requests += 1
+    }
     counters.reused += 1
     return id
   }
