@@ -276,7 +276,11 @@ struct LimitsTests {
     var request = Request(
       method: .post, target: "/sign-in", headers: forwarded.map { ("X-Forwarded-For", $0) })
     request.client = peer
-    #expect(ClientAddress.of(request, trustedProxies: ["127.0.0.1", "127.0.0.2", "::1"]) == expected)
+    let trusted: Set<String> = ["127.0.0.1", "127.0.0.2", "::1"]
+    #expect(ClientAddress.of(request, trustedProxies: trusted) == expected)
+    let resolved = ClientAddress.resolve(request, trustedProxies: trusted)
+    #expect(resolved.address == expected)
+    #expect(resolved.peerTrusted == !peer.hasPrefix("10."), "whether the peer itself is a trusted proxy")
   }
 }
 

@@ -204,9 +204,16 @@ struct BucketTable {
 /// is not itself a trusted proxy.
 public enum ClientAddress {
   public static func of(_ request: Request, trustedProxies: Set<String>) -> String {
+    resolve(request, trustedProxies: trustedProxies).address
+  }
+
+  /// The address (`of`), and whether the socket peer is a trusted proxy.
+  public static func resolve(_ request: Request, trustedProxies: Set<String>) -> (
+    address: String, peerTrusted: Bool
+  ) {
     var client = request.client
     let peer = client.withUTF8 { host($0) }
-    guard trustedProxies.contains(peer) else { return peer }
+    guard trustedProxies.contains(peer) else { return (peer, false) }
     // Bytes, not characters: this runs on the loop for every forwarded request. The entries are
     // read from the last (the nearest hop), over the fields from the last.
     var found: String? = nil
@@ -227,17 +234,12 @@ public enum ClientAddress {
       }
       return true
     }
-    return found ?? peer
+    return (found ?? peer, true)
   }
 
   private static let forwardedFor: FieldName = "x-forwarded-for"
 
   /// The host of `1.2.3.4:5`, `[::1]:5`, `::1` or `1.2.3.4`.
-  package static func host(_ text: String) -> String {
-    var text = text
-    return text.withUTF8 { host($0) }
-  }
-
   private static func host<Bytes: BidirectionalCollection<UInt8>>(_ bytes: Bytes) -> String {
     if bytes.first == UInt8(ascii: "["), let close = bytes.firstIndex(of: UInt8(ascii: "]")) {
       return String(decoding: bytes[bytes.index(after: bytes.startIndex)..<close], as: UTF8.self)

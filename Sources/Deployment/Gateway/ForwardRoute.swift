@@ -31,10 +31,12 @@ public struct ForwardRoute: Sendable, Equatable {
   public static let prefix = "/api/client/v1/schools/:schoolId/"
   /// The methods a route may forward, in the order the summary lists them.
   public static let methodOrder: [HTTPMethod] = [.get, .head, .post, .put, .patch, .delete]
-  /// The methods whose request body is forwarded (`maxBodyBytes`, `mediaTypes`).
-  public static let bodyMethods: Set<HTTPMethod> = [.post, .put, .patch]
+  /// The methods whose request body is forwarded (`maxBodyBytes`, `mediaTypes`). A list, not a
+  /// set: asked on the loop for every forwarded call, and comparing a few short tokens costs less
+  /// than hashing one.
+  public static let bodyMethods: [HTTPMethod] = [.post, .put, .patch]
   /// The methods that change something: each route with one names its `audit` event.
-  public static let mutatingMethods: Set<HTTPMethod> = [.post, .put, .patch, .delete]
+  public static let mutatingMethods: [HTTPMethod] = [.post, .put, .patch, .delete]
 
   /// `"path"`: the pattern (`/api/client/v1/schools/:schoolId/attendance/:date`), literal segments
   /// lower-case, `:name` parameters, an optional final `*`.

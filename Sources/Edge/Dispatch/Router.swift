@@ -187,6 +187,9 @@ public struct Router: Sendable {
   }
 
   private var exact: [String: PathEntry] = [:]
+  /// Whether some exact path is this many bytes long (by length, up to the longest): a path of
+  /// another length skips hashing the whole path for the dictionary.
+  private var exactLengths: [Bool] = []
   /// The patterns, in declaration order.
   private let matchers: [Matcher]
   /// Every route, in declaration order (for listing and for tests that walk the table).
@@ -239,6 +242,8 @@ public struct Router: Sendable {
       }
     }
     for key in exact.keys { exact[key]!.allow = Self.allow(exact[key]!.routes) }
+    exactLengths = Array(repeating: false, count: (exact.keys.map(\.utf8.count).max() ?? -1) + 1)
+    for key in exact.keys { exactLengths[key.utf8.count] = true }
     for i in patterns.indices { patterns[i].entry.allow = Self.allow(patterns[i].entry.routes) }
     matchers = patterns.map(Matcher.init)
   }
@@ -270,7 +275,10 @@ public struct Router: Sendable {
 
   /// The route for `method` and `path` (RFC 9110 §9.3.2: HEAD is answered by GET without content).
   public func match(_ method: HTTPMethod, _ path: String) -> RouteMatch {
-    if let entry = exact[path] { return Self.pick(method, entry, RouteParameters()) }
+    let length = path.utf8.count
+    if length < exactLengths.count, exactLengths[length], let entry = exact[path] {
+      return Self.pick(method, entry, RouteParameters())
+    }
     // The path's segments as byte ranges, matched against each pattern without copying the path;
     // only a match makes the parameters' strings.
     var path = path

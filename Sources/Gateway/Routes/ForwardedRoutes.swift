@@ -118,7 +118,7 @@ public struct ForwardedRoutes: Sendable {
     case .success(let granted): caller = granted
     }
     if let refusal = ForwardedRefusal.since(route, caller) { return refusal }
-    let address = ClientAddress.of(request, trustedProxies: services.trustedProxies)
+    let (address, peerTrusted) = ClientAddress.resolve(request, trustedProxies: services.trustedProxies)
     if let wait = gateway.limited(address: address, account: caller.account) {
       return ForwardedRefusal.rateLimited(wait, hold: services.refusalHold)
     }
@@ -127,7 +127,9 @@ public struct ForwardedRoutes: Sendable {
       guard let valid = IdempotencyKey(of: request) else { return ForwardedRefusal.idempotencyKey }
       key = valid.description
     }
-    return call(request, prepared, head: head, caller: caller, client: address, idempotencyKey: key)
+    return call(
+      request, prepared, head: head, caller: caller, client: address, peerTrusted: peerTrusted,
+      idempotencyKey: key)
   }
 
   /// The caller in the path's school, or the refusal: 404 for a school they are not a live member
@@ -152,7 +154,7 @@ public struct ForwardedRoutes: Sendable {
   /// The upstream call: the assertion, the head, and how the answer comes back.
   func call(
     _ request: Request, _ prepared: Prepared, head settings: UpstreamHead.Settings, caller: Caller,
-    client: String, idempotencyKey: String?
+    client: String, peerTrusted: Bool, idempotencyKey: String?
   ) -> Response {
     let route = prepared.route
     let requestID = GatewayServices.requestID()
@@ -179,11 +181,10 @@ public struct ForwardedRoutes: Sendable {
       Log.event("error", "gateway_sign_failed", [("error", error.description)])
       return ForwardedAnswer.fault(.outOfResources, requestID: requestID)
     }
-    let trustedPeer = services.trustedProxies.contains(ClientAddress.host(request.client))
     guard
       let head = UpstreamHead(
         request, settings: settings, client: client,
-        via: trustedPeer ? request.headers.combined("via") : nil, requestID: requestID, assertion: assertion)
+        via: peerTrusted ? request.headers.combined("via") : nil, requestID: requestID, assertion: assertion)
     else { return ForwardedRefusal.unwritable }
     let audit = idempotencyKey.flatMap { key in
       route.audit.map { event in
