@@ -8,6 +8,8 @@ public struct Request: Sendable {
   public var target: String {
     String(decoding: headers.bytes[Int(targetStart)..<Int(targetEnd)], as: UTF8.self)
   }
+  /// How many bytes the request-target has (no string made).
+  public var targetByteCount: Int { Int(targetEnd - targetStart) }
   /// The path part of the target (no query), as received (still percent-encoded).
   public let path: String
   /// The target in origin form (RFC 9112 §3.2.1): the path and query, without the scheme and
@@ -96,6 +98,15 @@ public struct Request: Sendable {
   /// target (RFC 9112 §3.2).
   static func splitTarget<C: Collection<UInt8>>(_ target: C) -> (path: String, queryStart: Int?)
   where C.Index == Int {
+    let parts = targetParts(target)
+    let path = String(decoding: target[parts.path], as: UTF8.self)
+    return (path.isEmpty ? "/" : path, parts.queryStart)
+  }
+
+  /// Where `splitTarget`'s path lies in `target` (empty for "/"), and where its query starts
+  /// (after the `?`, from the target's start), without making a string.
+  static func targetParts<C: Collection<UInt8>>(_ target: C) -> (path: Range<Int>, queryStart: Int?)
+  where C.Index == Int {
     var start = target.startIndex
     let end = target.endIndex
     // absolute-form: skip "scheme://authority"
@@ -113,8 +124,6 @@ public struct Request: Sendable {
     }
     var q = start
     while q < end && target[q] != UInt8(ascii: "?") { q += 1 }
-    var path = String(decoding: target[start..<q], as: UTF8.self)
-    if path.isEmpty { path = "/" }
-    return (path, q < end ? q + 1 - target.startIndex : nil)
+    return (start..<q, q < end ? q + 1 - target.startIndex : nil)
   }
 }

@@ -464,9 +464,11 @@ struct ConnectionMachine<Clock: EdgeClock> {
   }
 
   /// The dispatcher's decision on the head the parser holds.
-  private func decide(_ window: UnsafeRawBufferPointer, context: ConnectionContext) -> Dispatcher.Decision {
+  private func decide(_ window: UnsafeRawBufferPointer, path: String, context: ConnectionContext)
+    -> Dispatcher.Decision
+  {
     context.dispatcher.decide(
-      method: parser.requestMethod, path: parser.path(window),
+      method: parser.requestMethod, path: path,
       target: { self.parser.target(window) }, secure: secure, bodyLength: parser.announcedBodyLength,
       fields: ParsedHeadFields(fields: parser.headFields, buffer: window))
   }
@@ -479,7 +481,7 @@ struct ConnectionMachine<Clock: EdgeClock> {
   ) -> Bool {
     let method = parser.requestMethod
     let path = parser.path(window)
-    switch decide(window, context: context) {
+    switch decide(window, path: path, context: context) {
     case .route(let route, let parameters, let headOnly, let limit):
       if let limit { parser.limitBody(to: limit) }
       routed = Routed(route: route, parameters: parameters, headOnly: headOnly)
@@ -525,7 +527,7 @@ struct ConnectionMachine<Clock: EdgeClock> {
       self.routed = nil
       (route, parameters, headOnly) = (routed.route, routed.parameters, routed.headOnly)
     } else {
-      switch decide(window, context: context) {
+      switch decide(window, path: path, context: context) {
       case .route(let r, let p, let h, _):
         (route, parameters, headOnly) = (r, p, h)
       case .answer(let response, let cacheClass, let headOnly, let route):

@@ -592,10 +592,10 @@ public struct HTTP1Parser: Sendable, HTTP1MessageParser {
       }
       trailers = HTTPFields(bytes: Array(buffer.bytes(reader.trailersStart..<consumed)), fields: rebased)
     }
-    let split = Request.splitTarget(buffer.bytes(targetStart..<targetEnd))
+    let queryStart = Request.targetParts(buffer.bytes(targetStart..<targetEnd)).queryStart
     let request = Request(
       method: method, version: version, targetRange: targetStart..<targetEnd,
-      queryStart: split.queryStart.map { targetStart + $0 }, path: path,
+      queryStart: queryStart.map { targetStart + $0 }, path: path,
       headers: HTTPFields(bytes: head, fields: fields), body: reader.body, trailers: trailers,
       keepAlive: keepAlive,
       expectsContinue: expectsContinue)

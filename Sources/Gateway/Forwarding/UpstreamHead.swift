@@ -64,7 +64,7 @@ public struct UpstreamHead: Sendable {
     assertion: String
   ) {
     var target = request.originForm
-    guard !request.target.isEmpty, target.withUTF8({ $0.allSatisfy { $0 > 0x20 && $0 < 0x7F } }),
+    guard request.targetByteCount > 0, target.withUTF8({ $0.allSatisfy { $0 > 0x20 && $0 < 0x7F } }),
       let hostLine = settings.hostLine, Self.writable(client), via.map(Self.writable) ?? true
     else { return nil }
     assert(Self.writable(requestID) && Self.writable(assertion), "the gateway's own values are base64url")
@@ -87,7 +87,8 @@ public struct UpstreamHead: Sendable {
       out.append(static: "\r\n")
     }
     guard writable else { return nil }
-    if [HTTPMethod.post, .put, .patch].contains(request.method) || !request.body.isEmpty {
+    let verb = request.method
+    if verb == .post || verb == .put || verb == .patch || !request.body.isEmpty {
       out.append(static: "Content-Length: ")
       out.append(utf8: String(request.body.count))
       out.append(static: "\r\n")
