@@ -10,7 +10,10 @@ public enum UpstreamResult: Sendable {
 /// its answer (or the fault) becomes the client's. A handler or a fast path returns it inside a
 /// `Response` (`Response.forward`); the connection's loop sends it on its own connections to the
 /// upstream, so no thread waits on an upstream socket.
-public struct UpstreamCall: Sendable {
+///
+/// A class: it rides in a `Response` from the handler to the loop, and each copy of a struct this
+/// size retained and released every one of its references.
+public final class UpstreamCall: Sendable {
   /// The upstream's configured name: the loop sends the request through its pool for that name.
   public let upstream: String
   /// The request's method: a HEAD's answer has no body, and only GET and HEAD may be sent again

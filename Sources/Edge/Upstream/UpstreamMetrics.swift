@@ -1,20 +1,28 @@
 import Synchronization
 
 /// What a forwarded answer's access-log line says of its upstream: which, what it answered (or why
-/// not), and how long the exchange took.
-public struct UpstreamNote: Sendable {
+/// not), and how long the exchange took. A class, as `UpstreamCall`: it rides in a `Response`.
+public final class UpstreamNote: Sendable {
   public let upstream: String
   /// The upstream's status; nil when there was no usable response.
   public let status: Int?
   /// The `Proxy-Status` error type when there was none.
   public let error: String?
   public let durationNanoseconds: UInt64
+
+  init(upstream: String, status: Int?, error: String?, durationNanoseconds: UInt64) {
+    self.upstream = upstream
+    self.status = status
+    self.error = error
+    self.durationNanoseconds = durationNanoseconds
+  }
 }
 
 /// The upstream client's metric families. Their `upstream` label takes the names configured at
 /// start (`register(upstreams:)`, once per process; the first `maxNames` of them) and `other` for
 /// any beyond or added by a reload later. Each name costs about 80 cells of every shard.
-public struct UpstreamMetrics: Sendable {
+/// A class: made once per process, and read for every forwarded call.
+public final class UpstreamMetrics: Sendable {
   /// Exchanges by upstream and outcome: the response's status class, or `fault`.
   public let requests: MetricHandle
   /// Durations by upstream and phase: connect (TLS included), first byte (from the request

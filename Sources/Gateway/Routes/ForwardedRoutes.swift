@@ -48,8 +48,10 @@ public struct ForwardedRoutes: Sendable {
     }
   }
 
-  /// One forward route with what every request through it shares.
-  struct Prepared: Sendable {
+  /// One forward route with what every request through it shares. A class: it is passed down every
+  /// check of every request, and a struct of this size was copied (each of its references retained
+  /// and released) at each step.
+  final class Prepared: Sendable {
     let route: ForwardRoute
     /// The core's settings, nil when the configuration names none (the loader refuses that).
     let upstream: UpstreamSettings?
