@@ -190,8 +190,10 @@ public struct Router: Sendable {
   /// Whether some exact path is this many bytes long (by length, up to the longest): a path of
   /// another length skips hashing the whole path for the dictionary.
   private var exactLengths: [Bool] = []
-  /// The patterns, in declaration order.
-  private let matchers: [Matcher]
+  /// The patterns that can match a path of `n` segments (`candidates[n]`, in declaration order):
+  /// those of exactly `n` and wildcards of fewer; the last entry serves every longer path too.
+  /// Only these are tried, so a path is compared with a few patterns, not every one.
+  private let candidates: [[Matcher]]
   /// Every route, in declaration order (for listing and for tests that walk the table).
   public let routes: [Route]
   /// The shape of the errors the engine answers on this table's listener (404, 405, 413, ...).
@@ -245,7 +247,11 @@ public struct Router: Sendable {
     exactLengths = Array(repeating: false, count: (exact.keys.map(\.utf8.count).max() ?? -1) + 1)
     for key in exact.keys { exactLengths[key.utf8.count] = true }
     for i in patterns.indices { patterns[i].entry.allow = Self.allow(patterns[i].entry.routes) }
-    matchers = patterns.map(Matcher.init)
+    let matchers = patterns.map(Matcher.init)
+    let longest = matchers.map(\.literals.count).max() ?? 0
+    candidates = (0...longest + 1).map { n in
+      matchers.filter { $0.wildcard ? n >= $0.literals.count : n == $0.literals.count }
+    }
   }
 
   private static func allow(_ routes: [Route]) -> String {
@@ -283,20 +289,26 @@ public struct Router: Sendable {
     // only a match makes the parameters' strings.
     var path = path
     return path.withUTF8 { bytes in
-      var segments: [Range<Int>] = []
-      segments.reserveCapacity(16)
-      var start = 0
-      for i in bytes.indices where bytes[i] == UInt8(ascii: "/") {
-        segments.append(start..<i)
-        start = i + 1
-      }
-      segments.append(start..<bytes.count)
-      for matcher in matchers {
-        if let parameters = Self.bind(matcher, bytes, segments) {
-          return Self.pick(method, matcher.entry, parameters)
+      var count = 1
+      for byte in bytes where byte == UInt8(ascii: "/") { count += 1 }
+      // On the stack for any usual path (the standard library moves a large one to the heap).
+      return withUnsafeTemporaryAllocation(of: Range<Int>.self, capacity: count) { segments in
+        var n = 0
+        var start = 0
+        for i in bytes.indices where bytes[i] == UInt8(ascii: "/") {
+          segments.initializeElement(at: n, to: start..<i)
+          n += 1
+          start = i + 1
         }
+        segments.initializeElement(at: n, to: start..<bytes.count)
+        let all = UnsafeBufferPointer(segments)
+        for matcher in candidates[min(count, candidates.count - 1)] {
+          if let parameters = Self.bind(matcher, bytes, all) {
+            return Self.pick(method, matcher.entry, parameters)
+          }
+        }
+        return .notFound
       }
-      return .notFound
     }
   }
 
@@ -315,7 +327,7 @@ public struct Router: Sendable {
   }
 
   private static func bind(
-    _ pattern: Matcher, _ bytes: UnsafeBufferPointer<UInt8>, _ segments: [Range<Int>]
+    _ pattern: Matcher, _ bytes: UnsafeBufferPointer<UInt8>, _ segments: UnsafeBufferPointer<Range<Int>>
   ) -> RouteParameters? {
     let fixed = pattern.literals.count - (pattern.wildcard ? 1 : 0)
     if pattern.wildcard ? segments.count < fixed + 1 : segments.count != fixed { return nil }

@@ -442,6 +442,33 @@ struct RouterTests {
     #expect(bound == ["member": "acc_2"])
   }
 
+  @Test("patterns are tried in declaration order, whatever their length; a longer path reaches a wildcard")
+  func declarationOrder() throws {
+    let ok: @Sendable (Request) -> Response = { _ in .text(.ok, "") }
+    let router = try Router([
+      Route(.get, "/files/*", cacheClass: .private, handler: ok),
+      Route(.get, "/files/:name", cacheClass: .private, handler: ok),
+      Route(.get, "/docs/:name", cacheClass: .private, handler: ok),
+      Route(.get, "/docs/*", cacheClass: .private, handler: ok),
+      Route(.get, "/a/:b/:c/:d/:e", cacheClass: .private, handler: ok),
+    ])
+    let table: [(String, String?)] = [
+      ("/files/x", "/files/*"),  // the wildcard was declared first
+      ("/docs/x", "/docs/:name"),  // the parameter was
+      ("/docs/x/y", "/docs/*"),
+      ("/docs/" + Array(repeating: "s", count: 40).joined(separator: "/"), "/docs/*"),
+      ("/a/1/2/3/4", "/a/:b/:c/:d/:e"),
+      ("/a/1/2/3", nil),
+      ("/a/1/2/3/4/5", nil),
+    ]
+    for (path, expected) in table {
+      switch router.match(.get, path) {
+      case .found(let route, _, _): #expect(route.pattern == expected, "\(path)")
+      default: #expect(expected == nil, "\(path)")
+      }
+    }
+  }
+
   @Test("exact, parameter and wildcard routes bind what they should")
   func matching() throws {
     let router = try Router([
