@@ -173,11 +173,12 @@ struct OutputQueue {
       assert(prebuilt.cacheClass == cacheClass, "a prebuilt response is served by a route of its own class")
       append(prebuilt.head)
     } else {
-      var head: [UInt8] = []
+      // Written in place, as the pieces below are.
+      let start = bytes.count
       Self.appendHeadLines(
         of: response, cacheClass: cacheClass.applied(to: response.status), contentLength: response.body.count,
-        to: &head)
-      append(head)
+        to: &bytes)
+      extendInline(from: start)
     }
     append(date)
     // RFC 6797: two years, subdomains too, on every response of a TLS connection.
@@ -202,25 +203,31 @@ struct OutputQueue {
   static func appendHeadLines(
     of response: Response, cacheClass: CacheClass, contentLength: Int, to head: inout [UInt8]
   ) {
-    head.reserveCapacity(128)
-    head += "HTTP/1.1 ".utf8
+    // Room for all of it at once (a head grown a piece at a time is copied as it grows).
+    let cacheControl = cacheClass.cacheControl
+    var size = 96 + response.status.reason.utf8.count + cacheControl.utf8.count
+    for (name, value) in response.headers { size += name.utf8.count + value.utf8.count + 4 }
+    if head.capacity - head.count < size {
+      head.reserveCapacity(Swift.max(head.count + size, 2 * head.capacity))
+    }
+    head.append(static: "HTTP/1.1 ")
     appendDecimal(response.status.code, to: &head)
     head.append(ASCII.sp)
-    head += response.status.reason.utf8
-    head += "\r\nCache-Control: ".utf8
-    head += cacheClass.cacheControl.utf8
-    head += "\r\n".utf8
+    head.append(utf8: response.status.reason)
+    head.append(static: "\r\nCache-Control: ")
+    head.append(utf8: cacheControl)
+    head.append(static: "\r\n")
     for (name, value) in response.headers {
-      head += name.utf8
-      head += ": ".utf8
-      head += value.utf8
-      head += "\r\n".utf8
+      head.append(utf8: name)
+      head.append(static: ": ")
+      head.append(utf8: value)
+      head.append(static: "\r\n")
     }
     // RFC 9110 §8.6: no Content-Length on 1xx and 204; on 304 it would describe another response.
     if !response.status.forbidsContent {
-      head += "Content-Length: ".utf8
+      head.append(static: "Content-Length: ")
       appendDecimal(contentLength, to: &head)
-      head += "\r\n".utf8
+      head.append(static: "\r\n")
     }
   }
 
