@@ -18,6 +18,7 @@ from test_web_sign_in import PASSWORD, add_account
 
 pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.expected_conditions import staleness_of  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 SIZES = [(390, 844), (1280, 800)]
@@ -247,7 +248,11 @@ def test_12_invitations_and_removals(browser, mail_sink):
         def invite(email, role):
             browser.find_element(By.ID, "invite-email").send_keys(email)
             Select(browser.find_element(By.ID, "invite-role")).select_by_value(role)
+            # The page before may say "Invitation sent." already (a second invitation): wait for
+            # the answer's page to replace it first, or its text is read from the old one.
+            before = browser.find_element(By.TAG_NAME, "main")
             submit(browser, "form.form")
+            WebDriverWait(browser, 10).until(staleness_of(before))
             WebDriverWait(browser, 10).until(lambda d: "Invitation sent." in d.page_source)
 
         # Re-inviting says that the earlier invitation (and its role) is replaced.
