@@ -78,6 +78,16 @@ public final class ClientServices: Sendable {
         sessionCacheEntries > 0 ? ChangeListener(uri: settings.listenURI ?? uri, settings: settings) : nil
     }
     self.listener = listener
+    let epochs: ChangeEpoch
+    let capacity: Int
+    switch database {
+    case .sqlite(let file):
+      epochs = ChangeEpoch(databasePath: file)
+      capacity = sessionCacheEntries
+    case .postgres:
+      epochs = ChangeEpoch { listener }
+      capacity = listener == nil ? 0 : sessionCacheEntries
+    }
     stores = ThreadLocal {
       try gate.attempt { () throws(StoreError) in
         let opened = try database.open(settings, schedule: gate)
@@ -85,21 +95,18 @@ public final class ClientServices: Sendable {
         if let listener, let postgres = opened as? PostgresDatabase {
           postgres.afterAnnouncedCommit = { listener.changeCommitted() }
         }
-        return try ClientStore(database: opened, clock: clock)
+        let store = try ClientStore(database: opened, clock: clock)
+        // On SQLite every commit moves the caches' stamp: last-seen writes say they change no answer.
+        if case .sqlite = database { store.seenWrites = epochs }
+        return store
       }
     }
     self.lifetimes = lifetimes
     self.hasher = hasher
     decoyHash = hasher.decoy()
     self.clock = clock
-    switch database {
-    case .sqlite(let file):
-      sessionCache = SessionCache(databasePath: file, capacity: sessionCacheEntries)
-      viewCache = SessionCache(databasePath: file, capacity: sessionCacheEntries)
-    case .postgres:
-      sessionCache = SessionCache(capacity: listener == nil ? 0 : sessionCacheEntries) { listener }
-      viewCache = SessionCache(capacity: listener == nil ? 0 : sessionCacheEntries) { listener }
-    }
+    sessionCache = SessionCache(capacity: capacity, epochs: epochs)
+    viewCache = SessionCache(capacity: capacity, epochs: epochs)
     signInLimiter = RateLimiter(signInLimit)
     exchangeLimiter = RateLimiter(exchangeLimit)
     // A fleet on PostgreSQL shares the per-address limits. (On SQLite a heartbeat's commit every

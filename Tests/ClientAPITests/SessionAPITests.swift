@@ -162,7 +162,7 @@ struct SessionAPITests {
   // cache hears of announced changes through its ChangeListener a moment after the commit (see
   // PostgresFleetTests.listener and the end-to-end test_fleet_revocation).
   @Test(
-    "cached answers: served on the loop only while nothing was written and the session is fresh",
+    "cached answers: served on the loop only while nothing but its own last-seen writes was committed and the session is fresh",
     arguments: [Engine.sqlite])
   func cache(engine: Engine) throws {
     let f = try SessionFixture(engine)
@@ -189,15 +189,24 @@ struct SessionAPITests {
     #expect((try body(f.call(.get, token: ada))["schools"] as? [Any])?.isEmpty == true)
     // The last-seen resolution bounds an entry's life, so reads keep marking the session seen.
     #expect(f.answeredOnLoop(ada))
+    let cy = try f.signedIn("cy@example.test")
     f.clock.advance(ClientStore.seenResolution)
     #expect(!f.answeredOnLoop(ada))
-    // That read marks the session seen (a write, so its own answer is stale at once); the next fills.
-    _ = f.call(.get, token: ada)
-    #expect(!f.answeredOnLoop(ada))
+    _ = f.call(.get, token: cy)
+    #expect(f.answeredOnLoop(cy))
+    // That read marks Ada's session seen: a commit, but this process's own last-seen write, which
+    // changes no cached answer: her fresh answer and Cy's stay cached.
     _ = f.call(.get, token: ada)
     #expect(f.answeredOnLoop(ada))
-    // A session revoked from another connection (another process, the CLI) ends at once.
+    #expect(f.answeredOnLoop(cy))
+    // Another process's last-seen write is a commit like any other: everything is read again.
     let other = try ClientStore(database: try f.location.open(), clock: f.clock.read)
+    f.clock.advance(ClientStore.seenResolution)
+    _ = f.call(.get, token: cy)
+    #expect(f.answeredOnLoop(cy))
+    #expect(try other.session(token: ada, lifetimes: SessionLifetimes()) != nil)
+    #expect(!f.answeredOnLoop(cy))
+    // A session revoked from another connection (another process, the CLI) ends at once.
     _ = try other.revokeSessions(.account(email: "ada@example.test"), reason: "test", actor: "cli")
     #expect(!f.answeredOnLoop(ada))
     #expect(f.call(.get, token: ada).status == .unauthorized)

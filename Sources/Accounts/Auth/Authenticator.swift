@@ -146,21 +146,21 @@ package struct Authenticator: Sendable {
   }
 
   /// The live session `credential` names with its account and live memberships, in one statement
-  /// (on a pool thread), kept for the loops (`cachedView`) stamped with the database's state before
+  /// (on a pool thread), kept for the loops (`cachedView`) in the change epoch taken before
   /// the read; nil when there is none.
   package func view(_ credential: Credential, _ store: ClientStore, from request: Request) throws(StoreError)
     -> SessionView?
   {
     guard let token = credential.token else { return nil }
-    let stamp = services.viewCache.stampBeforeRead()
+    let epoch = services.viewCache.epochBeforeRead()
     guard
       let view = try store.sessionViews(
         tokens: [token], lifetimes: services.lifetimes, networks: [services.network(request, store)]
       )[0]
     else { return nil }
-    if let stamp {
+    if let epoch {
       services.viewCache.store(
-        view, for: Secrets.digest(token), stamp: stamp, validUntil: answerableUntil(view.session))
+        view, for: Secrets.digest(token), epoch: epoch, validUntil: answerableUntil(view.session))
     }
     return view
   }

@@ -119,9 +119,15 @@ extension ClientStore {
     let idle = lifetimes.idle(record.kind)
     guard !account.disabled, now < record.expiresAt, now - record.lastSeenAt < idle else { return nil }
     guard now - record.lastSeenAt >= ClientStore.seenResolution else { return record.lastSeenAt }
-    try db.query(
-      "UPDATE sessions SET last_seen_at = ?, network = coalesce(?, network) WHERE id = ?",
-      [.integer(Int64(now)), network.map { .text($0) } ?? .null, .text(record.id)])
+    let write = { () throws(StoreError) -> Bool in
+      try self.db.query(
+        "UPDATE sessions SET last_seen_at = ?, network = coalesce(?, network) WHERE id = ?",
+        [.integer(Int64(now)), network.map { .text($0) } ?? .null, .text(record.id)])
+      return self.db.changes == 1
+    }
+    // Judged only when the write is its own transaction (and so never waits for `unannounced`'s
+    // turn while holding SQLite's write lock).
+    if let seenWrites, !db.inTransaction { try seenWrites.unannounced(write) } else { _ = try write() }
     return now
   }
 

@@ -11,6 +11,8 @@ public final class ClientStore {
   let identifierKey: [UInt8]
   /// The server's key for trusted-device cookies (`TrustedDevice`). Never logged.
   let deviceKey: [UInt8]
+  /// Where last-seen writes report that they change no cached answer (SQLite's session caches).
+  package var seenWrites: ChangeEpoch?
 
   /// Opens the SQLite database at `path`, applying migrations.
   public convenience init(path: String, clock: @escaping @Sendable () -> Int) throws(StoreError) {

@@ -12,6 +12,8 @@ package final class MeteredDatabase: Database {
   private let clock = MonotonicClock()
   private let name: Int
   private var depth = 0
+  /// Whether a `transaction` is running: a statement now commits with it, not on its own.
+  package var inTransaction: Bool { depth > 0 }
   private var pending: [(MetricHandle, Int, UInt64)] = []
 
   package init(_ engine: any Database, metrics: Metrics = .process) {

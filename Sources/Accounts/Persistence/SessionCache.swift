@@ -24,6 +24,13 @@ package struct ChangeStamp: Equatable {
 package protocol ChangeWatch: AnyObject, Sendable {
   /// The state now, or nil when it cannot be known (then nothing is answered from the cache).
   func stamp() -> ChangeStamp?
+  /// Whether `after` can only be `before` plus exactly one committed transaction (default: never
+  /// known, so every move counts as a change).
+  func isOneCommit(_ after: ChangeStamp, after before: ChangeStamp) -> Bool
+}
+
+extension ChangeWatch {
+  package func isOneCommit(_ after: ChangeStamp, after before: ChangeStamp) -> Bool { false }
 }
 
 extension ChangeListener: ChangeWatch {}
@@ -93,6 +100,15 @@ final class WALWatch: ChangeWatch, @unchecked Sendable {
     return first == second ? first : nil
   }
 
+  /// One commit by anyone increments the header's `iChange` (bytes 8-11) by one; a commit that
+  /// restarts the WAL also changes its salts (bytes 32-39), and a recovery rewrites the header. So
+  /// `iChange` one more with the same version, page size and salts is one commit in the same WAL.
+  package func isOneCommit(_ after: ChangeStamp, after before: ChangeStamp) -> Bool {
+    after.words.0 == before.words.0 && after.words.4 == before.words.4
+      && after.words.1 >> 32 == before.words.1 >> 32
+      && UInt32(truncatingIfNeeded: after.words.1) == UInt32(truncatingIfNeeded: before.words.1) &+ 1
+  }
+
   private static func read(_ p: UnsafeMutableRawPointer) -> ChangeStamp {
     let r = UnsafeRawPointer(p)
     return ChangeStamp(
@@ -107,12 +123,105 @@ final class WALWatch: ChangeWatch, @unchecked Sendable {
   }
 }
 
+/// The database's changes as the session caches count them: an epoch that moves on whenever the
+/// watch's stamp moves, except across this process's own unannounced writes — a session's "last
+/// seen", which alters no cached answer — proven to be the only commit in between. Shared by every
+/// session cache of the process, on SQLite and PostgreSQL alike.
+///
+/// Without the exception, every session's last-seen write (one a minute per active session) would
+/// void every cached answer: with a few hundred sessions, most lookups missed.
+package final class ChangeEpoch: Sendable {
+  private enum Watch {
+    case notYet
+    case ready(any ChangeWatch)
+    case unavailable
+  }
+
+  private struct State {
+    var watch = Watch.notYet
+    var epoch: UInt64 = 0
+    /// The stamp `epoch` was last confirmed at.
+    var stamp: ChangeStamp? = nil
+    /// An unannounced write of this process is under way: a stamp that moved may be its commit,
+    /// so it neither confirms nor ends the epoch until the write has been judged.
+    var writing = false
+  }
+
+  private let state = Mutex(State())
+  /// Serialises this process's unannounced writes, so that each is judged alone (SQLite serialises
+  /// writers anyway).
+  private let writes = Mutex(())
+  private let makeWatch: @Sendable () -> (any ChangeWatch)?
+
+  /// Epochs over the watch `makeWatch` makes at the first `beforeRead` (nil: no watch, no epochs).
+  package init(watch makeWatch: @escaping @Sendable () -> (any ChangeWatch)?) {
+    self.makeWatch = makeWatch
+  }
+
+  /// Epochs over the SQLite database at `databasePath`, watching its WAL index.
+  package convenience init(databasePath: String) {
+    self.init { WALWatch(databasePath: databasePath) }
+  }
+
+  /// The epoch now, or nil when it cannot be known (no watch yet, a header mid-write, an
+  /// unannounced write being judged). Never blocks beyond a short lock; never opens the watch.
+  package func current() -> UInt64? { state.withLock { Self.advance(&$0) } }
+
+  /// The epoch to take before a store read whose answer will be cached (on a pool thread: opens the
+  /// watch on first use, so a server that never reads sessions never loads it).
+  package func beforeRead() -> UInt64? {
+    if state.withLock({ if case .notYet = $0.watch { true } else { false } }) {
+      let made = makeWatch()
+      state.withLock { state in
+        if case .notYet = state.watch { state.watch = made.map { .ready($0) } ?? .unavailable }
+      }
+    }
+    return current()
+  }
+
+  private static func advance(_ state: inout State) -> UInt64? {
+    guard case .ready(let watch) = state.watch, let now = watch.stamp() else { return nil }
+    if now == state.stamp { return state.epoch }
+    if state.writing { return nil }
+    state.epoch &+= 1
+    state.stamp = now
+    return state.epoch
+  }
+
+  /// Runs `write`, a change no cached answer depends on, that reports whether it committed exactly
+  /// one changed row in a transaction of its own. When the stamp then shows that commit and no
+  /// other, the epoch carries over it; otherwise the move counts as any other change.
+  package func unannounced(_ write: () throws(StoreError) -> Bool) throws(StoreError) {
+    let outcome: Result<Void, StoreError> = writes.withLock { _ in
+      let before: (watch: any ChangeWatch, stamp: ChangeStamp)? = state.withLock { state in
+        guard case .ready(let watch) = state.watch, Self.advance(&state) != nil, let stamp = state.stamp
+        else { return nil }
+        state.writing = true
+        return (watch, stamp)
+      }
+      let committed: Result<Bool, StoreError> = Result { () throws(StoreError) in try write() }
+      guard let before else { return committed.map { _ in () } }
+      let after = before.watch.stamp()
+      state.withLock { state in
+        state.writing = false
+        if case .success(true) = committed, let after, state.stamp == before.stamp,
+          before.watch.isOneCommit(after, after: before.stamp)
+        {
+          state.stamp = after
+        }
+      }
+      return committed.map { _ in () }
+    }
+    try outcome.get()
+  }
+}
+
 /// What the loop may use for a token without the pool: each entry is what the store's read gave for
 /// a token digest (for `GET /session` its exact answer as ready bytes; for the gateway the session,
-/// account and live memberships), valid only while its watch sees no change since it was read (on
-/// SQLite any commit anywhere, on PostgreSQL any announced change — a revoked session or
-/// membership, a disabled account — invalidates every entry at once) and while the session's
-/// lifetimes and last-seen resolution allow.
+/// account and live memberships), valid only within the change epoch it was read in (on SQLite any
+/// commit anywhere but this process's own last-seen writes, on PostgreSQL any announced change — a
+/// revoked session or membership, a disabled account — invalidates every entry at once) and while
+/// the session's lifetimes and last-seen resolution allow.
 package final class SessionCache<Value: Sendable>: Sendable {
   package struct Key: Hashable {
     package let a: UInt64, b: UInt64, c: UInt64, d: UInt64
@@ -125,77 +234,54 @@ package final class SessionCache<Value: Sendable>: Sendable {
 
   package struct Entry {
     package let answer: Value
-    package let stamp: ChangeStamp
+    package let epoch: UInt64
     /// The session stays answerable until the first of these instants (epoch seconds).
     package let validUntil: Int
   }
 
-  private enum Watch {
-    case notYet
-    case ready(any ChangeWatch)
-    case unavailable
-  }
-
-  private struct State {
-    package var watch = Watch.notYet
-    package var entries: [Key: Entry] = [:]
-  }
-
-  private let state = Mutex(State())
-  private let makeWatch: @Sendable () -> (any ChangeWatch)?
+  private let entries = Mutex<[Key: Entry]>([:])
+  /// The change epochs every cache of the process shares.
+  package let epochs: ChangeEpoch
   /// Most entries kept; when full, all are dropped (each is one cheap store read to refill). 0 turns
   /// the cache off: every read goes to the pool.
   package let capacity: Int
 
-  /// A cache whose watch `makeWatch` makes at the first read (nil: no watch, no caching).
-  package init(capacity: Int = 4096, watch makeWatch: @escaping @Sendable () -> (any ChangeWatch)?) {
-    self.makeWatch = makeWatch
+  /// A cache whose entries live within `epochs`.
+  package init(capacity: Int = 4096, epochs: ChangeEpoch) {
+    self.epochs = epochs
     self.capacity = capacity
   }
 
-  /// A cache over the SQLite database at `databasePath`, watching its WAL index (its own mapping).
-  package convenience init(databasePath: String, capacity: Int = 4096) {
-    self.init(capacity: capacity) { WALWatch(databasePath: databasePath) }
-  }
-
-  /// The cached answer for `digest` if the database is unchanged since it was read and `now` is
-  /// before its end; never blocks (a lookup under a short lock).
+  /// The cached answer for `digest` if the database is unchanged since it was read (the same
+  /// epoch) and `now` is before its end; never blocks (lookups under short locks).
   package func answer(for digest: [UInt8], now: Int) -> Value? {
     guard capacity > 0 else { return nil }
-    let found = state.withLock { state -> Value? in
-      guard case .ready(let watch) = state.watch, let entry = state.entries[Key(digest)],
-        now < entry.validUntil,
-        let stamp = watch.stamp(), stamp == entry.stamp
-      else { return nil }
-      return entry.answer
+    let found: Value?
+    if let epoch = epochs.current() {
+      found = entries.withLock { entries -> Value? in
+        guard let entry = entries[Key(digest)], entry.epoch == epoch, now < entry.validUntil else {
+          return nil
+        }
+        return entry.answer
+      }
+    } else {
+      found = nil
     }
     Metrics.count(.sessionCacheLookups, found == nil ? 1 : 0)
     return found
   }
 
-  /// The stamp to take before a store read whose answer will be cached (on a pool thread; opens
-  /// the watch on first use, so a server that never reads sessions never loads it).
-  package func stampBeforeRead() -> ChangeStamp? {
-    guard capacity > 0 else { return nil }
-    let current: (any ChangeWatch)? = state.withLock { state in
-      if case .ready(let watch) = state.watch { return watch }
-      return nil
-    }
-    if let current { return current.stamp() }
-    guard state.withLock({ if case .notYet = $0.watch { true } else { false } }) else { return nil }
-    let made = makeWatch()
-    return state.withLock { state in
-      if case .notYet = state.watch { state.watch = made.map { .ready($0) } ?? .unavailable }
-      guard case .ready(let watch) = state.watch else { return nil }
-      return watch.stamp()
-    }
+  /// The epoch to take before a store read whose answer will be cached (on a pool thread); nil when
+  /// nothing may be cached.
+  package func epochBeforeRead() -> UInt64? {
+    capacity > 0 ? epochs.beforeRead() : nil
   }
 
-  /// Keeps `answer` for `digest`, read at `stamp`, answerable until `validUntil`.
-  package func store(_ answer: Value, for digest: [UInt8], stamp: ChangeStamp, validUntil: Int) {
-    state.withLock { state in
-      if state.entries.count >= capacity { state.entries.removeAll(keepingCapacity: true) }
-      state.entries[Key(digest)] = Entry(answer: answer, stamp: stamp, validUntil: validUntil)
+  /// Keeps `answer` for `digest`, read in `epoch`, answerable until `validUntil`.
+  package func store(_ answer: Value, for digest: [UInt8], epoch: UInt64, validUntil: Int) {
+    entries.withLock { entries in
+      if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
+      entries[Key(digest)] = Entry(answer: answer, epoch: epoch, validUntil: validUntil)
     }
   }
 }

@@ -75,8 +75,8 @@ public struct SessionAPI: Sendable {
   func readSession(_ request: Request) -> Response { readSessions([request])[0] }
 
   /// `GET /session` on the pool for a batch of requests: one statement reads their sessions, the
-  /// accounts and their live memberships; each answer is cached, stamped with the database's
-  /// state before the read. One response per request, in order.
+  /// accounts and their live memberships; each answer is cached in the change epoch taken
+  /// before the read. One response per request, in order.
   func readSessions(_ requests: [Request]) -> [Response] {
     var answers: [Response?] = []
     var reads: [(index: Int, token: String)] = []
@@ -93,7 +93,7 @@ public struct SessionAPI: Sendable {
     }
     guard !reads.isEmpty else { return answers.map { $0 ?? AuthFailure.invalidToken.response } }
     do {
-      let stamp = context.sessionCache.stampBeforeRead()
+      let epoch = context.sessionCache.epochBeforeRead()
       let store = try context.store()
       let views = try store.sessionViews(
         tokens: reads.map(\.token), lifetimes: context.lifetimes,
@@ -104,14 +104,14 @@ public struct SessionAPI: Sendable {
           continue
         }
         let body = json.body(view.account, view.memberships)
-        guard let stamp else {
+        guard let epoch else {
           answers[index] = SessionJSON.response(body)
           continue
         }
         // Kept as ready bytes, so that a hit on the loop costs what a static file does.
         let answer = PrebuiltResponse(SessionJSON.response(body), cacheClass: .private)
         context.sessionCache.store(
-          answer, for: Secrets.digest(token), stamp: stamp,
+          answer, for: Secrets.digest(token), epoch: epoch,
           validUntil: context.authenticator.answerableUntil(view.session))
         answers[index] = answer.response
       }
