@@ -91,9 +91,16 @@ public final class ClientServices: Sendable {
     stores = ThreadLocal {
       try gate.attempt { () throws(StoreError) in
         let opened = try database.open(settings, schedule: gate)
-        // This process's own changes reach its cache at commit, before their notification returns.
-        if let listener, let postgres = opened as? PostgresDatabase {
-          postgres.afterAnnouncedCommit = { listener.changeCommitted() }
+        // This process's own changes reach its cache at commit, before their notification returns;
+        // the writer then waits for every other instance's listener to have heard them.
+        if let postgres = opened as? PostgresDatabase {
+          postgres.afterAnnouncedCommit = { database in
+            if let listener {
+              listener.changeCommitted(on: database)
+            } else {
+              ChangeListener.awaitOthers(database, except: nil)
+            }
+          }
         }
         let store = try ClientStore(database: opened, clock: clock)
         // On SQLite every commit moves the caches' stamp: last-seen writes say they change no answer.

@@ -223,6 +223,17 @@ public enum Migrations {
       replaced_at INTEGER
     );
     """,
+    // 13: each change listener's acknowledgement (PostgreSQL): the last sync marker it heard and
+    // when it last said it is listening (seconds, the database's clock). A writer waits for them
+    // after a change of access (`PostgresDatabase.awaitListeners`). Empty on SQLite, whose caches
+    // read the WAL index instead.
+    """
+    CREATE TABLE change_acks (
+      listener TEXT PRIMARY KEY,
+      seen INTEGER NOT NULL,
+      at INTEGER NOT NULL
+    );
+    """,
   ]
 
   /// What PostgreSQL adds to a step, after the shared SQL: statement triggers that announce every
@@ -251,7 +262,11 @@ public enum Migrations {
       ON memberships FOR EACH STATEMENT EXECUTE FUNCTION band_edge_announce();
     CREATE TRIGGER sessions_announce AFTER UPDATE OF id, token_digest, account_id, expires_at, revoked_at OR DELETE
       ON sessions FOR EACH STATEMENT EXECUTE FUNCTION band_edge_announce();
-    """
+    """,
+    // The sync markers' own sequence: a marker never counts as a change.
+    13: """
+    CREATE SEQUENCE band_edge_sync_seq;
+    """,
   ]
 
   /// The schema version this build writes.

@@ -121,7 +121,57 @@ public final class PostgresDatabase: Database {
   /// and the listeners are notified at the commit.
   public func announceChange() throws(StoreError) {
     try connection.execute("SELECT nextval('band_edge_change_seq'); NOTIFY \(Self.changeChannel)")
-    if depth == 0 { afterAnnouncedCommit?() } else { announced = true }
+    if depth == 0 { afterAnnouncedCommit?(self) } else { announced = true }
+  }
+
+  /// The payload that makes a notification on the change channel a sync marker: "sync <n>".
+  package static let markerPrefix = "sync "
+
+  /// Listeners that said they are listening within this many seconds are waited for.
+  package static let listenerFreshness = 2
+
+  /// After a change has committed: sends a sync marker on the change channel (in a transaction of
+  /// its own, so after the change's) and waits, up to `limit`, until every listener that said it
+  /// is listening within `listenerFreshness` s, but `except`, has heard it (`acknowledge`).
+  /// PostgreSQL delivers each listener its notifications in commit order, so each has then heard
+  /// the change too, and emptied its cache before saying so. Returns how many had not heard it
+  /// when the wait ended (0 at once when nobody listens).
+  public func awaitListeners(except: String?, within limit: Duration) throws(StoreError) -> Int {
+    let sent = try connection.query(
+      """
+      SELECT m, pg_notify('\(Self.changeChannel)', '\(Self.markerPrefix)' || m)
+      FROM (SELECT nextval('band_edge_sync_seq') AS m) AS s
+      """, [])
+    guard case .integer(let marker)? = sent.first?.first else { return 0 }
+    let deadline = ContinuousClock.now + limit
+    while true {
+      let row = try connection.query(
+        """
+        SELECT count(*) FROM change_acks
+        WHERE seen < $1 AND listener <> $2 AND at >= extract(epoch FROM clock_timestamp())::bigint - $3
+        """, [.integer(marker), .text(except ?? ""), .integer(Int64(Self.listenerFreshness))])
+      guard case .integer(let waiting)? = row.first?.first, waiting > 0 else { return 0 }
+      guard ContinuousClock.now < deadline else { return Int(waiting) }
+      var pause = timespec(tv_sec: 0, tv_nsec: 1_000_000)
+      nanosleep(&pause, nil)
+    }
+  }
+
+  /// Says, for the listener `id` on `connection`, that it has heard every notification up to sync
+  /// marker `seen` and acted on them, and that it is listening now.
+  package static func acknowledge(_ connection: PostgresConnection, listener id: String, seen: Int64)
+    throws(StoreError)
+  {
+    try connection.query(
+      """
+      INSERT INTO change_acks (listener, seen, at) VALUES ($1, $2, extract(epoch FROM clock_timestamp())::bigint)
+      ON CONFLICT (listener) DO UPDATE SET seen = excluded.seen, at = excluded.at
+      """, [.text(id), .integer(seen)])
+  }
+
+  /// Takes listener `id` off the table (it stops listening).
+  package static func forget(_ connection: PostgresConnection, listener id: String) throws(StoreError) {
+    try connection.query("DELETE FROM change_acks WHERE listener = $1", [.text(id)])
   }
 
   public func changeCount() throws(StoreError) -> Int {
@@ -135,9 +185,10 @@ public final class PostgresDatabase: Database {
     return Int(n)
   }
 
-  /// Called right after a transaction that announced a change commits, on this thread: this
-  /// process's own cache forgets at once, without waiting for its notification to come back.
-  public var afterAnnouncedCommit: (() -> Void)? = nil
+  /// Called right after a transaction that announced a change commits, on this thread, with this
+  /// database: this process's own cache forgets at once, without waiting for its notification to
+  /// come back, and the writer waits for the other listeners (`awaitListeners`).
+  public var afterAnnouncedCommit: ((PostgresDatabase) -> Void)? = nil
   private var announced = false
 
   /// COMMIT, then the announcement hook if the transaction announced a change.
@@ -149,7 +200,7 @@ public final class PostgresDatabase: Database {
     }
     if announced {
       announced = false
-      afterAnnouncedCommit?()
+      afterAnnouncedCommit?(self)
     }
   }
 

@@ -196,6 +196,23 @@ extension AdminCommand {
     if !options.flag("--quiet") { print("schema version \(Migrations.latest)") }
   }
 
+  /// `sync`: on PostgreSQL, returns once every running instance's change listener has heard every
+  /// change committed before it (`PostgresDatabase.awaitListeners`), so that a change of access made
+  /// by SQL is honoured by the next request anywhere; band-edge's own changes wait so by themselves.
+  static func sync(_ store: ClientStore) throws {
+    guard let postgres = store.db.engine as? PostgresDatabase else {
+      print("nothing to wait for: on SQLite every instance sees a commit at once")
+      return
+    }
+    let unheard = try postgres.awaitListeners(except: nil, within: ChangeListener.acknowledgementWait)
+    guard unheard == 0 else {
+      throw StoreError.failed(
+        "\(unheard) listening instance(s) did not say they heard within 1 s; they honour every change within 1 s of it anyway"
+      )
+    }
+    print("every listening instance has heard every change committed before now")
+  }
+
   /// `keys rotate`: a new gateway key, published now, signing after the policy's delay; keys
   /// retired from the JWKS are deleted. The KEK is found as `serve` finds it.
   static func rotateKeys(_ options: Options, _ store: ClientStore, database: DatabaseLocation) throws {

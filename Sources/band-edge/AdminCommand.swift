@@ -41,6 +41,9 @@ enum AdminCommand {
                                             (default 30), and forget handoffs and failure counts a day
                                             old; serve runs this at start and hourly with --once-per, so
                                             that a fleet on one database runs it once an hour in all
+      sync                                  PostgreSQL: wait (up to 1 s) until every running instance has
+                                            heard every change committed before now (run it after
+                                            changing access by SQL); exit 1 if some did not answer
       copy-store --from LOCATION --to LOCATION
                                             copy every table of a store (sqlite:DIR or a postgresql:// URI)
                                             into an empty one of either engine, in one transaction, then
@@ -118,6 +121,7 @@ enum AdminCommand {
     case ("retention", _): try retention(options, store)
     case ("migrate", _): try migrate(options, store, database: database)
     case ("keys", "rotate"): try rotateKeys(options, store, database: database)
+    case ("sync", _): try sync(store)
     default:
       throw UsageError("unknown admin command '\(words.joined(separator: " "))'; see band-edge admin --help")
     }
@@ -127,7 +131,13 @@ enum AdminCommand {
     if let file = location.sqlitePath {
       mkdir(String(file.dropLast("/band-edge.sqlite".count)), 0o700)
     }
-    return try ClientStore(database: try location.open(databaseSettings()), clock: { Int(time(nil)) })
+    let database = try location.open(databaseSettings())
+    // A change of access made here (a revoked session, a disabled account) is heard by every
+    // running instance before the command ends.
+    if let postgres = database as? PostgresDatabase {
+      postgres.afterAnnouncedCommit = { ChangeListener.awaitOthers($0, except: nil) }
+    }
+    return try ClientStore(database: database, clock: { Int(time(nil)) })
   }
 
   /// The connection settings of a one-off command: statements unprepared when serve (whose child

@@ -261,6 +261,44 @@ struct PostgresFleetTests {
     try eventually("a stamp again once it answers") { listener.stamp() != nil }
   }
 
+  @Test("a change of access returns only once every other instance's listener has heard it")
+  func acknowledged() throws {
+    let schema = try TestSchema()
+    defer { schema.drop() }
+    try Migrations.apply(to: try PostgresDatabase(uri: schema.uri))
+    let listeners = (0..<2).map { _ in ChangeListener(uri: schema.uri, recheck: .milliseconds(200)) }
+    for _ in 0..<500 where !listeners.allSatisfy({ $0.isLive }) { usleep(10_000) }
+    guard listeners.allSatisfy({ $0.isLive }) else {
+      Issue.record("the listeners never connected")
+      return
+    }
+    let db = try PostgresDatabase(uri: schema.uri)
+    db.afterAnnouncedCommit = { ChangeListener.awaitOthers($0, except: nil) }
+    let store = try ClientStore(database: db, clock: TestClock().read)
+    let ada = try store.createAccount(
+      email: "ada@example.test", displayName: "Ada", passwordHash: "x", actor: "t")
+    // Each listener's cache has forgotten by the time the revocation returns, every time.
+    for round in 0..<20 {
+      let session = try store.createSession(
+        accountID: ada.id, kind: .native, platform: "ios", appVersion: "1.4.0", token: "t\(round)",
+        lifetimes: SessionLifetimes())
+      let before = listeners.map { $0.stamp() }
+      try store.revokeSession(id: session.id, reason: "t", actor: "t")
+      #expect(zip(listeners, before).allSatisfy { $0.stamp() != $1 }, "round \(round)")
+    }
+    // Whom a writer waits for: not itself, not a listener silent for longer than the freshness
+    // window, but a fresh one that does not hear, until the limit.
+    let other = try PostgresConnection(uri: schema.uri)
+    #expect(try db.awaitListeners(except: listeners[0].id, within: .seconds(1)) == 0)
+    try other.query(
+      "INSERT INTO change_acks (listener, seen, at) VALUES ('lis_gone', 0, $1)",
+      [.integer(Int64(time(nil)) - Int64(PostgresDatabase.listenerFreshness) - 5)])
+    #expect(try db.awaitListeners(except: nil, within: .seconds(1)) == 0)
+    try PostgresDatabase.acknowledge(other, listener: "lis_deaf", seen: 0)
+    #expect(try db.awaitListeners(except: nil, within: .milliseconds(20)) == 1)
+    #expect(try db.awaitListeners(except: "lis_deaf", within: .seconds(1)) == 0)
+  }
+
   @Test("a database that is not there is 'unavailable', and attempts are spaced out")
   func unavailable() throws {
     var settings = DatabaseSettings()

@@ -39,7 +39,8 @@ struct MigrationTests {
     #expect(try Migrations.version(of: db) == Migrations.latest)
     #expect(
       try tables(db) == [
-        "accounts", "action_tokens", "audit_events", "change_counter", "gateway_keys", "handoffs",
+        "accounts", "action_tokens", "audit_events", "change_acks", "change_counter", "gateway_keys",
+        "handoffs",
         "instances",
         "invitations", "job_runs", "memberships", "outbox", "schools", "server_keys", "sessions",
         "sign_in_failures", "trusted_devices",

@@ -81,6 +81,13 @@ class Store:
         directory = self.args[1].removeprefix("sqlite:")
         return Path(directory) / "band-edge.sqlite"
 
+    def sync(self) -> None:
+        """After changing access by SQL: on PostgreSQL, `band-edge admin sync` returns once every
+        running instance has heard every change committed before it (docs/fleet.md); SQLite's
+        instances see a commit at once."""
+        if self.uri is not None:
+            subprocess.run([str(binary()), "admin", *self.args, "sync"], check=True, capture_output=True, timeout=30)
+
     def query(self, sql: str, parameters: tuple | list = ()) -> list[tuple]:
         """Runs one statement (`?` placeholders) in a transaction of its own; the rows it returns."""
         if self.uri is None:

@@ -436,7 +436,8 @@ def test_reads_checked_on_the_loop_follow_every_change_on_the_next_request(tmp_p
     """A caller read once is checked on the loop after that (its session, account and live
     memberships cached, as `GET /session`'s answer is), and any change in the store ends that at
     once: a lowered role is signed with the new role, a removed membership is 404, a revoked session
-    401 — each on the very next request, by another process's SQL too."""
+    401 — each on the very next request, by another process's SQL too (on PostgreSQL once
+    `admin sync` has returned, as operators are told to run after changing access by SQL)."""
     server = start(tmp_path, core)
     try:
         token = add_session(server, "ada@example.test", [("northfield", "teacher"), ("riverside", "teacher")])
@@ -450,10 +451,12 @@ def test_reads_checked_on_the_loop_follow_every_change_on_the_next_request(tmp_p
         assert verify(server, core.requests[-1].header("Band-Licence-Assertion"))["role"] == "teacher"
 
         server.store.query("UPDATE memberships SET role = 'read_only' WHERE school_id = ?", (north,))
+        server.store.sync()
         assert call(server, students, bearer(token)).status == 200
         assert verify(server, core.requests[-1].header("Band-Licence-Assertion"))["role"] == "read_only"
 
         server.store.query("UPDATE memberships SET revoked_at = 1 WHERE school_id = ?", (north,))
+        server.store.sync()
         seen = len(core.requests)
         for _ in range(2):
             assert call(server, students, bearer(token)).status == 404
@@ -461,6 +464,7 @@ def test_reads_checked_on_the_loop_follow_every_change_on_the_next_request(tmp_p
         assert call(server, f"{PREFIX}/{river}/students", bearer(token)).status == 200
 
         server.store.query("UPDATE sessions SET revoked_at = 1")
+        server.store.sync()
         for _ in range(2):
             answer = call(server, f"{PREFIX}/{river}/students", bearer(token))
             assert answer.status == 401, answer.body

@@ -13,7 +13,9 @@ import Synchronization
 /// (bumped in the same transactions) is read again every `recheck` (0.5 s), and whenever the
 /// connection is not known good — not yet connected, closed by the server, reconnecting, or not
 /// heard from within `recheck` + 0.5 s (a server that silently vanished) — there is no stamp at
-/// all, so every read goes to the database. A change is thus never answered stale after 1 s.
+/// all, so every read goes to the database. A change is thus never answered stale after 1 s; and
+/// a change this process makes is not answered stale anywhere once its writer has returned, as the
+/// writer waits until every other listener has heard it (`changeCommitted(on:)`).
 public final class ChangeListener: Sendable {
   private final class Shared: Sendable {
     package let generation = Atomic<UInt64>(0)
@@ -40,14 +42,22 @@ public final class ChangeListener: Sendable {
 
   private let shared = Shared()
 
+  /// This listener's name in `change_acks`, where it acknowledges what it heard.
+  public let id = Secrets.identifier("lis")
+
+  /// How long a writer waits, after a change, for the other instances' listeners to have heard it:
+  /// past this a listener that has not would have no stamp anyway (`recheck` + 0.5 s by default),
+  /// so waiting longer protects nothing.
+  public static let acknowledgementWait = Duration.seconds(1)
+
   /// Starts the listening thread on `uri` (which may differ from the pool's: a transaction-mode
   /// pgbouncer cannot carry LISTEN, so the listener may go straight to PostgreSQL).
   public init(
     uri: String, settings: DatabaseSettings = DatabaseSettings(), recheck: Duration = .milliseconds(500)
   ) {
     fresh = Int(DatabaseSettings.milliseconds(recheck) + 500) * 1_000_000
-    let shared = self.shared
-    Background.process.start { Self.run(uri: uri, settings: settings, recheck: recheck, shared) }
+    let (shared, id) = (self.shared, self.id)
+    Background.process.start { Self.run(uri: uri, settings: settings, recheck: recheck, id: id, shared) }
   }
 
   /// The thread ends within `recheck` of the last reference going.
@@ -68,6 +78,25 @@ public final class ChangeListener: Sendable {
   /// again a moment later, harmlessly).
   func changeCommitted() { shared.generation.add(1, ordering: .sequentiallyConsistent) }
 
+  /// After this process committed a change of access on `database`: its own cache forgets now, and
+  /// the writer waits (up to `acknowledgementWait`) until every other instance's listener has heard
+  /// the change, so that the very next request anywhere is answered from the changed store.
+  func changeCommitted(on database: PostgresDatabase) {
+    changeCommitted()
+    Self.awaitOthers(database, except: id)
+  }
+
+  /// Waits until every listener but `except` has heard what `database` just committed (see
+  /// `PostgresDatabase.awaitListeners`); says so in the log when some did not in time.
+  public static func awaitOthers(_ database: PostgresDatabase, except: String?) {
+    do {
+      let unheard = try database.awaitListeners(except: except, within: acknowledgementWait)
+      if unheard > 0 { Log.event("warning", "change_unacknowledged", [("listeners", "\(unheard)")]) }
+    } catch {
+      Log.event("warning", "change_unacknowledged", [("error", "\(error)")])
+    }
+  }
+
   /// Whether the listening connection is up (for tests).
   public var isLive: Bool { shared.live.load(ordering: .sequentiallyConsistent) }
 
@@ -77,7 +106,9 @@ public final class ChangeListener: Sendable {
   /// How many times the listening connection has been made (for tests).
   public var connections: Int { shared.connections.load(ordering: .sequentiallyConsistent) }
 
-  private static func run(uri: String, settings: DatabaseSettings, recheck: Duration, _ shared: Shared) {
+  private static func run(
+    uri: String, settings: DatabaseSettings, recheck: Duration, id: String, _ shared: Shared
+  ) {
     var backoff = settings.firstBackoff
     var toldNeverConnected = false
     let recheckMilliseconds = DatabaseSettings.milliseconds(recheck)
@@ -86,6 +117,10 @@ public final class ChangeListener: Sendable {
         let connection = try PostgresConnection(uri: uri, settings: settings, name: "band-edge-listener")
         try connection.listen(PostgresDatabase.changeChannel)
         var counter = try Self.counter(connection)
+        // Markers sent before this connection listened are never heard here: writers waiting for
+        // one wait out their limit (a reconnect is rare); every later one is.
+        var acknowledged: Int64 = 0
+        try PostgresDatabase.acknowledge(connection, listener: id, seen: acknowledged)
         shared.confirmed.store(Self.monotonic(), ordering: .sequentiallyConsistent)
         shared.backendPID.store(connection.backendPID, ordering: .sequentiallyConsistent)
         // Whatever was cached before this connection existed is stale from now on.
@@ -99,8 +134,12 @@ public final class ChangeListener: Sendable {
         while !shared.stopped.load(ordering: .sequentiallyConsistent), !Background.process.isEnding {
           let left = ContinuousClock.now.duration(to: nextCheck)
           let wait = left <= .zero ? 0 : Int32(min(DatabaseSettings.milliseconds(left), recheckMilliseconds))
-          if try connection.notifications(waitingUpTo: wait) > 0 {
-            shared.generation.add(1, ordering: .sequentiallyConsistent)
+          let heard = try connection.notifications(waitingUpTo: wait)
+          if heard.changes > 0 { shared.generation.add(1, ordering: .sequentiallyConsistent) }
+          // Said only after the cache has forgotten what the changes before the marker changed.
+          if let marker = heard.marker, marker > acknowledged {
+            acknowledged = marker
+            try PostgresDatabase.acknowledge(connection, listener: id, seen: acknowledged)
           }
           if ContinuousClock.now >= nextCheck {
             let now = try Self.counter(connection)
@@ -109,10 +148,12 @@ public final class ChangeListener: Sendable {
               counter = now
               shared.generation.add(1, ordering: .sequentiallyConsistent)
             }
+            try PostgresDatabase.acknowledge(connection, listener: id, seen: acknowledged)
             nextCheck = ContinuousClock.now + recheck
           }
         }
         shared.live.store(false, ordering: .sequentiallyConsistent)
+        try? PostgresDatabase.forget(connection, listener: id)
       } catch {
         let wasLive = shared.live.exchange(false, ordering: .sequentiallyConsistent)
         shared.generation.add(1, ordering: .sequentiallyConsistent)
