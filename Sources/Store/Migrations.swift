@@ -223,15 +223,16 @@ public enum Migrations {
       replaced_at INTEGER
     );
     """,
-    // 13: each change listener's acknowledgement (PostgreSQL): the last sync marker it heard and
-    // when it last said it is listening (seconds, the database's clock). A writer waits for them
-    // after a change of access (`PostgresDatabase.awaitListeners`). Empty on SQLite, whose caches
-    // read the WAL index instead.
+    // 13: each change listener's acknowledgement (PostgreSQL): the last sync marker it heard, when
+    // it last said it is listening (seconds, the database's clock) and the server process serving
+    // its connection. A writer waits for them after a change of access
+    // (`PostgresDatabase.awaitListeners`). Empty on SQLite, whose caches read the WAL index instead.
     """
     CREATE TABLE change_acks (
       listener TEXT PRIMARY KEY,
       seen INTEGER NOT NULL,
-      at INTEGER NOT NULL
+      at INTEGER NOT NULL,
+      pid INTEGER NOT NULL
     );
     """,
   ]

@@ -132,7 +132,8 @@ public final class PostgresDatabase: Database {
 
   /// After a change has committed: sends a sync marker on the change channel (in a transaction of
   /// its own, so after the change's) and waits, up to `limit`, until every listener that said it
-  /// is listening within `listenerFreshness` s, but `except`, has heard it (`acknowledge`).
+  /// is listening within `listenerFreshness` s and whose connection's server process still runs
+  /// (an instance killed is not waited for), but `except`, has heard it (`acknowledge`).
   /// PostgreSQL delivers each listener its notifications in commit order, so each has then heard
   /// the change too, and emptied its cache before saying so. Returns how many had not heard it
   /// when the wait ended (0 at once when nobody listens).
@@ -147,8 +148,9 @@ public final class PostgresDatabase: Database {
     while true {
       let row = try connection.query(
         """
-        SELECT count(*) FROM change_acks
-        WHERE seen < $1 AND listener <> $2 AND at >= extract(epoch FROM clock_timestamp())::bigint - $3
+        SELECT count(*) FROM change_acks a
+        WHERE a.seen < $1 AND a.listener <> $2 AND a.at >= extract(epoch FROM clock_timestamp())::bigint - $3
+          AND EXISTS (SELECT 1 FROM pg_stat_activity p WHERE p.pid = a.pid)
         """, [.integer(marker), .text(except ?? ""), .integer(Int64(Self.listenerFreshness))])
       guard case .integer(let waiting)? = row.first?.first, waiting > 0 else { return 0 }
       guard ContinuousClock.now < deadline else { return Int(waiting) }
@@ -164,8 +166,9 @@ public final class PostgresDatabase: Database {
   {
     try connection.query(
       """
-      INSERT INTO change_acks (listener, seen, at) VALUES ($1, $2, extract(epoch FROM clock_timestamp())::bigint)
-      ON CONFLICT (listener) DO UPDATE SET seen = excluded.seen, at = excluded.at
+      INSERT INTO change_acks (listener, seen, at, pid)
+      VALUES ($1, $2, extract(epoch FROM clock_timestamp())::bigint, pg_backend_pid())
+      ON CONFLICT (listener) DO UPDATE SET seen = excluded.seen, at = excluded.at, pid = excluded.pid
       """, [.text(id), .integer(seen)])
   }
 

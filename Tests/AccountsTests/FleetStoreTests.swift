@@ -287,12 +287,16 @@ struct PostgresFleetTests {
       #expect(zip(listeners, before).allSatisfy { $0.stamp() != $1 }, "round \(round)")
     }
     // Whom a writer waits for: not itself, not a listener silent for longer than the freshness
-    // window, but a fresh one that does not hear, until the limit.
+    // window, nor one whose server process has gone, but a fresh one that does not hear, until the
+    // limit.
     let other = try PostgresConnection(uri: schema.uri)
     #expect(try db.awaitListeners(except: listeners[0].id, within: .seconds(1)) == 0)
     try other.query(
-      "INSERT INTO change_acks (listener, seen, at) VALUES ('lis_gone', 0, $1)",
+      "INSERT INTO change_acks (listener, seen, at, pid) VALUES ('lis_silent', 0, $1, pg_backend_pid())",
       [.integer(Int64(time(nil)) - Int64(PostgresDatabase.listenerFreshness) - 5)])
+    try other.query(
+      "INSERT INTO change_acks (listener, seen, at, pid) VALUES ('lis_killed', 0, $1, 0)",
+      [.integer(Int64(time(nil)))])
     #expect(try db.awaitListeners(except: nil, within: .seconds(1)) == 0)
     try PostgresDatabase.acknowledge(other, listener: "lis_deaf", seen: 0)
     #expect(try db.awaitListeners(except: nil, within: .milliseconds(20)) == 1)

@@ -32,7 +32,7 @@ struct StoreCopyTests {
     for _ in 1...5 { _ = try store.recordSignInFailure(accountID: nil, email: "tom@example.test") }
     _ = try store.runJob("retention", oncePer: 3000) { () throws(StoreError) in 0 }
     _ = try store.heartbeat(instance: "ins_test", window: 5)
-    try db.query("INSERT INTO change_acks (listener, seen, at) VALUES ('lis_test', 1, 1)")
+    try db.query("INSERT INTO change_acks (listener, seen, at, pid) VALUES ('lis_test', 1, 1, 1)")
     // SQLite counts changes in this row; PostgreSQL in a sequence (not a table, not copied).
     try db.query("INSERT INTO change_counter (id, n) VALUES (1, 5) ON CONFLICT (id) DO UPDATE SET n = 5")
     _ = try store.issueToken(.recovery, accountID: ada.id, email: "ada@example.test")

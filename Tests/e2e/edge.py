@@ -368,7 +368,13 @@ class Client:
         if rcvbuf:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
         self.sock.settimeout(timeout)
-        self.sock.connect(address)
+        try:
+            self.sock.connect(address)
+        except BaseException:
+            # Else the refused socket lives as long as the exception's traceback (a load that keeps
+            # its failures kept thousands of descriptors open).
+            self.sock.close()
+            raise
         self.buffer = b""
 
     def send(self, data: bytes | str) -> None:
