@@ -322,6 +322,8 @@ struct CredentialTests {
     ([("Authorization", "Bearers abc")], .malformed),
     ([("Authorization", "Bearxr abc")], .malformed),
     ([("Authorization", "Bearer a b")], .bearer("a b")),
+    ([("Authorization", "Bearer abc"), ("authorization", "Bearer def")], .malformed),
+    ([("Authorization", "Bearer abc"), ("Accept", "*/*"), ("AUTHORIZATION", "Bearer abc")], .malformed),
     ([("Authorization", "Bearer abc"), ("Cookie", "\(WebSecurity.sessionCookie)=xyz")], .bearer("abc")),
     ([("Cookie", "\(WebSecurity.sessionCookie)=xyz")], .cookie("xyz")),
   ]

@@ -16,10 +16,10 @@ package enum Credential: Equatable {
   /// The credential in `request`: the `Authorization` field wins over the cookie. Two
   /// `Authorization` fields are malformed (RFC 9110 §11.6.2 allows one): never pick one.
   package init(_ request: Request) {
-    let authorizations = request.headers.valueBytes(Self.authorization)
-    if authorizations.count > 1 {
+    let authorization = request.headers.firstValue(Self.authorization)
+    if authorization.count > 1 {
       self = .malformed
-    } else if let value = authorizations.first {
+    } else if let value = authorization.value {
       // `Bearer <token>`, the scheme in any case (RFC 9110 §11.1); read as bytes, since this runs
       // on the loop for every session read.
       if let space = value.firstIndex(of: UInt8(ascii: " ")), space + 1 < value.endIndex,

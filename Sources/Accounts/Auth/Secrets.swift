@@ -1,5 +1,6 @@
 import CArgon2
 import COpenSSL
+import Edge
 import Synchronization
 
 #if canImport(Glibc)
@@ -92,8 +93,34 @@ public enum Secrets {
   // more than the hash of a token. A fetched EVP_MD is immutable and may be used from any thread.
   nonisolated(unsafe) private static let sha256Method: OpaquePointer? = EVP_MD_fetch(nil, "SHA256", nil)
 
+  /// A digest context kept by each thread: `EVP_Digest` allocated and freed one (twice through
+  /// OpenSSL's allocator) for every token a loop looked up.
+  private final class DigestContext {
+    let context: OpaquePointer
+
+    init?() {
+      guard let made = EVP_MD_CTX_new() else { return nil }
+      context = made
+    }
+
+    deinit { EVP_MD_CTX_free(context) }
+  }
+
+  private struct NoDigestContext: Error {}
+
+  private static let contexts = ThreadLocal { () throws in
+    guard let made = DigestContext() else { throw NoDigestContext() }
+    return made
+  }
+
   private static func sha256(_ input: UnsafeRawBufferPointer) -> [UInt8] {
     var out = [UInt8](repeating: 0, count: 32)
+    if let kept = try? contexts.value(), EVP_DigestInit_ex2(kept.context, sha256Method, nil) == 1,
+      EVP_DigestUpdate(kept.context, input.baseAddress, input.count) == 1,
+      EVP_DigestFinal_ex(kept.context, &out, nil) == 1
+    {
+      return out
+    }
     let ok = EVP_Digest(input.baseAddress, input.count, &out, nil, sha256Method, nil)
     precondition(ok == 1, "SHA-256 failed")
     return out

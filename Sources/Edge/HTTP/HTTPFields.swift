@@ -65,6 +65,18 @@ public struct HTTPFields: Sendable {
     return result
   }
 
+  /// How many fields are named `name`, and the first one's value as received (bytes): for what
+  /// runs on the loop for every request (nothing allocated).
+  public func firstValue(_ name: FieldName) -> (value: ArraySlice<UInt8>?, count: Int) {
+    var first: ArraySlice<UInt8>? = nil
+    var count = 0
+    for f in fields where name.matches(bytes[Int(f.nameStart)..<Int(f.nameEnd)]) {
+      if first == nil { first = bytes[Int(f.valueStart)..<Int(f.valueEnd)] }
+      count += 1
+    }
+    return (first, count)
+  }
+
   /// Calls `body` with the value of each field named `name` as received (bytes), from the last
   /// field to the first, until it returns false: for what runs on the loop for every request.
   public func forEachValueFromLast(_ name: FieldName, _ body: (ArraySlice<UInt8>) -> Bool) {

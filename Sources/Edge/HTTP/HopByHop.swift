@@ -21,10 +21,9 @@ public enum HopByHop {
     name.count < 64 && alwaysLengths >> UInt64(name.count) & 1 == 1 && always.contains(matching: name)
   }
 
-  /// The field names the `Connection` fields of `fields` nominate (RFC 9110 §7.6.1), as ranges of
-  /// `fields.bytes`; empty (and nothing allocated) when there is no `Connection` field.
-  static func nominated(by fields: HTTPFields) -> [Range<Int>] {
-    var names: [Range<Int>] = []
+  /// Calls `body` with each field name the `Connection` fields of `fields` nominate (RFC 9110
+  /// §7.6.1), as a range of `fields.bytes`, until it returns false; allocates nothing.
+  static func forEachNominated(by fields: HTTPFields, _ body: (Range<Int>) -> Bool) {
     for i in fields.fields.indices where fields.name(i, is: connection) {
       let field = fields.fields[i]
       var start = Int(field.valueStart)
@@ -35,11 +34,20 @@ public enum HopByHop {
         var (low, high) = (start, stop)
         while low < high, ASCII.isWhitespace(fields.bytes[low]) { low += 1 }
         while high > low, ASCII.isWhitespace(fields.bytes[high - 1]) { high -= 1 }
-        if low < high { names.append(low..<high) }
+        if low < high, !body(low..<high) { return }
         start = stop + 1
       }
     }
-    return names
+  }
+
+  /// Whether a `Connection` field of `fields` nominates `name` (bytes as received, any case).
+  static func isNominated(_ name: ArraySlice<UInt8>, by fields: HTTPFields) -> Bool {
+    var found = false
+    forEachNominated(by: fields) { token in
+      found = FieldName.equal(fields.bytes[token], name)
+      return !found
+    }
+    return found
   }
 }
 
@@ -89,18 +97,42 @@ extension HTTPFields {
   public func forEachEndToEnd(_ body: (_ name: ArraySlice<UInt8>, _ value: ArraySlice<UInt8>) throws -> Void)
     rethrows
   {
-    let nominated = HopByHop.nominated(by: self)
-    for field in fields {
-      let name = bytes[Int(field.nameStart)..<Int(field.nameEnd)]
-      if HopByHop.isAlways(name) { continue }
-      if nominated.contains(where: { FieldName.equal(bytes[$0], name) }) { continue }
-      try body(name, bytes[Int(field.valueStart)..<Int(field.valueEnd)])
+    // The nominated names are gathered once, on the stack (a message naming more than `kept` is
+    // checked field by field instead).
+    let kept = 8
+    try withUnsafeTemporaryAllocation(of: Range<Int>.self, capacity: kept) { tokens in
+      var count = 0
+      var overflow = false
+      HopByHop.forEachNominated(by: self) { token in
+        guard count < kept else {
+          overflow = true
+          return false
+        }
+        tokens.initializeElement(at: count, to: token)
+        count += 1
+        return true
+      }
+      for field in fields {
+        let name = bytes[Int(field.nameStart)..<Int(field.nameEnd)]
+        if HopByHop.isAlways(name) { continue }
+        if overflow {
+          if HopByHop.isNominated(name, by: self) { continue }
+        } else if (0..<count).contains(where: { FieldName.equal(bytes[tokens[$0]], name) }) {
+          continue
+        }
+        try body(name, bytes[Int(field.valueStart)..<Int(field.valueEnd)])
+      }
     }
   }
 
   /// Whether a `Connection` field nominates one of `names` (RFC 9110 §7.6.1).
   public func connectionNominates(anyOf names: [FieldName]) -> Bool {
-    HopByHop.nominated(by: self).contains { names.contains(matching: bytes[$0]) }
+    var found = false
+    HopByHop.forEachNominated(by: self) { token in
+      found = names.contains(matching: bytes[token])
+      return !found
+    }
+    return found
   }
 
   /// Whether the name of field `i` is `name`, in any case.

@@ -16,6 +16,11 @@ struct ForwardedAnswer: Sendable {
     "Location", "Retry-After", "Vary", "Allow",
   ].map { (FieldName($0), $0) }
 
+  /// Values the core sends on most answers, given as these constants rather than new strings.
+  static let commonValues: [(bytes: [UInt8], text: String)] = [
+    "application/json", "application/json; charset=utf-8", "application/problem+json",
+  ].map { (Array($0.utf8), $0) }
+
   /// The request's ID (`X-Request-Id` on every answer).
   let requestID: String
   /// The deployment's origin: a `Location` elsewhere is dropped.
@@ -45,7 +50,9 @@ struct ForwardedAnswer: Sendable {
       guard let passed = passed.first(where: { $0.name.matches(name) }),
         value.allSatisfy(UpstreamHead.writable)
       else { return }
-      let text = String(decoding: value, as: UTF8.self)
+      let text =
+        commonValues.first { $0.bytes.count == value.count && $0.bytes.elementsEqual(value) }?.text
+        ?? String(decoding: value, as: UTF8.self)
       if passed.written == "Location", !sameOrigin(text, origin: origin) { return }
       response.add(passed.written, text)
     }
