@@ -185,6 +185,28 @@ import Testing
         == "for=\"[2001:db8::7]\";proto=https;host=\"band.example.test\"")
   }
 
+  @Test("the head is written whole however many fields, and however long its parts, it carries")
+  func largeHead() throws {
+    let fields =
+      (0..<300).map { ("Accept", "x\($0)") } + [
+        ("A", ""), ("Accept-Language", String(repeating: "c", count: 4000)),
+      ]
+    let client = "2001:db8:0:0:0:0:0:7"
+    let via = String(repeating: "1.1 proxy, ", count: 200) + "1.1 lb"
+    let head = try #require(
+      UpstreamHead(
+        Request(
+          method: .post, target: "/" + String(repeating: "p", count: 3000), headers: fields, body: [1, 2, 3]),
+        settings: Self.settings, client: client, via: via, requestID: "r",
+        assertion: String(repeating: "a", count: 900)))
+    #expect(Self.values(head, "accept").count == 300)
+    #expect(Self.values(head, "accept-language") == [String(repeating: "c", count: 4000)])
+    #expect(Self.values(head, "via") == [via + ", 1.1 band-edge"])
+    #expect(Self.values(head, "content-length") == ["3"])
+    #expect(Self.values(head, "forwarded") == ["for=\"[\(client)]\";proto=https;host=\"band.example.test\""])
+    #expect(head.bytes.suffix(4) == Array("\r\n\r\n".utf8))
+  }
+
   @Test("a trusted proxy's Via is extended, not replaced")
   func viaChain() throws {
     let head = try #require(

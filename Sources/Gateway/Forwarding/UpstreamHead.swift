@@ -68,48 +68,58 @@ public struct UpstreamHead: Sendable {
       let hostLine = settings.hostLine, Self.writable(client), via.map(Self.writable) ?? true
     else { return nil }
     assert(Self.writable(requestID) && Self.writable(assertion), "the gateway's own values are base64url")
-    var out: [UInt8] = []
-    out.reserveCapacity(320 + target.utf8.count + assertion.utf8.count + request.headers.byteCount)
-    out.append(utf8: request.method.rawValue)
-    out.append(0x20)
-    out.append(utf8: target)
-    out.append(static: " HTTP/1.1\r\n")
-    out += hostLine
+    // One buffer, sized once to a bound of everything below (fixed text under 256 bytes; each
+    // passed field is its name and value and 4 bytes), each piece copied once.
+    let bound =
+      256 + request.method.rawValue.utf8.count + target.utf8.count + hostLine.count
+      + request.headers.byteCount
+      + 4 * request.headers.count + (via?.utf8.count ?? 0) + 2 * client.utf8.count
+      + settings.forwardedTail.count
+      + settings.publicScheme.utf8.count + requestID.utf8.count + assertion.utf8.count
     var writable = true
-    request.headers.forEachEndToEnd { name, value in
-      guard Self.allowed.contains(matching: name) || settings.alsoAllowed.contains(matching: name) else {
-        return
+    let written = [UInt8](unsafeUninitializedCapacity: bound) { buffer, initialized in
+      var out = HeadWriter(buffer)
+      out.put(utf8: request.method.rawValue)
+      out.put(static: " ")
+      out.put(utf8: target)
+      out.put(static: " HTTP/1.1\r\n")
+      out.put(hostLine[...])
+      request.headers.forEachEndToEnd { name, value in
+        guard Self.allowed.contains(matching: name) || settings.alsoAllowed.contains(matching: name) else {
+          return
+        }
+        guard value.allSatisfy(Self.writable) else { return writable = false }
+        out.put(name)
+        out.put(static: ": ")
+        out.put(value)
+        out.put(static: "\r\n")
       }
-      guard value.allSatisfy(Self.writable) else { return writable = false }
-      out += name
-      out.append(static: ": ")
-      out += value
-      out.append(static: "\r\n")
+      let verb = request.method
+      if verb == .post || verb == .put || verb == .patch || !request.body.isEmpty {
+        out.put(static: "Content-Length: ")
+        out.put(utf8: String(request.body.count))
+        out.put(static: "\r\n")
+      }
+      out.put(static: "Via: ")
+      if let via {
+        out.put(utf8: via)
+        out.put(static: ", ")
+      }
+      out.put(static: "1.1 band-edge\r\nForwarded: ")
+      Self.forwarded(client: client, settings: settings, to: &out)
+      out.put(static: "\r\nX-Forwarded-For: ")
+      out.put(utf8: client)
+      out.put(static: "\r\nX-Forwarded-Proto: ")
+      out.put(utf8: settings.publicScheme)
+      out.put(static: "\r\nX-Request-Id: ")
+      out.put(utf8: requestID)
+      out.put(static: "\r\nBand-Licence-Assertion: ")
+      out.put(utf8: assertion)
+      out.put(static: "\r\n\r\n")
+      initialized = out.count
     }
     guard writable else { return nil }
-    let verb = request.method
-    if verb == .post || verb == .put || verb == .patch || !request.body.isEmpty {
-      out.append(static: "Content-Length: ")
-      out.append(utf8: String(request.body.count))
-      out.append(static: "\r\n")
-    }
-    out.append(static: "Via: ")
-    if let via {
-      out.append(utf8: via)
-      out.append(static: ", ")
-    }
-    out.append(static: "1.1 band-edge\r\nForwarded: ")
-    Self.forwarded(client: client, settings: settings, to: &out)
-    out.append(static: "\r\nX-Forwarded-For: ")
-    out.append(utf8: client)
-    out.append(static: "\r\nX-Forwarded-Proto: ")
-    out.append(utf8: settings.publicScheme)
-    out.append(static: "\r\nX-Request-Id: ")
-    out.append(utf8: requestID)
-    out.append(static: "\r\nBand-Licence-Assertion: ")
-    out.append(utf8: assertion)
-    out.append(static: "\r\n\r\n")
-    bytes = out
+    bytes = written
     method = request.method
     self.target = target
   }
@@ -125,19 +135,22 @@ public struct UpstreamHead: Sendable {
 
   /// RFC 7239 §4: `for` (an IPv6 address quoted in brackets), `proto` and `host`.
   static func forwarded(client: String, settings: Settings) -> String {
-    var out: [UInt8] = []
-    forwarded(client: client, settings: settings, to: &out)
-    return String(decoding: out, as: UTF8.self)
+    let bound = 16 + client.utf8.count + settings.forwardedTail.count
+    let bytes = [UInt8](unsafeUninitializedCapacity: bound) { buffer, initialized in
+      var out = HeadWriter(buffer)
+      forwarded(client: client, settings: settings, to: &out)
+      initialized = out.count
+    }
+    return String(decoding: bytes, as: UTF8.self)
   }
 
-  private static func forwarded(client: String, settings: Settings, to out: inout [UInt8]) {
-    out.append(static: "for=")
-    var client = client
-    let quoted = client.withUTF8 { $0.contains(UInt8(ascii: ":")) }
-    if quoted { out.append(static: "\"[") }
-    out.append(utf8: client)
-    if quoted { out.append(static: "]\"") }
-    out += settings.forwardedTail
+  private static func forwarded(client: String, settings: Settings, to out: inout HeadWriter) {
+    out.put(static: "for=")
+    let quoted = client.utf8.contains(UInt8(ascii: ":"))
+    if quoted { out.put(static: "\"[") }
+    out.put(utf8: client)
+    if quoted { out.put(static: "]\"") }
+    out.put(settings.forwardedTail[...])
   }
 
   /// A field value HTTP/1.1 can carry as is: visible ASCII, space and tab, nothing else (RFC 9110
@@ -149,5 +162,33 @@ public struct UpstreamHead: Sendable {
 
   @inline(__always) static func writable(_ byte: UInt8) -> Bool {
     (byte >= 0x20 && byte < 0x7F) || byte == 0x09
+  }
+}
+
+/// Bytes written into memory sized beforehand, one copy per piece; writing past the end traps.
+private struct HeadWriter {
+  private let buffer: UnsafeMutableBufferPointer<UInt8>
+  private(set) var count = 0
+
+  init(_ buffer: UnsafeMutableBufferPointer<UInt8>) { self.buffer = buffer }
+
+  mutating func put(_ bytes: UnsafeRawBufferPointer) {
+    precondition(bytes.count <= buffer.count - count, "the head outgrew its bound")
+    guard let source = bytes.baseAddress, let base = buffer.baseAddress else { return }
+    UnsafeMutableRawPointer(base + count).copyMemory(from: source, byteCount: bytes.count)
+    count += bytes.count
+  }
+
+  mutating func put(static text: StaticString) {
+    put(UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+  }
+
+  mutating func put(utf8 text: String) {
+    var text = text
+    text.withUTF8 { put(UnsafeRawBufferPointer($0)) }
+  }
+
+  mutating func put(_ bytes: ArraySlice<UInt8>) {
+    bytes.withUnsafeBytes { put($0) }
   }
 }
