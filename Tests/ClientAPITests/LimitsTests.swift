@@ -276,11 +276,15 @@ struct LimitsTests {
     var request = Request(
       method: .post, target: "/sign-in", headers: forwarded.map { ("X-Forwarded-For", $0) })
     request.client = peer
-    let trusted: Set<String> = ["127.0.0.1", "127.0.0.2", "::1"]
-    #expect(ClientAddress.of(request, trustedProxies: trusted) == expected)
-    let resolved = ClientAddress.resolve(request, trustedProxies: trusted)
-    #expect(resolved.address == expected)
-    #expect(resolved.peerTrusted == !peer.hasPrefix("10."), "whether the peer itself is a trusted proxy")
+    let few: Set<String> = ["127.0.0.1", "127.0.0.2", "::1"]
+    // A long list is looked up by hash, a short one compared byte by byte: the same answers.
+    let many = few.union((1...20).map { "192.0.2.\($0)" })
+    for trusted in [few, many] {
+      #expect(ClientAddress.of(request, trustedProxies: trusted) == expected)
+      let resolved = ClientAddress.resolve(request, trustedProxies: trusted)
+      #expect(resolved.address == expected)
+      #expect(resolved.peerTrusted == !peer.hasPrefix("10."), "whether the peer itself is a trusted proxy")
+    }
   }
 }
 
