@@ -172,6 +172,19 @@ public final class PostgresDatabase: Database {
       """, [.text(id), .integer(seen)])
   }
 
+  /// The highest sync marker drawn so far (0 before the first).
+  package static func lastMarker(_ connection: PostgresConnection) throws(StoreError) -> Int64 {
+    let row = try connection.query("SELECT last_value, is_called FROM band_edge_sync_seq", []).first
+    guard case .integer(let n)? = row?.first, case .text("t")? = row?.last else { return 0 }
+    return n
+  }
+
+  /// Forgets listeners silent for a day (instances that ended without saying so).
+  package static func forgetSilentListeners(_ connection: PostgresConnection) throws(StoreError) {
+    try connection.query(
+      "DELETE FROM change_acks WHERE at < extract(epoch FROM clock_timestamp())::bigint - 86400", [])
+  }
+
   /// Takes listener `id` off the table (it stops listening).
   package static func forget(_ connection: PostgresConnection, listener id: String) throws(StoreError) {
     try connection.query("DELETE FROM change_acks WHERE listener = $1", [.text(id)])
@@ -196,11 +209,13 @@ public final class PostgresDatabase: Database {
 
   /// COMMIT, then the announcement hook if the transaction announced a change.
   private func commit() throws(StoreError) {
-    defer { connection.inTransaction = false }
     do { try connection.execute("COMMIT") } catch {
+      connection.inTransaction = false
       announced = false
       throw error
     }
+    // Cleared before the hook, whose own statements run outside the transaction.
+    connection.inTransaction = false
     if announced {
       announced = false
       afterAnnouncedCommit?(self)

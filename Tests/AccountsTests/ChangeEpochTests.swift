@@ -119,6 +119,33 @@ struct ChangeEpochTests {
     #expect(SessionCache<String>(capacity: 0, epochs: ChangeEpoch { watch }).epochBeforeRead() == nil)
   }
 
+  @Test(
+    "a last-seen write never rewrites a row as it is: SQLite counts such an UPDATE as a change but commits nothing"
+  )
+  func noIdenticalWrite() throws {
+    let (db, path) = try temporaryDatabase()
+    let (store, clock) = try makeStore(on: db)
+    let watch = try #require(WALWatch(databasePath: path))
+    let ada = try store.createAccount(
+      email: "ada@example.test", displayName: "Ada", passwordHash: "x", actor: "t")
+    let session = try store.createSession(
+      accountID: ada.id, kind: .native, platform: "ios", appVersion: "1.4.0", token: "t",
+      lifetimes: SessionLifetimes())
+    let now = clock.read() + 61
+    var before = try #require(watch.stamp())
+    #expect(try store.markSeen(id: session.id, at: now, network: nil))
+    #expect(watch.isOneCommit(try #require(watch.stamp()), after: before))
+    // The same value again, as a second reader of the same old row would write it: no change claimed.
+    before = try #require(watch.stamp())
+    #expect(try !store.markSeen(id: session.id, at: now, network: nil))
+    #expect(try #require(watch.stamp()) == before)
+    // Why: the plain UPDATE of a row to the bytes it holds is "one change" with nothing committed.
+    try db.query(
+      "UPDATE sessions SET last_seen_at = ? WHERE id = ?", [.integer(Int64(now)), .text(session.id)])
+    #expect(db.changes == 1)
+    #expect(try #require(watch.stamp()) == before)
+  }
+
   @Test("SQLite's WAL index: one commit is told apart from two, from none, and from a WAL restart")
   func walCommits() throws {
     let (db, path) = try temporaryDatabase()

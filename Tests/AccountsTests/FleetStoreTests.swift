@@ -301,6 +301,15 @@ struct PostgresFleetTests {
     try PostgresDatabase.acknowledge(other, listener: "lis_deaf", seen: 0)
     #expect(try db.awaitListeners(except: nil, within: .milliseconds(20)) == 1)
     #expect(try db.awaitListeners(except: "lis_deaf", within: .seconds(1)) == 0)
+    // A listener that connects now has in effect heard every marker drawn before it: it says so at
+    // once, and no writer waits for it to hear one it never could.
+    let last = try PostgresDatabase.lastMarker(other)
+    #expect(last > 0)
+    let late = ChangeListener(uri: schema.uri, recheck: .milliseconds(200))
+    for _ in 0..<500 where !late.isLive { usleep(10_000) }
+    #expect(
+      try other.query("SELECT seen FROM change_acks WHERE listener = $1", [.text(late.id)])
+        == [[.integer(last)]])
   }
 
   @Test("a database that is not there is 'unavailable', and attempts are spaced out")

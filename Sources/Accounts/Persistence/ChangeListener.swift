@@ -115,16 +115,18 @@ public final class ChangeListener: Sendable {
     while !shared.stopped.load(ordering: .sequentiallyConsistent), !Background.process.isEnding {
       do {
         let connection = try PostgresConnection(uri: uri, settings: settings, name: "band-edge-listener")
+        // A marker drawn before this point was drawn after its change committed, so before the
+        // generation moves on below: this listener has in effect heard it. A marker drawn between
+        // here and LISTEN is never heard here, and its writer waits out its limit (a rare moment).
+        var acknowledged = try PostgresDatabase.lastMarker(connection)
         try connection.listen(PostgresDatabase.changeChannel)
         var counter = try Self.counter(connection)
-        // Markers sent before this connection listened are never heard here: writers waiting for
-        // one wait out their limit (a reconnect is rare); every later one is.
-        var acknowledged: Int64 = 0
-        try PostgresDatabase.acknowledge(connection, listener: id, seen: acknowledged)
+        try PostgresDatabase.forgetSilentListeners(connection)
         shared.confirmed.store(Self.monotonic(), ordering: .sequentiallyConsistent)
         shared.backendPID.store(connection.backendPID, ordering: .sequentiallyConsistent)
         // Whatever was cached before this connection existed is stale from now on.
         shared.generation.add(1, ordering: .sequentiallyConsistent)
+        try PostgresDatabase.acknowledge(connection, listener: id, seen: acknowledged)
         shared.live.store(true, ordering: .sequentiallyConsistent)
         if shared.connections.add(1, ordering: .sequentiallyConsistent).oldValue > 0 {
           Log.event("info", "change_listener_reconnected", [])

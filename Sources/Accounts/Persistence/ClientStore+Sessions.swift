@@ -120,15 +120,23 @@ extension ClientStore {
     guard !account.disabled, now < record.expiresAt, now - record.lastSeenAt < idle else { return nil }
     guard now - record.lastSeenAt >= ClientStore.seenResolution else { return record.lastSeenAt }
     let write = { () throws(StoreError) -> Bool in
-      try self.db.query(
-        "UPDATE sessions SET last_seen_at = ?, network = coalesce(?, network) WHERE id = ?",
-        [.integer(Int64(now)), network.map { .text($0) } ?? .null, .text(record.id)])
-      return self.db.changes == 1
+      try self.markSeen(id: record.id, at: now, network: network)
     }
     // Judged only when the write is its own transaction (and so never waits for `unannounced`'s
     // turn while holding SQLite's write lock).
     if let seenWrites, !db.inTransaction { try seenWrites.unannounced(write) } else { _ = try write() }
     return now
+  }
+
+  /// Sets session `id`'s last-seen time to `now` (and its network, when known) if it is earlier;
+  /// whether a row changed. Never rewrites a row with the bytes it holds: SQLite reports such an
+  /// UPDATE as one change though it writes and commits nothing, and `ChangeEpoch.unannounced` would
+  /// then take another connection's commit in the same moment for this one.
+  package func markSeen(id: String, at now: Int, network: String?) throws(StoreError) -> Bool {
+    try db.query(
+      "UPDATE sessions SET last_seen_at = ?, network = coalesce(?, network) WHERE id = ? AND last_seen_at < ?",
+      [.integer(Int64(now)), network.map { .text($0) } ?? .null, .text(id), .integer(Int64(now))])
+    return db.changes == 1
   }
 
   /// How stale `last_seen_at` may be, in seconds: reads write it at most this often.
