@@ -25,11 +25,17 @@ public struct Instant: Comparable, Hashable, Sendable {
 }
 
 extension Duration {
-  /// The duration in whole nanoseconds (negative durations count as zero).
+  /// The duration in whole nanoseconds (negative durations count as zero, ones past `UInt64.max`
+  /// nanoseconds — 584 years — as `UInt64.max`). One 128-by-64-bit division: `components` costs two
+  /// 128-bit ones, and every request moves a few deadlines by a duration.
   var nanoseconds: UInt64 {
-    let (seconds, attoseconds) = components
-    guard seconds >= 0 else { return 0 }
-    return UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
+    let attoseconds = self.attoseconds
+    guard attoseconds > 0 else { return 0 }
+    let high = UInt64(truncatingIfNeeded: attoseconds >> 64)
+    let low = UInt64(truncatingIfNeeded: attoseconds)
+    // The quotient fits in 64 bits exactly when the high half is below the divisor.
+    guard high < 1_000_000_000 else { return .max }
+    return UInt64(1_000_000_000).dividingFullWidth((high: high, low: low)).quotient
   }
 }
 
