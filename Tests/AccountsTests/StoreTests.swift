@@ -137,6 +137,18 @@ struct SecretsTests {
     #expect(Secrets.base64url([], prefix: "req_") == "req_")
   }
 
+  @Test("random base64url IDs: the prefix, 4 characters per 3 bytes, never repeated, across refills")
+  func randomIDs() {
+    // 12 bytes at a time run through the 4,096-byte buffer several times over.
+    let ids = (0..<2000).map { _ in Secrets.randomBase64url(12, prefix: "req_") }
+    #expect(Set(ids).count == ids.count)
+    #expect(
+      ids.allSatisfy {
+        $0.hasPrefix("req_") && $0.utf8.count == 20
+          && $0.utf8.dropFirst(4).allSatisfy(PKCE.isBase64URL)
+      })
+  }
+
   @Test("tokens are 256 random bits in 43 base64url characters, never repeated")
   func tokens() {
     let tokens = (0..<1000).map { _ in Secrets.token() }

@@ -44,30 +44,60 @@ public enum Secrets {
 
   /// base64url without padding (RFC 4648 §5), after `prefix` (one string made, not two).
   public static func base64url(_ bytes: [UInt8], prefix: StaticString = "") -> String {
-    var out: [UInt8] = []
-    out.reserveCapacity(prefix.utf8CodeUnitCount + (bytes.count * 4 + 2) / 3)
-    out.append(contentsOf: UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount))
-    func letter(_ n: Int) -> UInt8 { alphabet[n & 63] }
-    var i = 0
-    while i + 2 < bytes.count {
-      let n = Int(bytes[i]) << 16 | Int(bytes[i + 1]) << 8 | Int(bytes[i + 2])
-      out.append(letter(n >> 18))
-      out.append(letter(n >> 12))
-      out.append(letter(n >> 6))
-      out.append(letter(n))
-      i += 3
+    bytes.withUnsafeBytes { base64url($0, prefix: prefix) }
+  }
+
+  /// `base64url` of bytes in memory: the string's storage is written in place, one allocation.
+  public static func base64url(_ bytes: UnsafeRawBufferPointer, prefix: StaticString = "") -> String {
+    let length = prefix.utf8CodeUnitCount + (bytes.count * 4 + 2) / 3
+    return String(unsafeUninitializedCapacity: length) { out in
+      var o = 0
+      for i in 0..<prefix.utf8CodeUnitCount {
+        out[o] = prefix.utf8Start[i]
+        o += 1
+      }
+      func put(_ n: Int) {
+        out[o] = alphabet[n & 63]
+        o += 1
+      }
+      var i = 0
+      while i + 2 < bytes.count {
+        let n = Int(bytes[i]) << 16 | Int(bytes[i + 1]) << 8 | Int(bytes[i + 2])
+        put(n >> 18)
+        put(n >> 12)
+        put(n >> 6)
+        put(n)
+        i += 3
+      }
+      if bytes.count - i == 2 {
+        let n = Int(bytes[i]) << 16 | Int(bytes[i + 1]) << 8
+        put(n >> 18)
+        put(n >> 12)
+        put(n >> 6)
+      } else if bytes.count - i == 1 {
+        let n = Int(bytes[i]) << 16
+        put(n >> 18)
+        put(n >> 12)
+      }
+      return o
     }
-    if bytes.count - i == 2 {
-      let n = Int(bytes[i]) << 16 | Int(bytes[i + 1]) << 8
-      out.append(letter(n >> 18))
-      out.append(letter(n >> 12))
-      out.append(letter(n >> 6))
-    } else if bytes.count - i == 1 {
-      let n = Int(bytes[i]) << 16
-      out.append(letter(n >> 18))
-      out.append(letter(n >> 12))
+  }
+
+  /// `prefix` and `count` buffered random bytes in base64url (a request ID, say), with no array
+  /// made for the bytes.
+  public static func randomBase64url(_ count: Int, prefix: StaticString = "") -> String {
+    precondition(count <= RandomBuffer.size)
+    return RandomBuffer.shared.withLock { buffer in
+      if buffer.used + count > RandomBuffer.size {
+        let ok = buffer.bytes.withUnsafeMutableBufferPointer { RAND_bytes($0.baseAddress, Int32($0.count)) }
+        precondition(ok == 1, "the system random generator failed")
+        buffer.used = 0
+      }
+      defer { buffer.used += count }
+      return buffer.bytes.withUnsafeBytes { all in
+        base64url(UnsafeRawBufferPointer(rebasing: all[buffer.used..<(buffer.used + count)]), prefix: prefix)
+      }
     }
-    return String(decoding: out, as: UTF8.self)
   }
 
   private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)

@@ -38,14 +38,9 @@ public struct AccessLog: Sendable {
     buffer.append(static: #"","method":""#)
     if let method { buffer.append(utf8: method.rawValue) } else { buffer.append(static: "-") }
     buffer.append(static: #"","path":""#)
-    if var path {
-      // The parser admits only visible ASCII in a target: quote and backslash need escaping.
-      path.withUTF8 { bytes in
-        for b in bytes {
-          if b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") { buffer.append(UInt8(ascii: "\\")) }
-          buffer.append(b)
-        }
-      }
+    if let path {
+      // The parser admits only visible ASCII in a target: quote and backslash are escaped.
+      JSONString.appendEscaped(path, to: &buffer)
     } else {
       buffer.append(static: "-")
     }
@@ -67,7 +62,7 @@ public struct AccessLog: Sendable {
   /// `,"upstream":…,"upstream_status":…` (or `"upstream_error"`) `,"upstream_us":…`.
   private mutating func note(_ upstream: UpstreamNote) {
     buffer.append(static: #","upstream":""#)
-    buffer.append(utf8: JSONString.escaped(upstream.upstream))
+    JSONString.appendEscaped(upstream.upstream, to: &buffer)
     if let status = upstream.status {
       buffer.append(static: #"","upstream_status":"#)
       OutputQueue.appendDecimal(status, to: &buffer)

@@ -53,5 +53,5 @@ public final class GatewayServices: Sendable {
   }
 
   /// A new request ID: `req_` and 16 random base64url characters (96 bits).
-  static func requestID() -> String { Secrets.base64url(Secrets.bufferedRandomBytes(12), prefix: "req_") }
+  static func requestID() -> String { Secrets.randomBase64url(12, prefix: "req_") }
 }
