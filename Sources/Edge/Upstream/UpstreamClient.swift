@@ -48,6 +48,8 @@ final class UpstreamClient<Clock: EdgeClock> {
   private var timers = TimerHeap()
   private var nextGeneration: UInt64 = 1
   private var answers: [(CompletionKey, Response)] = []
+  /// The answers being delivered (`flushAnswers`), empty between deliveries.
+  private var delivered: [(CompletionKey, Response)] = []
   private var delivering = false
   private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
 
@@ -494,9 +496,10 @@ final class UpstreamClient<Clock: EdgeClock> {
     delivering = true
     defer { delivering = false }
     while !answers.isEmpty {
-      let ready = answers
-      answers.removeAll()
-      for (key, response) in ready { deliver(key, response) }
+      // The two arrays swap roles, so that neither is allocated again for every answer.
+      swap(&answers, &delivered)
+      for (key, response) in delivered { deliver(key, response) }
+      delivered.removeAll(keepingCapacity: true)
     }
   }
 }

@@ -35,7 +35,9 @@ public struct ForwardedRoutes: Sendable {
   private func routes(for forward: ForwardRoute) -> [Route] {
     let prepared = Prepared(forward, deployment: deployment)
     let onLoop: @Sendable (Request) -> Response? = { request in
-      cached(request, prepared).map { GatewayMetrics.process.counted($0) }
+      let response = cached(request, prepared)
+      if let response { GatewayMetrics.process.count(response) }
+      return response
     }
     return ForwardRoute.methodOrder.filter { forward.methods[$0] != nil }.map { method in
       Route(

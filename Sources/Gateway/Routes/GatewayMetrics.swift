@@ -25,10 +25,15 @@ public struct GatewayMetrics: Sendable {
   }
 
   /// Counts `response` when it is a refusal (anything but a forward), in this thread's shard.
-  func counted(_ response: Response) -> Response {
-    guard response.forward == nil else { return response }
+  func counted(_ response: consuming Response) -> Response {
+    count(response)
+    return response
+  }
+
+  /// Counts `response` when it is a refusal, without a copy of it.
+  func count(_ response: borrowing Response) {
+    guard response.forward == nil else { return }
     let code = String(response.status.code)
     Metrics.process.shard()?.count(refusals, Self.statuses.firstIndex(of: code) ?? Self.statuses.count - 1)
-    return response
   }
 }
