@@ -168,7 +168,9 @@ public struct HTTP1ResponseParser: Sendable, HTTP1MessageParser {
     status = 0
     version = .http11
     reasonEnd = 0
-    fields.removeAll(keepingCapacity: true)
+    // The fields went out with the response: keeping their capacity here would allocate a copy
+    // that the next response's parser (a new one, `UpstreamSocket.start`) never uses.
+    fields = []
     trailerLines = 0
     keepAlive = true
   }

@@ -135,7 +135,8 @@ final class UpstreamSocket {
   /// Takes on `exchange`: its request to write, a parser for its answer.
   func start(_ exchange: UpstreamExchange, limits: ResponseLimits) {
     self.exchange = exchange
-    output = exchange.call.head + exchange.call.body
+    // A read has no body: its head is written as it stands (shared, not copied).
+    output = exchange.call.body.isEmpty ? exchange.call.head : exchange.call.head + exchange.call.body
     written = 0
     input.removeAll(keepingCapacity: true)
     parser = HTTP1ResponseParser(method: exchange.call.method, limits: limits)
