@@ -33,46 +33,52 @@ public struct AccessLog: Sendable {
     guard enabled else { return }
     refreshTime()
     if buffer.isEmpty { oldestSecond = timeSecond }
-    buffer.append(static: #"{"time":""#)
-    buffer += timeLine
-    buffer.append(static: #"","method":""#)
-    if let method { buffer.append(utf8: method.rawValue) } else { buffer.append(static: "-") }
-    buffer.append(static: #"","path":""#)
-    if let path {
-      // The parser admits only visible ASCII in a target: quote and backslash are escaped.
-      JSONString.appendEscaped(path, to: &buffer)
-    } else {
-      buffer.append(static: "-")
+    // One bound for the whole line (the fixed text is under 256 bytes), then each piece in place.
+    var bound = 256 + timeLine.count + 3 * BoundedWriter.maxDecimalBytes + client.utf8.count
+    bound += (method?.rawValue.utf8.count ?? 1) + (path.map(JSONString.escapedBound) ?? 1)
+    if let upstream {
+      bound += 2 * BoundedWriter.maxDecimalBytes + JSONString.escapedBound(upstream.upstream)
+      bound += upstream.error?.utf8.count ?? 0
     }
-    buffer.append(static: #"","protocol":""#)
-    buffer.append(static: `protocol` == .h2 ? "HTTP/2" : "HTTP/1.1")
-    buffer.append(static: #"","status":"#)
-    OutputQueue.appendDecimal(status, to: &buffer)
-    buffer.append(static: #","bytes":"#)
-    OutputQueue.appendDecimal(bytes, to: &buffer)
-    buffer.append(static: #","duration_us":"#)
-    OutputQueue.appendDecimal(Int(durationNanoseconds / 1000), to: &buffer)
-    buffer.append(static: #","client":""#)
-    buffer.append(utf8: client)
-    buffer.append(static: "\"")
-    if let upstream { note(upstream) }
-    buffer.append(static: "}\n")
+    let timeLine = self.timeLine
+    buffer.append(bound: bound) { out in
+      out.put(static: #"{"time":""#)
+      out.put(timeLine)
+      out.put(static: #"","method":""#)
+      if let method { out.put(utf8: method.rawValue) } else { out.put(static: "-") }
+      out.put(static: #"","path":""#)
+      // The parser admits only visible ASCII in a target: quote and backslash are escaped.
+      if let path { JSONString.put(escaped: path, to: &out) } else { out.put(static: "-") }
+      out.put(static: #"","protocol":""#)
+      out.put(static: `protocol` == .h2 ? "HTTP/2" : "HTTP/1.1")
+      out.put(static: #"","status":"#)
+      out.put(decimal: status)
+      out.put(static: #","bytes":"#)
+      out.put(decimal: bytes)
+      out.put(static: #","duration_us":"#)
+      out.put(decimal: Int(durationNanoseconds / 1000))
+      out.put(static: #","client":""#)
+      out.put(utf8: client)
+      out.put(static: "\"")
+      if let upstream { Self.note(upstream, to: &out) }
+      out.put(static: "}\n")
+    }
   }
 
   /// `,"upstream":…,"upstream_status":…` (or `"upstream_error"`) `,"upstream_us":…`.
-  private mutating func note(_ upstream: UpstreamNote) {
-    buffer.append(static: #","upstream":""#)
-    JSONString.appendEscaped(upstream.upstream, to: &buffer)
+  private static func note(_ upstream: UpstreamNote, to out: inout BoundedWriter) {
+    out.put(static: #","upstream":""#)
+    JSONString.put(escaped: upstream.upstream, to: &out)
     if let status = upstream.status {
-      buffer.append(static: #"","upstream_status":"#)
-      OutputQueue.appendDecimal(status, to: &buffer)
+      out.put(static: #"","upstream_status":"#)
+      out.put(decimal: status)
     } else {
-      buffer.append(static: #"","upstream_error":""#)
-      buffer.append(utf8: upstream.error ?? "")
-      buffer.append(static: "\"")
+      out.put(static: #"","upstream_error":""#)
+      out.put(utf8: upstream.error ?? "")
+      out.put(static: "\"")
     }
-    buffer.append(static: #","upstream_us":"#)
-    OutputQueue.appendDecimal(Int(upstream.durationNanoseconds / 1000), to: &buffer)
+    out.put(static: #","upstream_us":"#)
+    out.put(decimal: Int(upstream.durationNanoseconds / 1000))
   }
 
   private mutating func refreshTime() {

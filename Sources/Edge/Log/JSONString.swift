@@ -21,25 +21,48 @@ public enum JSONString {
   public static func appendEscaped(_ text: String, to out: inout [UInt8]) {
     var text = text
     text.withUTF8 { bytes in
-      if !bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-        out.append(contentsOf: bytes)
-        return
-      }
-      let hex = Array("0123456789abcdef".utf8)
-      for byte in bytes {
-        switch byte {
-        case UInt8(ascii: "\""): out += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
-        case UInt8(ascii: "\\"): out += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
-        case UInt8(ascii: "\n"): out += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
-        case UInt8(ascii: "\r"): out += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
-        case UInt8(ascii: "\t"): out += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
-        case 0..<0x20:
-          out += [
-            UInt8(ascii: "\\"), UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 15)],
-          ]
-        default: out.append(byte)
-        }
-      }
+      forEachPiece(of: bytes) { out.append(contentsOf: $0.assumingMemoryBound(to: UInt8.self)) }
     }
   }
+
+  /// Writes `text` escaped, without quotes, within `out`'s bound (`escapedBound`).
+  public static func put(escaped text: String, to out: inout BoundedWriter) {
+    var text = text
+    text.withUTF8 { bytes in forEachPiece(of: bytes) { out.put($0) } }
+  }
+
+  /// The most bytes `text` takes escaped (a control character becomes six).
+  public static func escapedBound(_ text: String) -> Int { 6 * text.utf8.count }
+
+  /// Calls `emit` with `bytes` escaped, in pieces: runs that need nothing as they are (all of
+  /// `bytes` at once, usually), and each escape.
+  private static func forEachPiece(
+    of bytes: UnsafeBufferPointer<UInt8>, _ emit: (UnsafeRawBufferPointer) -> Void
+  ) {
+    func plain(_ byte: UInt8) -> Bool {
+      byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\")
+    }
+    var runStart = 0
+    for (i, byte) in bytes.enumerated() where !plain(byte) {
+      if i > runStart { emit(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[runStart..<i]))) }
+      runStart = i + 1
+      var escape: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (UInt8(ascii: "\\"), byte, 0, 0, 0, 0)
+      var length = 2
+      switch byte {
+      case UInt8(ascii: "\n"): escape.1 = UInt8(ascii: "n")
+      case UInt8(ascii: "\r"): escape.1 = UInt8(ascii: "r")
+      case UInt8(ascii: "\t"): escape.1 = UInt8(ascii: "t")
+      case 0..<0x20:
+        escape = (UInt8(ascii: "\\"), UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 15)])
+        length = 6
+      default: break  // a quote or a backslash: after its backslash as it is
+      }
+      withUnsafeBytes(of: &escape) { emit(UnsafeRawBufferPointer(rebasing: $0[0..<length])) }
+    }
+    if runStart < bytes.count {
+      emit(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[runStart...])))
+    }
+  }
+
+  private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
 }

@@ -203,31 +203,31 @@ struct OutputQueue {
   static func appendHeadLines(
     of response: Response, cacheClass: CacheClass, contentLength: Int, to head: inout [UInt8]
   ) {
-    // Room for all of it at once (a head grown a piece at a time is copied as it grows).
+    // One bound for all of it (the fixed text is under 96 bytes), then each piece in place.
     let cacheControl = cacheClass.cacheControl
-    var size = 96 + response.status.reason.utf8.count + cacheControl.utf8.count
-    for (name, value) in response.headers { size += name.utf8.count + value.utf8.count + 4 }
-    if head.capacity - head.count < size {
-      head.reserveCapacity(Swift.max(head.count + size, 2 * head.capacity))
-    }
-    head.append(static: "HTTP/1.1 ")
-    appendDecimal(response.status.code, to: &head)
-    head.append(ASCII.sp)
-    head.append(utf8: response.status.reason)
-    head.append(static: "\r\nCache-Control: ")
-    head.append(utf8: cacheControl)
-    head.append(static: "\r\n")
-    for (name, value) in response.headers {
-      head.append(utf8: name)
-      head.append(static: ": ")
-      head.append(utf8: value)
-      head.append(static: "\r\n")
-    }
-    // RFC 9110 §8.6: no Content-Length on 1xx and 204; on 304 it would describe another response.
-    if !response.status.forbidsContent {
-      head.append(static: "Content-Length: ")
-      appendDecimal(contentLength, to: &head)
-      head.append(static: "\r\n")
+    var bound =
+      96 + 2 * BoundedWriter.maxDecimalBytes + response.status.reason.utf8.count + cacheControl.utf8.count
+    for (name, value) in response.headers { bound += name.utf8.count + value.utf8.count + 4 }
+    head.append(bound: bound) { out in
+      out.put(static: "HTTP/1.1 ")
+      out.put(decimal: response.status.code)
+      out.put(ASCII.sp)
+      out.put(utf8: response.status.reason)
+      out.put(static: "\r\nCache-Control: ")
+      out.put(utf8: cacheControl)
+      out.put(static: "\r\n")
+      for (name, value) in response.headers {
+        out.put(utf8: name)
+        out.put(static: ": ")
+        out.put(utf8: value)
+        out.put(static: "\r\n")
+      }
+      // RFC 9110 §8.6: no Content-Length on 1xx and 204; on 304 it would describe another response.
+      if !response.status.forbidsContent {
+        out.put(static: "Content-Length: ")
+        out.put(decimal: contentLength)
+        out.put(static: "\r\n")
+      }
     }
   }
 

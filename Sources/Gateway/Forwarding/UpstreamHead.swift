@@ -78,7 +78,7 @@ public struct UpstreamHead: Sendable {
       + settings.publicScheme.utf8.count + requestID.utf8.count + assertion.utf8.count
     var writable = true
     let written = [UInt8](unsafeUninitializedCapacity: bound) { buffer, initialized in
-      var out = HeadWriter(buffer)
+      var out = BoundedWriter(buffer)
       out.put(utf8: request.method.rawValue)
       out.put(static: " ")
       out.put(utf8: target)
@@ -97,7 +97,7 @@ public struct UpstreamHead: Sendable {
       let verb = request.method
       if verb == .post || verb == .put || verb == .patch || !request.body.isEmpty {
         out.put(static: "Content-Length: ")
-        out.put(utf8: String(request.body.count))
+        out.put(decimal: request.body.count)
         out.put(static: "\r\n")
       }
       out.put(static: "Via: ")
@@ -137,14 +137,14 @@ public struct UpstreamHead: Sendable {
   static func forwarded(client: String, settings: Settings) -> String {
     let bound = 16 + client.utf8.count + settings.forwardedTail.count
     let bytes = [UInt8](unsafeUninitializedCapacity: bound) { buffer, initialized in
-      var out = HeadWriter(buffer)
+      var out = BoundedWriter(buffer)
       forwarded(client: client, settings: settings, to: &out)
       initialized = out.count
     }
     return String(decoding: bytes, as: UTF8.self)
   }
 
-  private static func forwarded(client: String, settings: Settings, to out: inout HeadWriter) {
+  private static func forwarded(client: String, settings: Settings, to out: inout BoundedWriter) {
     out.put(static: "for=")
     let quoted = client.utf8.contains(UInt8(ascii: ":"))
     if quoted { out.put(static: "\"[") }
@@ -162,33 +162,5 @@ public struct UpstreamHead: Sendable {
 
   @inline(__always) static func writable(_ byte: UInt8) -> Bool {
     (byte >= 0x20 && byte < 0x7F) || byte == 0x09
-  }
-}
-
-/// Bytes written into memory sized beforehand, one copy per piece; writing past the end traps.
-private struct HeadWriter {
-  private let buffer: UnsafeMutableBufferPointer<UInt8>
-  private(set) var count = 0
-
-  init(_ buffer: UnsafeMutableBufferPointer<UInt8>) { self.buffer = buffer }
-
-  mutating func put(_ bytes: UnsafeRawBufferPointer) {
-    precondition(bytes.count <= buffer.count - count, "the head outgrew its bound")
-    guard let source = bytes.baseAddress, let base = buffer.baseAddress else { return }
-    UnsafeMutableRawPointer(base + count).copyMemory(from: source, byteCount: bytes.count)
-    count += bytes.count
-  }
-
-  mutating func put(static text: StaticString) {
-    put(UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
-  }
-
-  mutating func put(utf8 text: String) {
-    var text = text
-    text.withUTF8 { put(UnsafeRawBufferPointer($0)) }
-  }
-
-  mutating func put(_ bytes: ArraySlice<UInt8>) {
-    bytes.withUnsafeBytes { put($0) }
   }
 }
