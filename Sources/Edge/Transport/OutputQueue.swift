@@ -169,26 +169,22 @@ struct OutputQueue {
     hsts: Bool = false
   ) -> Int {
     let before = pending
+    // The head and the fields that close it in one write, each piece in place.
+    let start = bytes.count
+    let tail = date.count + Self.tailBound
     if let prebuilt = response.prebuilt {
       assert(prebuilt.cacheClass == cacheClass, "a prebuilt response is served by a route of its own class")
-      append(prebuilt.head)
+      bytes.append(bound: prebuilt.head.count + tail) { out in
+        out.put(prebuilt.head.buffer)
+        Self.putTail(date: date, hsts: hsts, connection: connection, to: &out)
+      }
     } else {
-      // Written in place, as the pieces below are.
-      let start = bytes.count
       Self.appendHeadLines(
         of: response, cacheClass: cacheClass.applied(to: response.status), contentLength: response.body.count,
-        to: &bytes)
-      extendInline(from: start)
+        to: &bytes, extra: tail
+      ) { out in Self.putTail(date: date, hsts: hsts, connection: connection, to: &out) }
     }
-    append(date)
-    // RFC 6797: two years, subdomains too, on every response of a TLS connection.
-    if hsts { append(static: "Strict-Transport-Security: max-age=63072000; includeSubDomains\r\n") }
-    switch connection {
-    case .none: break
-    case .close: append(static: "Connection: close\r\n")
-    case .keepAlive: append(static: "Connection: keep-alive\r\n")
-    }
-    append(static: "\r\n")
+    extendInline(from: start)
     if !headOnly && !response.status.forbidsContent {
       switch response.body {
       case .empty: break
@@ -201,12 +197,13 @@ struct OutputQueue {
 
   /// Status line, Cache-Control, the response's own fields and Content-Length, each with CRLF.
   static func appendHeadLines(
-    of response: Response, cacheClass: CacheClass, contentLength: Int, to head: inout [UInt8]
+    of response: Response, cacheClass: CacheClass, contentLength: Int, to head: inout [UInt8], extra: Int = 0,
+    then tail: (inout BoundedWriter) -> Void = { _ in }
   ) {
     // One bound for all of it (the fixed text is under 96 bytes), then each piece in place.
     let cacheControl = cacheClass.cacheControl
-    var bound =
-      96 + 2 * BoundedWriter.maxDecimalBytes + response.status.reason.utf8.count + cacheControl.utf8.count
+    var bound = extra + 96 + 2 * BoundedWriter.maxDecimalBytes + response.status.reason.utf8.count
+    bound += cacheControl.utf8.count
     for (name, value) in response.headers { bound += name.utf8.count + value.utf8.count + 4 }
     head.append(bound: bound) { out in
       out.put(static: "HTTP/1.1 ")
@@ -228,7 +225,26 @@ struct OutputQueue {
         out.put(decimal: contentLength)
         out.put(static: "\r\n")
       }
+      tail(&out)
     }
+  }
+
+  /// The most bytes `putTail` writes besides the date line.
+  static let tailBound = 96
+
+  /// The fields the connection decides, then the blank line that ends the head.
+  private static func putTail(
+    date: [UInt8], hsts: Bool, connection: ConnectionHeader, to out: inout BoundedWriter
+  ) {
+    out.put(date)
+    // RFC 6797: two years, subdomains too, on every response of a TLS connection.
+    if hsts { out.put(static: "Strict-Transport-Security: max-age=63072000; includeSubDomains\r\n") }
+    switch connection {
+    case .none: break
+    case .close: out.put(static: "Connection: close\r\n")
+    case .keepAlive: out.put(static: "Connection: keep-alive\r\n")
+    }
+    out.put(static: "\r\n")
   }
 
   static func appendDecimal(_ value: Int, to out: inout [UInt8]) {
