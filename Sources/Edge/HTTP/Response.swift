@@ -122,6 +122,18 @@ public struct Response: Sendable {
     headers.append((name, value))
   }
 
+  /// Adds a field whose name is one of the caller's constants (never a writer's field) and whose
+  /// value it has checked byte by byte: `add`'s checks again would cost a forwarded answer more than
+  /// the rest of its fields' handling. The checks still run in debug builds.
+  package mutating func add(checked name: String, _ value: String) {
+    assert(!Response.writerFields.contains { $0.matches(name) }, "\(name) is set by the writer")
+    assert(
+      name.utf8.allSatisfy(ASCII.isToken) && value.utf8.allSatisfy(ASCII.isFieldValue), "invalid header field"
+    )
+    if headers.capacity == 0 { headers.reserveCapacity(4) }
+    headers.append((name, value))
+  }
+
   /// The value of the first field named `name`.
   public func header(_ name: String) -> String? {
     headers.first { $0.name.lowercased() == name.lowercased() }?.value

@@ -54,9 +54,11 @@ struct ForwardedAnswer: Sendable {
         commonValues.first { $0.bytes.count == value.count && $0.bytes.elementsEqual(value) }?.text
         ?? String(decoding: value, as: UTF8.self)
       if passed.written == "Location", !sameOrigin(text, origin: origin) { return }
-      response.add(passed.written, text)
+      // A name of `passed`; a value of visible ASCII, space and tab (checked above).
+      response.add(checked: passed.written, text)
     }
-    response.add("X-Request-Id", requestID)
+    // base64url (`GatewayServices.requestID`).
+    response.add(checked: "X-Request-Id", requestID)
     return response
   }
 
