@@ -18,22 +18,6 @@ public enum Secrets {
     return bytes
   }
 
-  /// `count` bytes from the OS CSPRNG, taken from a buffer that RAND_bytes refills 4 KiB at a
-  /// time: for a value made for every request (a request ID), where a generator call each would cost
-  /// more than the rest of the request's checks. Every byte is handed out once.
-  public static func bufferedRandomBytes(_ count: Int) -> [UInt8] {
-    precondition(count <= RandomBuffer.size)
-    return RandomBuffer.shared.withLock { buffer in
-      if buffer.used + count > RandomBuffer.size {
-        let ok = buffer.bytes.withUnsafeMutableBufferPointer { RAND_bytes($0.baseAddress, Int32($0.count)) }
-        precondition(ok == 1, "the system random generator failed")
-        buffer.used = 0
-      }
-      defer { buffer.used += count }
-      return Array(buffer.bytes[buffer.used..<(buffer.used + count)])
-    }
-  }
-
   private struct RandomBuffer {
     static let size = 4096
     static let shared = Mutex(RandomBuffer())
@@ -83,8 +67,10 @@ public enum Secrets {
     }
   }
 
-  /// `prefix` and `count` buffered random bytes in base64url (a request ID, say), with no array
-  /// made for the bytes.
+  /// `prefix` and `count` random bytes in base64url, the bytes taken from a buffer that RAND_bytes
+  /// refills 4 KiB at a time: for a value made for every request (a request ID), where a generator
+  /// call each would cost more than the rest of the request's checks. Every byte is handed out once,
+  /// and no array is made for them.
   public static func randomBase64url(_ count: Int, prefix: StaticString = "") -> String {
     precondition(count <= RandomBuffer.size)
     return RandomBuffer.shared.withLock { buffer in

@@ -147,6 +147,9 @@ public struct HTTP1ResponseParser: Sendable, HTTP1MessageParser {
       status: status, reason: reason, version: version,
       fields: HTTPFields(bytes: Array(buffer.bytes(0..<reader.headEnd)), fields: fields), body: reader.body,
       keepAlive: keepAlive)
+    // The fields went out with the response: keeping their capacity (`startOver`) would allocate a
+    // copy that the next response's parser (a new one, `UpstreamSocket.start`) never uses.
+    fields = []
     startOver()
     headRoom = limits.maxHeadBytes
     sawInterim = false
@@ -168,9 +171,7 @@ public struct HTTP1ResponseParser: Sendable, HTTP1MessageParser {
     status = 0
     version = .http11
     reasonEnd = 0
-    // The fields went out with the response: keeping their capacity here would allocate a copy
-    // that the next response's parser (a new one, `UpstreamSocket.start`) never uses.
-    fields = []
+    fields.removeAll(keepingCapacity: true)
     trailerLines = 0
     keepAlive = true
   }

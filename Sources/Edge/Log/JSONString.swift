@@ -31,8 +31,25 @@ public enum JSONString {
     text.withUTF8 { bytes in forEachPiece(of: bytes) { out.put($0) } }
   }
 
-  /// The most bytes `text` takes escaped (a control character becomes six).
-  public static func escapedBound(_ text: String) -> Int { 6 * text.utf8.count }
+  /// How many bytes `text` takes escaped: its own, one more for each quote, backslash, `\n`, `\r`
+  /// and `\t`, five more for each other control character. Exact, so that room made for it is not
+  /// six times a long path.
+  public static func escapedBound(_ text: String) -> Int {
+    var count = 0
+    for byte in text.utf8 {
+      count +=
+        byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") ? 1 : escapedLength(byte)
+    }
+    return count
+  }
+
+  /// The length of `byte`'s escape (2 or 6), for one that needs escaping.
+  private static func escapedLength(_ byte: UInt8) -> Int {
+    switch byte {
+    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "\n"), UInt8(ascii: "\r"), UInt8(ascii: "\t"): 2
+    default: 6
+    }
+  }
 
   /// Calls `emit` with `bytes` escaped, in pieces: runs that need nothing as they are (all of
   /// `bytes` at once, usually), and each escape.

@@ -90,7 +90,8 @@ extension Array where Element == UInt8 {
   @inline(__always) public mutating func append(bound: Int, _ body: (inout BoundedWriter) -> Void) {
     let start = count
     if capacity - start < bound { reserveCapacity(Swift.max(start + bound, 2 * capacity)) }
-    // Arrays have no uninitialised tail to write into: the room is zeroed (a memset), then trimmed.
+    // Arrays have no uninitialised tail to write into: the room is zeroed first, then trimmed to
+    // what was written (so a bound should be close: every byte of it is zeroed).
     append(contentsOf: repeatElement(0, count: bound))
     let written = withUnsafeMutableBufferPointer { all in
       var out = BoundedWriter(UnsafeMutableBufferPointer(rebasing: all[start...]))

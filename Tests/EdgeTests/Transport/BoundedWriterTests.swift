@@ -46,20 +46,29 @@ struct BoundedWriterTests {
     var bytes: [UInt8] = []
     for n in 0..<500 {
       bytes.append(bound: 40) {
-        $0.put(decimal: n); $0.put(static: ";")
+        $0.put(decimal: n)
+        $0.put(static: ";")
       }
     }
     #expect(String(decoding: bytes, as: UTF8.self) == (0..<500).map { "\($0);" }.joined())
   }
 
-  static let escapes: [String] = ["plain", "a\"b\\c\n\u{1}", "é\r\t\u{1f}/x", "", "\"", "end\\"]
+  static let escapes: [(String, String)] = [
+    ("plain", "plain"), ("a\"b\\c\n\u{1}", #"a\"b\\c\n\u0001"#), ("é\r\t\u{1f}/x", #"é\r\t\u001f/x"#),
+    ("", ""),
+    ("\"", #"\""#), ("end\\", #"end\\"#), ("\u{7f}", "\u{7f}"),
+  ]
 
-  @Test("JSON escaping within a bound writes what the array form appends", arguments: escapes)
-  func escaped(_ text: String) {
+  @Test(
+    "JSON escaping within an exact bound: the escapes RFC 8259 asks for, as the array form",
+    arguments: escapes)
+  func escaped(_ text: String, _ expected: String) {
     var appended: [UInt8] = []
     JSONString.appendEscaped(text, to: &appended)
+    #expect(String(decoding: appended, as: UTF8.self) == expected)
+    #expect(JSONString.escapedBound(text) == expected.utf8.count)
     #expect(
       Self.written(bound: JSONString.escapedBound(text)) { JSONString.put(escaped: text, to: &$0) }
-        == "head:" + String(decoding: appended, as: UTF8.self))
+        == "head:" + expected)
   }
 }
