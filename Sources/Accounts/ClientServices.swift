@@ -25,6 +25,8 @@ public final class ClientServices: Sendable {
   /// Live sessions with their accounts and memberships, read by the store for a token: what the
   /// loops check a forwarded call against without the pool, under the same rules.
   package let viewCache: SessionCache<SessionView>
+  /// Views the loops answered past their refresh time, read again off the loops.
+  package let refresher: SessionRefresher
   /// On PostgreSQL with a session cache: the connection that hears of other instances' changes.
   public let listener: ChangeListener?
   /// On PostgreSQL: this instance's heartbeat, which sizes the rate limiters' share.
@@ -114,6 +116,7 @@ public final class ClientServices: Sendable {
     self.clock = clock
     sessionCache = SessionCache(capacity: capacity, epochs: epochs)
     viewCache = SessionCache(capacity: capacity, epochs: epochs)
+    refresher = SessionRefresher()
     signInLimiter = RateLimiter(signInLimit)
     exchangeLimiter = RateLimiter(exchangeLimit)
     // A fleet on PostgreSQL shares the per-address limits. (On SQLite a heartbeat's commit every
@@ -139,6 +142,44 @@ public final class ClientServices: Sendable {
   package func store() throws(StoreError) -> ClientStore {
     do { return try stores.value() } catch let error as StoreError { throw error } catch {
       throw StoreError.failed("\(error)")
+    }
+  }
+
+  /// How long the loops may answer a view read for `session` (`viewCache`): until its end, its idle
+  /// end or two last-seen resolutions past its last-seen time, whichever comes first; from one
+  /// resolution on, the first answer has it read again (`refreshViews`), which writes its last-seen
+  /// time and keeps it answerable.
+  package func viewTimes(_ session: SessionRecord) -> (validUntil: Int, refreshAt: Int) {
+    let idle = lifetimes.idle(session.kind)
+    let resolution = ClientStore.seenResolution
+    return (
+      min(session.expiresAt, session.lastSeenAt + min(idle, 2 * resolution)),
+      min(session.expiresAt, session.lastSeenAt + min(idle, resolution))
+    )
+  }
+
+  /// Reads the views `batch` names again (on the refresher's thread), in one statement, and keeps
+  /// each for the loops; a session that ended is forgotten, so its next request goes to the store.
+  package func refreshViews(_ batch: [SessionRefresher.Due]) {
+    do {
+      let epoch = viewCache.epochBeforeRead()
+      let store = try store()
+      let views = try store.sessionViews(
+        tokens: batch.map(\.token), lifetimes: lifetimes, networks: batch.map { network($0.request, store) })
+      for (due, view) in zip(batch, views) {
+        let digest = Secrets.digest(due.token)
+        guard let view, let epoch else {
+          viewCache.forget(digest)
+          continue
+        }
+        let times = viewTimes(view.session)
+        viewCache.store(
+          view, for: digest, epoch: epoch, validUntil: times.validUntil, refreshAt: times.refreshAt)
+      }
+    } catch {
+      // The entries end at their `validUntil`: the loops then send their requests to the pool.
+      Log.event(
+        "warning", "session_refresh_failed", [("sessions", String(batch.count)), ("error", "\(error)")])
     }
   }
 

@@ -98,6 +98,36 @@ struct ChangeEpochTests {
     #expect(ChangeEpoch { nil }.beforeRead() == nil, "no watch, no epochs")
   }
 
+  @Test("past its refresh time an entry still answers, and tells exactly one lookup to read it again")
+  func refreshClaim() throws {
+    let watch = CountingWatch()
+    let cache = SessionCache<String>(capacity: 4, epochs: ChangeEpoch { watch })
+    let ada = [UInt8](repeating: 1, count: 32)
+    let epoch = try #require(cache.epochBeforeRead())
+    cache.store("ada", for: ada, epoch: epoch, validUntil: 120, refreshAt: 60)
+    // (now, claiming, expected answer, expected refresh), in order: a claim is taken once.
+    let steps: [(Int, Bool, String?, Bool)] = [
+      (59, true, "ada", false), (60, false, "ada", false), (60, true, "ada", true), (61, true, "ada", false),
+      (119, true, "ada", false), (120, true, nil, false),
+    ]
+    for (now, claiming, answer, refresh) in steps {
+      let found = cache.answer(for: ada, now: now, claimingRefresh: claiming)
+      #expect(found?.value == answer && (found?.refresh ?? false) == refresh, "at \(now)")
+    }
+    // Stored anew (the refresh's read), the claim is open again from the new refresh time.
+    cache.store("ada", for: ada, epoch: epoch, validUntil: 240, refreshAt: 180)
+    #expect(cache.answer(for: ada, now: 179, claimingRefresh: true)?.refresh == false)
+    #expect(cache.answer(for: ada, now: 180, claimingRefresh: true)?.refresh == true)
+    // Without a refresh time it never asks; a forgotten entry answers nothing; a change ends all.
+    cache.store("bo", for: [UInt8](repeating: 2, count: 32), epoch: epoch, validUntil: 100)
+    #expect(
+      cache.answer(for: [UInt8](repeating: 2, count: 32), now: 99, claimingRefresh: true)?.refresh == false)
+    cache.forget([UInt8](repeating: 2, count: 32))
+    #expect(cache.answer(for: [UInt8](repeating: 2, count: 32), now: 0, claimingRefresh: true) == nil)
+    watch.commit()
+    #expect(cache.answer(for: ada, now: 200, claimingRefresh: true) == nil)
+  }
+
   @Test("a cache answers an entry only in the epoch it was read in, and before its end")
   func cache() throws {
     let watch = CountingWatch()

@@ -38,6 +38,7 @@ struct GatewayFixture {
   enum Who: String, CaseIterable, Sendable { case administrator, teacher, readOnly, outsider }
 
   let store: ClientStore
+  let services: ClientServices
   let clock: TestClock
   let router: Router
   let deployment: Deployment
@@ -62,6 +63,7 @@ struct GatewayFixture {
     deployment = try DeploymentLoader.load(environment: [:], configPath: file.path).get()
     let services = ClientServices(database: location, lifetimes: SessionLifetimes(), clock: clock.read)
     store = try services.stores.value()
+    self.services = services
     self.clock = clock
     school = try store.createSchool(name: "Northfield Primary", slug: "northfield", actor: "test")
     _ = try store.createSchool(name: "Southgate Academy", slug: "southgate", actor: "test")

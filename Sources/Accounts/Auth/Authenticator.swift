@@ -159,16 +159,28 @@ package struct Authenticator: Sendable {
       )[0]
     else { return nil }
     if let epoch {
+      let times = services.viewTimes(view.session)
       services.viewCache.store(
-        view, for: Secrets.digest(token), epoch: epoch, validUntil: answerableUntil(view.session))
+        view, for: Secrets.digest(token), epoch: epoch, validUntil: times.validUntil,
+        refreshAt: times.refreshAt)
     }
     return view
   }
 
   /// What `view` read for `token`, while the database is unchanged since and the session's
-  /// lifetimes allow (on the loop, under a short lock); nil sends the request to the pool.
-  package func cachedView(_ token: String) -> SessionView? {
-    services.viewCache.answer(for: Secrets.digest(token), now: services.clock())
+  /// lifetimes allow (on the loop, under a short lock); nil sends the request to the pool. The first
+  /// answer past the view's refresh time queues it to be read again (`SessionRefresher`), with
+  /// `request` for the session's network hint.
+  package func cachedView(_ token: String, for request: Request) -> SessionView? {
+    let digest = Secrets.digest(token)
+    guard
+      let (view, refresh) = services.viewCache.answer(
+        for: digest, now: services.clock(), claimingRefresh: true)
+    else { return nil }
+    if refresh {
+      services.refresher.enqueue((token, request)) { [services] batch in services.refreshViews(batch) }
+    }
+    return view
   }
 
   /// Until when an answer read for `session` may be given again without the store: never past its

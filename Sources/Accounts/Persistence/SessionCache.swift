@@ -237,6 +237,11 @@ package final class SessionCache<Value: Sendable>: Sendable {
     package let epoch: UInt64
     /// The session stays answerable until the first of these instants (epoch seconds).
     package let validUntil: Int
+    /// From this instant on, the next lookup that asks (`answer(for:now:claimingRefresh:)`) is told
+    /// to have the entry read again, while the entry still answers until `validUntil`.
+    package let refreshAt: Int
+    /// Whether a lookup has been told so since the entry was stored.
+    package var refreshClaimed = false
   }
 
   private let entries = Mutex<[Key: Entry]>([:])
@@ -271,17 +276,48 @@ package final class SessionCache<Value: Sendable>: Sendable {
     return found
   }
 
+  /// The cached answer for `digest`, as `answer(for:now:)` finds it, and whether this lookup is the
+  /// one to have it read again: the first at or after the entry's `refreshAt` (one in all, until the
+  /// entry is stored anew).
+  package func answer(for digest: [UInt8], now: Int, claimingRefresh: Bool) -> (value: Value, refresh: Bool)?
+  {
+    guard capacity > 0 else { return nil }
+    var found: (value: Value, refresh: Bool)? = nil
+    if let epoch = epochs.current() {
+      found = entries.withLock { entries -> (value: Value, refresh: Bool)? in
+        let key = Key(digest)
+        guard let entry = entries[key], entry.epoch == epoch, now < entry.validUntil else { return nil }
+        guard claimingRefresh, now >= entry.refreshAt, !entry.refreshClaimed else {
+          return (entry.answer, false)
+        }
+        entries[key]?.refreshClaimed = true
+        return (entry.answer, true)
+      }
+    }
+    Metrics.count(.sessionCacheLookups, found == nil ? 1 : 0)
+    return found
+  }
+
+  /// Forgets `digest`'s entry (its session ended): the next lookup goes to the store.
+  package func forget(_ digest: [UInt8]) {
+    _ = entries.withLock { $0.removeValue(forKey: Key(digest)) }
+  }
+
   /// The epoch to take before a store read whose answer will be cached (on a pool thread); nil when
   /// nothing may be cached.
   package func epochBeforeRead() -> UInt64? {
     capacity > 0 ? epochs.beforeRead() : nil
   }
 
-  /// Keeps `answer` for `digest`, read in `epoch`, answerable until `validUntil`.
-  package func store(_ answer: Value, for digest: [UInt8], epoch: UInt64, validUntil: Int) {
+  /// Keeps `answer` for `digest`, read in `epoch`, answerable until `validUntil`, to be read again
+  /// from `refreshAt` (never, by default).
+  package func store(
+    _ answer: Value, for digest: [UInt8], epoch: UInt64, validUntil: Int, refreshAt: Int? = nil
+  ) {
     entries.withLock { entries in
       if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
-      entries[Key(digest)] = Entry(answer: answer, epoch: epoch, validUntil: validUntil)
+      entries[Key(digest)] = Entry(
+        answer: answer, epoch: epoch, validUntil: validUntil, refreshAt: refreshAt ?? validUntil)
     }
   }
 }

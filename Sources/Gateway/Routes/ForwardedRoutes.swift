@@ -92,7 +92,9 @@ public struct ForwardedRoutes: Sendable {
   func cached(_ request: Request, _ prepared: Prepared) -> Response? {
     let credential = Credential(request)
     if let early = beforeTheStore(request, prepared, credential) { return early }
-    guard let token = credential.token, let view = authenticator.cachedView(token) else { return nil }
+    guard let token = credential.token, let view = authenticator.cachedView(token, for: request) else {
+      return nil
+    }
     return checked(request, prepared, view)
   }
 
