@@ -165,13 +165,16 @@ public final class ClientServices: Sendable {
       let epoch = viewCache.epochBeforeRead()
       let store = try store()
       let views = try store.sessionViews(
-        tokens: batch.map(\.token), lifetimes: lifetimes, networks: batch.map { network($0.request, store) })
+        tokens: batch.map(\.token), lifetimes: lifetimes,
+        networks: batch.map { store.networkHint(address: $0.address) })
       for (due, view) in zip(batch, views) {
         let digest = Secrets.digest(due.token)
-        guard let view, let epoch else {
+        guard let view else {
           viewCache.forget(digest)
           continue
         }
+        // No epoch (the database's state unknown just now): the entry stays as it is, to its end.
+        guard let epoch else { continue }
         let times = viewTimes(view.session)
         viewCache.store(
           view, for: digest, epoch: epoch, validUntil: times.validUntil, refreshAt: times.refreshAt)

@@ -39,10 +39,10 @@ struct SessionRefreshTests {
     try fixture.store.sessions(.accountID(fixture.accounts[.teacher] ?? "")).first?.lastSeenAt
   }
 
-  /// Waits (a bounded while) for the refresher's thread to write `expected`.
-  static func awaitLastSeen(_ fixture: GatewayFixture, _ expected: Int) throws -> Bool {
+  /// Waits (a bounded while) until the refresher has read and kept `count` batches in all.
+  static func awaitBatches(_ fixture: GatewayFixture, _ count: Int) -> Bool {
     for _ in 0..<500 {
-      if try lastSeen(fixture) == expected { return true }
+      if fixture.services.refresher.batchesRead >= count { return true }
       usleep(10_000)
     }
     return false
@@ -62,15 +62,17 @@ struct SessionRefreshTests {
     // A minute on: still on the loop (before, the pool read it again and wrote the last-seen time).
     fixture.clock.advance(61)
     #expect(client.decidedOnTheLoop(read))
-    #expect(try Self.awaitLastSeen(fixture, created + 61))
+    #expect(Self.awaitBatches(fixture, 1))
+    #expect(try Self.lastSeen(fixture) == created + 61)
     #expect(client.respond(to: read).status.code == 200)
     // Another minute: read again from the new last-seen time.
     fixture.clock.advance(61)
     #expect(client.decidedOnTheLoop(read))
-    #expect(try Self.awaitLastSeen(fixture, created + 122))
+    #expect(Self.awaitBatches(fixture, 2))
+    #expect(try Self.lastSeen(fixture) == created + 122)
   }
 
-  @Test("a session revoked while its view waits to be read again is refused on its next request")
+  @Test("a session revoked once its refresh is queued is refused on its next request, whichever comes first")
   func revokedMeanwhile() throws {
     let fixture = try GatewayFixture(.sqlite)
     let client = fixture.client()
@@ -79,6 +81,7 @@ struct SessionRefreshTests {
       .get, fixture.path("/students"), headers: [("Authorization", "Bearer \(token)")])
     #expect(client.respond(to: read).status.code == 200)
     fixture.clock.advance(61)
+    #expect(client.decidedOnTheLoop(read))  // queues the refresh
     let session = try #require(try fixture.store.sessions(.accountID(fixture.accounts[.teacher] ?? "")).first)
     try fixture.store.revokeSession(id: session.id, reason: "test", actor: "test")
     #expect(!client.decidedOnTheLoop(read))

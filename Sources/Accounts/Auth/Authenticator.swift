@@ -170,7 +170,7 @@ package struct Authenticator: Sendable {
   /// What `view` read for `token`, while the database is unchanged since and the session's
   /// lifetimes allow (on the loop, under a short lock); nil sends the request to the pool. The first
   /// answer past the view's refresh time queues it to be read again (`SessionRefresher`), with
-  /// `request` for the session's network hint.
+  /// `request`'s client address for the session's network hint.
   package func cachedView(_ token: String, for request: Request) -> SessionView? {
     let digest = Secrets.digest(token)
     guard
@@ -178,7 +178,8 @@ package struct Authenticator: Sendable {
         for: digest, now: services.clock(), claimingRefresh: true)
     else { return nil }
     if refresh {
-      services.refresher.enqueue((token, request)) { [services] batch in services.refreshViews(batch) }
+      let address = ClientAddress.of(request, trustedProxies: services.trustedProxies)
+      services.refresher.enqueue((token, address)) { [services] batch in services.refreshViews(batch) }
     }
     return view
   }

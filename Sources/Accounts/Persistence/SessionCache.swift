@@ -310,12 +310,13 @@ package final class SessionCache<Value: Sendable>: Sendable {
   }
 
   /// Keeps `answer` for `digest`, read in `epoch`, answerable until `validUntil`, to be read again
-  /// from `refreshAt` (never, by default).
+  /// from `refreshAt` (never, by default); an entry read in a later epoch stays.
   package func store(
     _ answer: Value, for digest: [UInt8], epoch: UInt64, validUntil: Int, refreshAt: Int? = nil
   ) {
     entries.withLock { entries in
       if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
+      if let kept = entries[Key(digest)], kept.epoch > epoch { return }
       entries[Key(digest)] = Entry(
         answer: answer, epoch: epoch, validUntil: validUntil, refreshAt: refreshAt ?? validUntil)
     }
