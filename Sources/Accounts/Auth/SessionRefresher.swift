@@ -57,8 +57,7 @@ package final class SessionRefresher: Sendable {
     if start { group.start { [self] in run(read) } }
   }
 
-  /// Sessions waiting, and batches read so far (tests).
-  package var waiting: Int { queue.withLock { $0.items.count } }
+  /// Batches read so far (tests).
   package var batchesRead: Int { batches.load(ordering: .sequentiallyConsistent) }
 
   private func run(_ read: @Sendable ([Due]) -> Void) {
