@@ -287,3 +287,39 @@ def test_a_reload_sends_open_h2_connections_goaway_and_their_streams_finish():
         assert curl2(s, "/healthz")[1] == 200, "a new connection is served"
     finally:
         s.stop()
+
+
+@pytest.mark.parametrize("end", [signal.SIGHUP, signal.SIGTERM])
+def test_after_a_graceful_goaway_frames_still_arriving_are_read_and_dropped_not_reset(end):
+    """A client may send a request while the server's GOAWAY (a reload or a drain) is on its way.
+    The server then lingers as after an HTTP/1 answer that closes: its write side is shut (FIN after
+    the GOAWAY) and what still arrives is read and dropped, so the client's writes succeed and it
+    reads the GOAWAY, whose last stream tells it the new request was not processed and may be sent
+    again. Closed at once, the socket would answer those frames with a reset (the client's next
+    write failing with EPIPE, its GOAWAY possibly discarded)."""
+    s = Server("--h2c", "--threads", "1")
+    try:
+        client = s.connect(timeout=10)
+        client.send(PREFACE)
+        client.send(frame(0x01, flags=0x05, stream=1, payload=bytes([0x82, 0x86, 0x84, 0x01, 0x01, 0x61])))
+        assert not client.closed_by_peer(timeout=0.5)
+        s.signal(end)
+        assert client.closed_by_peer(timeout=10), "GOAWAY, then the server's FIN"
+        assert goaway_code(client.buffer) == 0
+        at, last_stream = 0, None
+        while at + 9 <= len(client.buffer):
+            if client.buffer[at + 3] == 0x07:
+                last_stream = int.from_bytes(client.buffer[at + 9:at + 13], "big") & 0x7FFFFFFF
+            at += 9 + int.from_bytes(client.buffer[at:at + 3], "big")
+        assert last_stream == 1
+        # The client had not read the GOAWAY yet: a new stream and a PING, each written on its own.
+        client.send(frame(0x01, flags=0x05, stream=3, payload=bytes([0x82, 0x86, 0x84, 0x01, 0x01, 0x61])))
+        client.send(frame(0x06, payload=bytes(8)))
+        client.send(frame(0x06, payload=bytes(8)))
+        client.close()
+        if end == signal.SIGTERM:
+            assert s.wait(timeout=15) == 0, "the drain ends once the lingering client has closed"
+        else:
+            assert curl2(s, "/healthz")[1] == 200, "a new connection is served"
+    finally:
+        s.stop()

@@ -332,6 +332,16 @@ struct ConnectionMachine<Clock: EdgeClock> {
     }
   }
 
+  /// Another protocol on this connection (HTTP/2) has ended it and written its last bytes: shut
+  /// the write side down and read and drop what still arrives until the peer closes or the linger
+  /// timeout passes, as after an HTTP/1 answer that closes.
+  mutating func linger(reason: CloseReason) -> Step {
+    closeReason = closeReason ?? reason
+    state = .lingering
+    readDeadline = clock.now().adding(limits.lingerTimeout)
+    return Step(close: .shutdownWrite)
+  }
+
   /// The server is stopping: finish what is in flight, then close.
   mutating func drain() -> Step {
     draining = true

@@ -64,6 +64,11 @@ final class HTTP2Connection<Clock: EdgeClock> {
     }
   }
 
+  /// Whether the connection, once ended, should linger before it closes: it ended gracefully (a
+  /// drain, a reload, the peer's own GOAWAY; not a deadline, a flood or a protocol error, which
+  /// RFC 9113 §5.4.1 closes at once), all is written, and the peer may still be sending.
+  var lingers: Bool { output.isEmpty && !inputClosed && (closeReason == .drain || closeReason == .normal) }
+
   /// A connection whose peer sent the HTTP/2 connection preface (h2c) or chose `h2` by ALPN.
   init(
     clock: Clock, limits: Limits, client: String, secure: Bool, dispatcher: Dispatcher,

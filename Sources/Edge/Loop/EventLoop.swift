@@ -456,11 +456,22 @@ final class EventLoop {
   /// `count` bytes of the connection's output were written; false when it was closed.
   private func wrote(_ count: Int, _ connection: Connection) -> Bool {
     guard let h2 = connection.h2 else { return apply(connection.machine.wrote(count), connection) }
-    guard !h2.wrote(count) else {
+    guard !h2.wrote(count) else { return end(h2, connection) }
+    return true
+  }
+
+  /// Ends an HTTP/2 connection whose session is over; false when it was closed. Unless the peer has
+  /// closed its side or a deadline cut it off, it lingers first: HTTP/1's machine takes it over,
+  /// shuts the write side down, and reads and drops what still arrives. Closed at once, a socket
+  /// with frames unread answers them with a reset, which can make the client discard the GOAWAY
+  /// (and its last processed stream) before reading it.
+  private func end(_ h2: HTTP2Connection<MonotonicClock>, _ connection: Connection) -> Bool {
+    guard h2.lingers else {
       closeConnection(connection, h2.closeReason)
       return false
     }
-    return true
+    connection.h2 = nil
+    return apply(connection.machine.linger(reason: h2.closeReason), connection)
   }
 
   /// Bytes arrived; false when the connection was closed. The first bytes of a plain connection
@@ -512,11 +523,7 @@ final class EventLoop {
           .serviceUnavailable, dispatch.request, "The server is busy; try again shortly.",
           headers: [("Retry-After", "1")]), context: &context)
     }
-    if step.close {
-      closeConnection(connection, h2.closeReason)
-      return false
-    }
-    return true
+    return step.close ? end(h2, connection) : true
   }
 
   /// Executes a machine's step; false when the connection was closed.
@@ -563,10 +570,7 @@ final class EventLoop {
       else { continue }
       connection.scheduled = .never
       if let h2 = connection.h2 {
-        if h2.deadlinePassed(context: &context) {
-          closeConnection(connection, h2.closeReason)
-          continue
-        }
+        if h2.deadlinePassed(context: &context) && !end(h2, connection) { continue }
       } else {
         guard apply(connection.machine.deadlinePassed(context: &context), connection) else { continue }
       }
@@ -608,11 +612,8 @@ final class EventLoop {
         // snapshot it began with, and its client comes back on a new connection, under this one.
         for case let connection? in connections {
           guard let h2 = connection.h2 else { continue }
-          if h2.drain() {
-            closeConnection(connection, .drain)
-          } else {
-            pump(connection)
-          }
+          if h2.drain() && !end(h2, connection) { continue }
+          pump(connection)
         }
       case .drain:
         startDraining()
@@ -664,10 +665,7 @@ final class EventLoop {
     listeners = []
     for case let connection? in connections {
       if let h2 = connection.h2 {
-        if h2.drain() {
-          closeConnection(connection, .drain)
-          continue
-        }
+        if h2.drain() && !end(h2, connection) { continue }
       } else {
         guard apply(connection.machine.drain(), connection) else { continue }
       }

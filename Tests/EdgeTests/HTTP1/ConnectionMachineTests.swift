@@ -265,6 +265,26 @@ struct ConnectionMachineTests {
     #expect(h.timeout(after: .seconds(1)).close == .now)
   }
 
+  @Test("a connection another protocol ended lingers: its bytes are dropped, EOF or the deadline closes it")
+  func lingerAfterHTTP2() {
+    for endsBy in ["eof", "deadline"] {
+      var h = Harness()
+      h.clock.advance(by: .seconds(5))
+      let step = h.machine.linger(reason: .drain)
+      #expect(step.close == .shutdownWrite)
+      #expect(h.machine.state == .lingering && h.machine.wantsInput)
+      #expect(h.send("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n").close == .none)
+      #expect(h.machine.output.isEmpty, "what arrives while lingering is never answered")
+      if endsBy == "eof" {
+        #expect(h.machine.inputEnded().close == .now)
+      } else {
+        #expect(h.timeout(after: .seconds(1)).close == .none)
+        #expect(h.timeout(after: .seconds(1)).close == .now, "the linger timeout counts from linger()")
+      }
+      #expect(h.machine.closeReason == .drain, "the reason the other protocol ended it is kept")
+    }
+  }
+
   @Test("HTTP/1.0 keep-alive is confirmed; plain 1.0 closes")
   func http10() {
     var h = Harness()
