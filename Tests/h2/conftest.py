@@ -4,6 +4,9 @@ H2_TARGET=host:port     required; without it every test is skipped
 H2_TLS=1                TLS with ALPN h2 (certificate not checked)
 H2_PATH=/               a path answering GET with 200 and a body
 H2_POST_PATH            a path taking a POST body (default: H2_PATH)
+H2_EARLY_ANSWERS=1      the server answers a request on its head when its
+                        route reads no body (H2_PATH GET-only): see
+                        test_answered_streams.py
 H2_LARGE_PATH           a path answering GET with 200 and a body of 7
                         octets or more, for flow control (default: H2_PATH)
 H2_EXPECTED_FAILURES    file of test ids known to fail on this server,

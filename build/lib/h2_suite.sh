@@ -16,6 +16,6 @@ python3 build/lib/bench_fixture.py Public "$work/public"
   --write-timeout 2 --no-access-log > /dev/null 2> "$work/error.log" &
 pid=$!
 wait_for_http "http://127.0.0.1:$port/healthz"
-H2_TARGET=127.0.0.1:$port H2_PATH=/healthz H2_POST_PATH=/_test/echo H2_LARGE_PATH=/index.html H2_WRITE_TIMEOUT=2 \
+H2_TARGET=127.0.0.1:$port H2_EARLY_ANSWERS=1 H2_PATH=/healthz H2_POST_PATH=/_test/echo H2_LARGE_PATH=/index.html H2_WRITE_TIMEOUT=2 \
   H2_EXPECTED_FAILURES=Tests/h2/expected-failures-band-edge.txt \
   python3 -m pytest -q -p no:cacheprovider Tests/h2 "$@"

@@ -197,14 +197,18 @@ final class HTTP2Connection<Clock: EdgeClock> {
   {
     // nghttp2 has checked that a content-length is a number the DATA frames will match.
     let announced = request.headers.combined("content-length").flatMap { Int($0) }
+    // A body answered on its head is read and dropped (its frames checked as on any open stream)
+    // unless it announces more than the stream's window: that one is reset once answered.
+    let announcesMore = (announced ?? 0) > limits.http2InitialWindowBytes
     switch decision(request, bodyLength: announced) {
     case .answer(let response, let cacheClass, let headOnly, let route):
-      session.discardBody(stream)
+      session.discardBody(stream, resetting: announcesMore)
       answer(
         stream, response, cacheClass: cacheClass, request: request, headOnly: headOnly, started: now,
         route: route, context: &context)
     case .refuse(let response, _, let route):
-      session.discardBody(stream)
+      // A body refused for its size (413) is not wanted at all.
+      session.discardBody(stream, resetting: announcesMore || response.status.code == 413)
       answer(
         stream, response, cacheClass: .private, request: request, started: now, route: route,
         context: &context)
@@ -332,7 +336,7 @@ final class HTTP2Connection<Clock: EdgeClock> {
     routed = routed.filter { session.readsBody($0.key) }
     for (stream, waiting) in routed where now >= waiting.bodyDeadline {
       routed[stream] = nil
-      session.discardBody(stream)
+      session.discardBody(stream, resetting: true)
       let response = dispatcher.router.errors.refusal(
         .requestTimeout, waiting.head, "The request body did not arrive in time.")
       answer(stream, response, cacheClass: .private, request: waiting.head, started: now, context: &context)

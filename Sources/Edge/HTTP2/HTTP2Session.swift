@@ -83,6 +83,15 @@ final class HTTP2Session {
     var bodyLimit: Int
     /// Whether DATA is dropped (the stream was answered on its head, or refused).
     var discarding = false
+    /// Body bytes dropped so far.
+    var dropped = 0
+    /// Whether the stream is to be reset (NO_ERROR) once it is answered: a body nobody reads is
+    /// large, or was refused. Otherwise an answered stream stays open until the client ends it, so
+    /// that what still arrives on it is checked as on any open stream (RFC 9113 §8.1 allows both).
+    var resetWanted = false
+    /// Whether the answer is queued, and whether its last frame (END_STREAM) is sent.
+    var answered = false
+    var answerEnded = false
     var progressed = false
 
     init(bodyLimit: Int) {
@@ -122,9 +131,14 @@ final class HTTP2Session {
   private var outgoing: [Int32: Outgoing] = [:]
   private var events: [Event] = []
   private var progressed: [Int32] = []
-  /// Streams answered before their request ended: a RST_STREAM NO_ERROR follows the answer's end
-  /// (RFC 9113 §8.1), so the client stops sending a body nobody reads.
-  private var answeredEarly: Set<Int32> = []
+  /// Streams answered before their request ended whose body is large or refused: a RST_STREAM
+  /// NO_ERROR follows the answer's end (RFC 9113 §8.1), so the client stops sending it.
+  private var resetAfterAnswer: Set<Int32> = []
+  /// Frames on streams the library no longer tracks (HEADERS below the last stream, DATA after a
+  /// reset), and what the peer broke, if it did: the GOAWAY's code.
+  private var frameGuard: HTTP2FrameGuard
+  private var frameHeaders = HTTP2FrameHeaders()
+  private var violation: UInt32?
   /// Where `output` is writing while the library sends (DATA frames go there without copying).
   private var sink: UnsafeMutablePointer<OutputQueue>?
   /// Set when the peer broke the protocol or the library failed: the connection is to close once
@@ -157,6 +171,7 @@ final class HTTP2Session {
   init(settings: Settings, budget: RequestBudget? = nil) {
     self.settings = settings
     self.budget = budget
+    frameGuard = HTTP2FrameGuard(resetsKept: max(64, 2 * settings.maxConcurrentStreams))
     glitchTokens = Double(settings.glitchBurst)
     var callbacks: OpaquePointer?
     nghttp2_session_callbacks_new(&callbacks)
@@ -245,7 +260,7 @@ final class HTTP2Session {
       let me = HTTP2Session.from(user)
       me.incoming[stream] = nil
       me.outgoing[stream] = nil
-      me.answeredEarly.remove(stream)
+      me.resetAfterAnswer.remove(stream)
       if let held = me.reserved.removeValue(forKey: stream) { me.budget?.release(held) }
       // A stream reset before it was handed on is never answered (rapid reset: no handler runs).
       if !me.events.isEmpty { me.events.removeAll { $0.stream == stream } }
@@ -270,6 +285,12 @@ final class HTTP2Session {
     let endHeaders = header.flags & UInt8(NGHTTP2_FLAG_END_HEADERS.rawValue) != 0
     switch Int(header.type) {
     case Int(NGHTTP2_HEADERS.rawValue):
+      if let code = frameGuard.error(
+        isData: false, stream: header.stream_id, lastOpened: lastOpened, state: state(of: header.stream_id))
+      {
+        violation = code
+        return Int32(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue)
+      }
       blockFrames = 0
       blockBytes = header.length
       openHeaderBlock = endHeaders ? nil : header.stream_id
@@ -334,13 +355,20 @@ final class HTTP2Session {
   }
 
   private func data(_ stream: Int32, _ bytes: UnsafeRawBufferPointer) {
-    guard let entry = incoming[stream], !entry.discarding else { return }
+    guard let entry = incoming[stream] else { return }
+    guard !entry.discarding else {
+      entry.dropped += bytes.count
+      // More than the window the stream was given: the client means to send a large body.
+      if entry.dropped > settings.initialWindowSize { wantReset(stream, entry) }
+      return
+    }
     if !entry.progressed {
       entry.progressed = true
       progressed.append(stream)
     }
     guard entry.body.count + bytes.count <= entry.bodyLimit else {
       entry.discarding = true
+      entry.resetWanted = true
       entry.body = []
       events.append(.bodyTooLarge(stream, request(entry)))
       return
@@ -348,6 +376,7 @@ final class HTTP2Session {
     if let budget {
       guard budget.reserve(bytes.count) else {
         entry.discarding = true
+        entry.resetWanted = true
         entry.body = []
         events.append(.overBudget(stream, request(entry)))
         return
@@ -386,6 +415,7 @@ final class HTTP2Session {
         return
       } else if entry.fieldsTooLarge {
         entry.discarding = true
+        entry.resetWanted = true
         events.append(.fieldsTooLarge(stream, request(entry)))
       } else if !endStream {
         entry.headFirst = true
@@ -446,7 +476,7 @@ final class HTTP2Session {
 
   /// A stream's request is complete.
   private func complete(_ stream: Int32) {
-    answeredEarly.remove(stream)  // the request ended by itself: no reset needed
+    resetAfterAnswer.remove(stream)  // the request ended by itself: no reset needed
     guard let entry = incoming.removeValue(forKey: stream), !entry.discarding, entry.method != nil,
       entry.target != nil
     else { return }
@@ -456,8 +486,23 @@ final class HTTP2Session {
   /// Feeds bytes from the peer that arrived at `now`; false when the connection must close (a
   /// protocol error, a flood: a GOAWAY is queued, which `output` still returns).
   func received(_ bytes: UnsafeRawBufferPointer, now: Instant) -> Bool {
-    guard !failed, let base = bytes.baseAddress else { return !failed }
-    let n = nghttp2_session_mem_recv(session, base.assumingMemoryBound(to: UInt8.self), bytes.count)
+    guard !failed, let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return !failed }
+    // Each DATA frame is checked before the library reads it (`HTTP2FrameGuard`).
+    var fed = 0
+    var n = 0
+    frameHeaders.forEachData(in: bytes) { start, stream in
+      if start > fed {
+        n = nghttp2_session_mem_recv(session, base + fed, start - fed)
+        guard n >= 0 else { return false }
+        fed = start
+      }
+      violation = frameGuard.error(
+        isData: true, stream: stream, lastOpened: lastOpened, state: state(of: stream))
+      return violation == nil
+    }
+    if n >= 0 && violation == nil && fed < bytes.count {
+      n = nghttp2_session_mem_recv(session, base + fed, bytes.count - fed)
+    }
     // The library's own bounds on floods (CONTINUATION frames, queued control frames).
     if n == Int(NGHTTP2_ERR_FLOODED.rawValue) || n == Int(NGHTTP2_ERR_TOO_MANY_CONTINUATIONS.rawValue) {
       calmedDown = true
@@ -475,6 +520,8 @@ final class HTTP2Session {
     }
     if calmedDown {
       terminate(NGHTTP2_ENHANCE_YOUR_CALM)
+    } else if let violation {
+      terminate(nghttp2_error_code(violation))
     } else if n < 0 {
       // RFC 9113 §3.4, §5.4.1: say why before closing (the library has not always queued it:
       // not for a bad connection preface).
@@ -508,10 +555,37 @@ final class HTTP2Session {
   /// The head handed on for `stream` was routed: at most `bytes` of body are read.
   func limitBody(_ stream: Int32, to bytes: Int) { incoming[stream]?.bodyLimit = bytes }
 
-  /// `stream` was answered on its head: the rest of its body is dropped unread.
-  func discardBody(_ stream: Int32) {
-    incoming[stream]?.discarding = true
-    incoming[stream]?.body = []
+  /// `stream` was answered on its head: the rest of its body is dropped unread; `resetting`, the
+  /// stream is reset once answered (else only once it brings more than its window).
+  func discardBody(_ stream: Int32, resetting: Bool) {
+    guard let entry = incoming[stream] else { return }
+    entry.discarding = true
+    entry.body = []
+    if resetting { wantReset(stream, entry) }
+  }
+
+  /// Resets `stream` (NO_ERROR) as soon as its answer has ended.
+  private func wantReset(_ stream: Int32, _ entry: Incoming) {
+    guard !entry.resetWanted else { return }
+    entry.resetWanted = true
+    if entry.answerEnded {
+      nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream, NGHTTP2_NO_ERROR.rawValue)
+    } else if entry.answered {
+      resetAfterAnswer.insert(stream)
+    }
+  }
+
+  /// The highest stream the client opened.
+  private var lastOpened: Int32 { nghttp2_session_get_last_proc_stream_id(session) }
+
+  /// What the library knows of `stream`.
+  private func state(of stream: Int32) -> HTTP2FrameGuard.StreamState {
+    guard let known = nghttp2_session_find_stream(session, stream) else { return .unknown }
+    switch nghttp2_stream_get_state(known) {
+    case NGHTTP2_STREAM_STATE_CLOSED: return .closed
+    case NGHTTP2_STREAM_STATE_IDLE: return .unknown
+    default: return .open
+    }
   }
 
   /// Whether a stream still reads a body (handed on as a head, not yet complete).
@@ -539,7 +613,10 @@ final class HTTP2Session {
     if hsts { own.add("strict-transport-security", "max-age=63072000; includeSubDomains") }
     let sendsBody = !headOnly && !response.status.forbidsContent && response.body.count > 0
     if sendsBody { outgoing[stream] = Outgoing(body: response.body) }
-    if incoming[stream] != nil { answeredEarly.insert(stream) }
+    if let entry = incoming[stream] {
+      entry.answered = true
+      if entry.resetWanted { resetAfterAnswer.insert(stream) }
+    }
     var pairs: [nghttp2_nv] = []
     swap(&pairs, &scratchPairs)
     pairs.removeAll(keepingCapacity: true)
@@ -557,7 +634,7 @@ final class HTTP2Session {
     scratchPairs = pairs
     if result != 0 {
       outgoing[stream] = nil
-      answeredEarly.remove(stream)
+      resetAfterAnswer.remove(stream)
     }
   }
 
@@ -610,6 +687,7 @@ final class HTTP2Session {
 
   private func frameSent(_ frame: nghttp2_frame, _ session: OpaquePointer?) {
     let stream = frame.hd.stream_id
+    if frame.hd.type == UInt8(NGHTTP2_RST_STREAM.rawValue) { frameGuard.reset(stream) }
     if let metrics {
       switch Int(frame.hd.type) {
       case Int(NGHTTP2_RST_STREAM.rawValue): metrics.count(.h2ResetsSent)
@@ -623,8 +701,11 @@ final class HTTP2Session {
       default: break
       }
     }
-    guard frame.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0, answeredEarly.remove(stream) != nil
-    else { return }
+    guard frame.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 else { return }
+    guard resetAfterAnswer.remove(stream) != nil else {
+      incoming[stream]?.answerEnded = true
+      return
+    }
     // RFC 9113 §8.1: the answer is whole; the client may stop sending the request's body.
     nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream, NGHTTP2_NO_ERROR.rawValue)
   }

@@ -90,7 +90,7 @@ struct HTTP2DefenceTests {
       return
     }
     #expect(head.path == "/upload" && head.body.isEmpty && server.readsBody(stream))
-    server.discardBody(stream)
+    server.discardBody(stream, resetting: true)
     server.respond(
       stream: stream, .text(.notFound, "Not found."), cacheClass: .private, headOnly: false,
       date: HTTP2SessionTests.date, hsts: false)

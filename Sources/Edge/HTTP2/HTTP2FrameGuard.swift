@@ -1,0 +1,106 @@
+import CNGHTTP2
+
+/// The frames RFC 9113 forbids on streams that libnghttp2 no longer tracks, which it would
+/// otherwise drop in silence:
+/// - HEADERS on a stream number at or below one the client already opened, unless the stream is
+///   still open: a connection error, `PROTOCOL_ERROR` for a number never used (§5.1.1),
+///   `STREAM_CLOSED` for a stream that has closed (§5.1);
+/// - DATA on such a stream: `STREAM_CLOSED` (§5.1, §6.1; §5.4.1 lets a stream error end the
+///   connection), after the client's own RST_STREAM too.
+///
+/// What is left to the library: new streams, streams it still has open (trailers, DATA past
+/// `content-length`, bad padding, windows), and frames on a stream this server reset, which
+/// §5.1 says to ignore (they may have been sent before the reset arrived).
+///
+/// The library reads a DATA frame on a stream it no longer has without calling back, so the
+/// session passes it the bytes up to each DATA frame's header (`HTTP2FrameHeaders`) and asks this
+/// type first. HEADERS are asked about from the library's begin-frame callback, which comes before
+/// it reads any HEADERS frame.
+struct HTTP2FrameGuard {
+  /// What the library knows of a stream.
+  enum StreamState: Equatable {
+    /// Open or half-closed: the library checks what arrives on it.
+    case open
+    /// Closed, and still on record.
+    case closed
+    /// Never opened, or closed and forgotten.
+    case unknown
+  }
+
+  /// The streams this server reset most recently, and where the next one is written.
+  private var resets: [Int32] = []
+  private var nextReset = 0
+  private let resetsKept: Int
+
+  /// A guard that remembers the last `resetsKept` streams this server reset.
+  init(resetsKept: Int) { self.resetsKept = max(1, resetsKept) }
+
+  /// This server sent RST_STREAM on `stream`: frames the client sent before it learnt of it are
+  /// ignored.
+  mutating func reset(_ stream: Int32) {
+    if resets.count < resetsKept {
+      resets.append(stream)
+    } else {
+      resets[nextReset] = stream
+      nextReset = (nextReset + 1) % resetsKept
+    }
+  }
+
+  /// The connection error that a HEADERS (`isData` false) or DATA frame on `stream` calls for, or nil
+  /// when the library decides: `lastOpened` is the highest stream the client opened, `state` what
+  /// the library knows of `stream`.
+  func error(isData: Bool, stream: Int32, lastOpened: Int32, state: StreamState) -> UInt32? {
+    guard stream > 0, stream <= lastOpened, state != .open, !resets.contains(stream) else { return nil }
+    if isData || state == .closed { return NGHTTP2_STREAM_CLOSED.rawValue }
+    return NGHTTP2_PROTOCOL_ERROR.rawValue
+  }
+}
+
+/// Where frame headers lie in the bytes a connection receives (RFC 9113 §4.1), across reads.
+struct HTTP2FrameHeaders {
+  /// Bytes still to pass before the next frame header: the connection preface's 24 at first, then
+  /// each frame's payload.
+  private var skip = 24
+  /// The first bytes of a frame header that a read cut short.
+  private var partialHeader: [UInt8] = []
+
+  /// Calls `each` with the offset in `bytes` of every DATA frame header that begins or ends in them
+  /// (0 for one begun in an earlier read) and its stream, in order, until `each` returns false.
+  mutating func forEachData(
+    in bytes: UnsafeRawBufferPointer, _ each: (_ offset: Int, _ stream: Int32) -> Bool
+  ) {
+    var at = 0
+    while at < bytes.count {
+      if skip > 0 {
+        let n = min(skip, bytes.count - at)
+        skip -= n
+        at += n
+        continue
+      }
+      let start = at
+      let need = 9 - partialHeader.count
+      guard bytes.count - at >= need else {
+        partialHeader.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[at...]))
+        return
+      }
+      let header: (length: Int, type: UInt8, stream: Int32)
+      if partialHeader.isEmpty {
+        header = Self.frameHeader(UnsafeRawBufferPointer(rebasing: bytes[at..<(at + 9)]))
+      } else {
+        partialHeader.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[at..<(at + need)]))
+        header = partialHeader.withUnsafeBytes { Self.frameHeader($0) }
+        partialHeader.removeAll()
+      }
+      at += need
+      skip = header.length
+      if header.type == UInt8(NGHTTP2_DATA.rawValue), !each(start, header.stream) { return }
+    }
+  }
+
+  /// A frame header's length, type and stream (RFC 9113 §4.1; the reserved bit dropped).
+  static func frameHeader(_ b: UnsafeRawBufferPointer) -> (length: Int, type: UInt8, stream: Int32) {
+    let length = Int(b[0]) << 16 | Int(b[1]) << 8 | Int(b[2])
+    let stream = (UInt32(b[5]) << 24 | UInt32(b[6]) << 16 | UInt32(b[7]) << 8 | UInt32(b[8])) & 0x7FFF_FFFF
+    return (length, b[3], Int32(stream))
+  }
+}
