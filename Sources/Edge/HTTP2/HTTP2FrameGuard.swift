@@ -27,31 +27,30 @@ struct HTTP2FrameGuard {
     case unknown
   }
 
-  /// The streams this server reset most recently, and where the next one is written.
-  private var resets: [Int32] = []
-  private var nextReset = 0
-  private let resetsKept: Int
+  /// The streams this server reset most recently, and those that closed most recently (the library
+  /// keeps no closed stream: `nghttp2_option_set_no_closed_streams`).
+  private var resets: StreamRing
+  private var closed: StreamRing
 
-  /// A guard that remembers the last `resetsKept` streams this server reset.
-  init(resetsKept: Int) { self.resetsKept = max(1, resetsKept) }
+  /// A guard that remembers the last `kept` streams this server reset, and the last `kept` closed.
+  init(kept: Int) {
+    resets = StreamRing(capacity: kept)
+    closed = StreamRing(capacity: kept)
+  }
 
   /// This server sent RST_STREAM on `stream`: frames the client sent before it learnt of it are
   /// ignored.
-  mutating func reset(_ stream: Int32) {
-    if resets.count < resetsKept {
-      resets.append(stream)
-    } else {
-      resets[nextReset] = stream
-      nextReset = (nextReset + 1) % resetsKept
-    }
-  }
+  mutating func reset(_ stream: Int32) { resets.add(stream) }
+
+  /// `stream` closed: HEADERS on it again is STREAM_CLOSED, not a stream number never used.
+  mutating func close(_ stream: Int32) { closed.add(stream) }
 
   /// The connection error that a HEADERS (`isData` false) or DATA frame on `stream` calls for, or nil
   /// when the library decides: `lastOpened` is the highest stream the client opened, `state` what
   /// the library knows of `stream`.
   func error(isData: Bool, stream: Int32, lastOpened: Int32, state: StreamState) -> UInt32? {
     guard stream > 0, stream <= lastOpened, state != .open, !resets.contains(stream) else { return nil }
-    if isData || state == .closed { return NGHTTP2_STREAM_CLOSED.rawValue }
+    if isData || state == .closed || closed.contains(stream) { return NGHTTP2_STREAM_CLOSED.rawValue }
     return NGHTTP2_PROTOCOL_ERROR.rawValue
   }
 }
@@ -103,4 +102,24 @@ struct HTTP2FrameHeaders {
     let stream = (UInt32(b[5]) << 24 | UInt32(b[6]) << 16 | UInt32(b[7]) << 8 | UInt32(b[8])) & 0x7FFF_FFFF
     return (length, b[3], Int32(stream))
   }
+}
+
+/// The last stream numbers added, up to a capacity (the oldest give way).
+struct StreamRing {
+  private var streams: [Int32] = []
+  private var next = 0
+  private let capacity: Int
+
+  init(capacity: Int) { self.capacity = max(1, capacity) }
+
+  mutating func add(_ stream: Int32) {
+    if streams.count < capacity {
+      streams.append(stream)
+    } else {
+      streams[next] = stream
+      next = (next + 1) % capacity
+    }
+  }
+
+  func contains(_ stream: Int32) -> Bool { streams.contains(stream) }
 }

@@ -171,7 +171,7 @@ final class HTTP2Session {
   init(settings: Settings, budget: RequestBudget? = nil) {
     self.settings = settings
     self.budget = budget
-    frameGuard = HTTP2FrameGuard(resetsKept: max(64, 2 * settings.maxConcurrentStreams))
+    frameGuard = HTTP2FrameGuard(kept: max(64, 2 * settings.maxConcurrentStreams))
     glitchTokens = Double(settings.glitchBurst)
     var callbacks: OpaquePointer?
     nghttp2_session_callbacks_new(&callbacks)
@@ -182,6 +182,8 @@ final class HTTP2Session {
     nghttp2_option_new(&options)
     defer { nghttp2_option_del(options) }
     nghttp2_option_set_max_deflate_dynamic_table_size(options, settings.headerTableSize)
+    // No closed stream is kept for the priority tree: what is needed of them is in `frameGuard`.
+    nghttp2_option_set_no_closed_streams(options, 1)
     nghttp2_session_server_new2(&session, callbacks, Unmanaged.passUnretained(self).toOpaque(), options)
     if session == nil || !submitSettings() { failed = true }
   }
@@ -261,6 +263,7 @@ final class HTTP2Session {
       me.incoming[stream] = nil
       me.outgoing[stream] = nil
       me.resetAfterAnswer.remove(stream)
+      me.frameGuard.close(stream)
       if let held = me.reserved.removeValue(forKey: stream) { me.budget?.release(held) }
       // A stream reset before it was handed on is never answered (rapid reset: no handler runs).
       if !me.events.isEmpty { me.events.removeAll { $0.stream == stream } }

@@ -73,19 +73,31 @@ struct HTTP2ClosedStreamTests {
     isData: Bool, stream: Int32, lastOpened: Int32, state: HTTP2FrameGuard.StreamState, resetHere: Bool,
     expected: UInt32?
   ) {
-    var guarded = HTTP2FrameGuard(resetsKept: 4)
+    var guarded = HTTP2FrameGuard(kept: 4)
     if resetHere { guarded.reset(stream) }
     #expect(guarded.error(isData: isData, stream: stream, lastOpened: lastOpened, state: state) == expected)
   }
 
   @Test("the guard remembers the last streams this server reset, and only those")
   func resetsKept() {
-    var guarded = HTTP2FrameGuard(resetsKept: 3)
+    var guarded = HTTP2FrameGuard(kept: 3)
     for stream: Int32 in [1, 3, 5, 7] { guarded.reset(stream) }
     let ignored = [1, 3, 5, 7].map {
       guarded.error(isData: true, stream: $0, lastOpened: 9, state: .unknown) == nil
     }
     #expect(ignored == [false, true, true, true])
+  }
+
+  @Test("HEADERS again on a stream that closed is STREAM_CLOSED: the guard keeps the last closed streams")
+  func closedKept() {
+    var guarded = HTTP2FrameGuard(kept: 2)
+    for stream: Int32 in [1, 3, 5] { guarded.close(stream) }
+    let codes = [1, 3, 5, 7].map { guarded.error(isData: false, stream: $0, lastOpened: 9, state: .unknown) }
+    #expect(
+      codes == [
+        NGHTTP2_PROTOCOL_ERROR.rawValue, NGHTTP2_STREAM_CLOSED.rawValue, NGHTTP2_STREAM_CLOSED.rawValue,
+        NGHTTP2_PROTOCOL_ERROR.rawValue,
+      ])
   }
 
   @Test("DATA frame headers are found however the bytes are cut", arguments: [1, 2, 5, 9, 10, 24, 33, 1000])
