@@ -43,6 +43,9 @@ final class HTTP2Connection<Clock: EdgeClock> {
   private let secure: Bool
   private var inFlight: [Int32: InFlight] = [:]
   private var routed: [Int32: Routed] = [:]
+  /// Streams answered on their head whose body may still come, and when they are reset if it has
+  /// not ended by then (the body timeout from the answer).
+  private var dropping: [Int32: Instant] = [:]
   private var idleDeadline: Instant
   private var headerBlockDeadline = Instant.never
   private var writeDeadline = Instant.never
@@ -67,7 +70,9 @@ final class HTTP2Connection<Clock: EdgeClock> {
   /// Whether the connection, once ended, should linger before it closes: it ended gracefully (a
   /// drain, a reload, the peer's own GOAWAY; not a deadline, a flood or a protocol error, which
   /// RFC 9113 §5.4.1 closes at once), all is written, and the peer may still be sending.
-  var lingers: Bool { output.isEmpty && !inputClosed && (closeReason == .drain || closeReason == .normal) }
+  var lingers: Bool {
+    output.isEmpty && !inputClosed && !session.failed && (closeReason == .drain || closeReason == .normal)
+  }
 
   /// A connection whose peer sent the HTTP/2 connection preface (h2c) or chose `h2` by ALPN.
   init(
@@ -98,9 +103,15 @@ final class HTTP2Connection<Clock: EdgeClock> {
     var next = headerBlockDeadline
     if !output.isEmpty || session.sending { next = min(next, writeDeadline) }
     for stream in routed.values { next = min(next, stream.bodyDeadline) }
+    for deadline in dropping.values { next = min(next, deadline) }
     if isIdle { next = min(next, idleDeadline) }
     return next
   }
+
+  /// After a drain's GOAWAY, every stream it let finish is done: none waits for its body, for its
+  /// answer, or for the client's window to send the rest of its answer. (Streams answered on their
+  /// head are not waited for: their body is dropped anyway.)
+  private var drained: Bool { inFlight.isEmpty && routed.isEmpty && !session.sending }
 
   /// Nothing open, in flight or to write: the idle timeout runs.
   private var isIdle: Bool {
@@ -203,12 +214,15 @@ final class HTTP2Connection<Clock: EdgeClock> {
     switch decision(request, bodyLength: announced) {
     case .answer(let response, let cacheClass, let headOnly, let route):
       session.discardBody(stream, resetting: announcesMore)
+      if !announcesMore { dropping[stream] = now.adding(limits.bodyTimeout) }
       answer(
         stream, response, cacheClass: cacheClass, request: request, headOnly: headOnly, started: now,
         route: route, context: &context)
     case .refuse(let response, _, let route):
       // A body refused for its size (413) is not wanted at all.
-      session.discardBody(stream, resetting: announcesMore || response.status.code == 413)
+      let resetting = announcesMore || response.status.code == 413
+      session.discardBody(stream, resetting: resetting)
+      if !resetting { dropping[stream] = now.adding(limits.bodyTimeout) }
       answer(
         stream, response, cacheClass: .private, request: request, started: now, route: route,
         context: &context)
@@ -315,7 +329,7 @@ final class HTTP2Connection<Clock: EdgeClock> {
         idleDeadline = clock.now().adding(limits.idleTimeout)
       }
     }
-    return session.failed || session.finished || (draining && inFlight.isEmpty) || inputClosed
+    return session.failed || session.finished || (draining && drained) || inputClosed
   }
 
   /// The peer closed its side: nothing more can arrive; close once what is queued is written.
@@ -334,6 +348,12 @@ final class HTTP2Connection<Clock: EdgeClock> {
     }
     // Streams that were routed but are gone (reset by the client) hold no deadline.
     routed = routed.filter { session.readsBody($0.key) }
+    // A body still coming after its answer, past the body timeout, is reset (no second answer).
+    dropping = dropping.filter { session.isReceiving($0.key) }
+    for (stream, deadline) in dropping where now >= deadline {
+      dropping[stream] = nil
+      session.discardBody(stream, resetting: true)
+    }
     for (stream, waiting) in routed where now >= waiting.bodyDeadline {
       routed[stream] = nil
       session.discardBody(stream, resetting: true)
@@ -357,7 +377,7 @@ final class HTTP2Connection<Clock: EdgeClock> {
     draining = true
     session.drain()
     flushSession()
-    return output.isEmpty && inFlight.isEmpty
+    return output.isEmpty && drained
   }
 }
 

@@ -239,8 +239,14 @@ final class HTTP2Session {
       HTTP2Session.from(user).frameReceived(frame.pointee)
       return 0
     }
-    nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(callbacks) { _, _, _, user in
-      if let user { HTTP2Session.from(user).glitchesSeen += 1 }
+    nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(callbacks) { _, frame, _, user in
+      guard let user else { return 0 }
+      let me = HTTP2Session.from(user)
+      me.glitchesSeen += 1
+      // A stream error (REFUSED_STREAM past the concurrency limit among them): the library queues
+      // its RST_STREAM now, and frames the client sent meanwhile are to be ignored, also those that
+      // arrive in this same read, before the reset is sent.
+      if let stream = frame?.pointee.hd.stream_id, stream > 0 { me.frameGuard.reset(stream) }
       return 0
     }
   }
@@ -361,8 +367,16 @@ final class HTTP2Session {
     guard let entry = incoming[stream] else { return }
     guard !entry.discarding else {
       entry.dropped += bytes.count
-      // More than the window the stream was given: the client means to send a large body.
-      if entry.dropped > settings.initialWindowSize { wantReset(stream, entry) }
+      // More than the window the stream was given: the client means to send a large body. Past
+      // twice that with the answer still not whole (the client does not read it), the stream is
+      // reset at once (CANCEL): the library's window updates would keep the body coming.
+      if entry.dropped > 2 * settings.initialWindowSize && entry.answered && !entry.answerEnded {
+        resetAfterAnswer.remove(stream)
+        incoming[stream] = nil
+        nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream, NGHTTP2_CANCEL.rawValue)
+      } else if entry.dropped > settings.initialWindowSize {
+        wantReset(stream, entry)
+      }
       return
     }
     if !entry.progressed {
@@ -563,7 +577,10 @@ final class HTTP2Session {
   func discardBody(_ stream: Int32, resetting: Bool) {
     guard let entry = incoming[stream] else { return }
     entry.discarding = true
+    // Nothing reads the head or the body of a discarded stream again.
     entry.body = []
+    entry.bytes = []
+    entry.fields = []
     if resetting { wantReset(stream, entry) }
   }
 
@@ -590,6 +607,9 @@ final class HTTP2Session {
     default: return .open
     }
   }
+
+  /// Whether the client may still send on `stream` (its request has not ended, nor was it reset).
+  func isReceiving(_ stream: Int32) -> Bool { incoming[stream] != nil }
 
   /// Whether a stream still reads a body (handed on as a head, not yet complete).
   func readsBody(_ stream: Int32) -> Bool { incoming[stream].map { !$0.discarding } ?? false }
@@ -691,13 +711,13 @@ final class HTTP2Session {
   private func frameSent(_ frame: nghttp2_frame, _ session: OpaquePointer?) {
     let stream = frame.hd.stream_id
     if frame.hd.type == UInt8(NGHTTP2_RST_STREAM.rawValue) { frameGuard.reset(stream) }
+    if frame.hd.type == UInt8(NGHTTP2_GOAWAY.rawValue) { lastGoaway = frame.goaway.error_code }
     if let metrics {
       switch Int(frame.hd.type) {
       case Int(NGHTTP2_RST_STREAM.rawValue): metrics.count(.h2ResetsSent)
       case Int(NGHTTP2_GOAWAY.rawValue):
         // RFC 9113 §7's codes are 0 to 13, in the order `goawayReasons` lists them.
         let code = Int(frame.goaway.error_code)
-        lastGoaway = frame.goaway.error_code
         metrics.count(
           .h2GoawaysSent,
           code < MetricFamily.goawayReasons.count - 1 ? code : MetricFamily.goawayReasons.count - 1)

@@ -154,6 +154,24 @@ struct HTTP2ClosedStreamTests {
     #expect(RawFrames.goAway(out) == NGHTTP2_STREAM_CLOSED.rawValue)
   }
 
+  @Test(
+    "a stream refused past the concurrency limit: its late frames in the same read are ignored, not an error",
+    arguments: [true, false])
+  func refusedInTheSameRead(trailers: Bool) {
+    var settings = HTTP2Session.Settings()
+    settings.maxConcurrentStreams = 1
+    let server = HTTP2Session(settings: settings)
+    let late =
+      trailers ? Self.headers(3, [0x40, 0x01, 0x78, 0x01, 0x79], end: true) : Self.data(3, [1], end: true)
+    let chunk =
+      Self.start + Self.headers(1, Self.post, end: false) + Self.headers(3, Self.post, end: false)
+      + Self.reset(1)
+      + Self.headers(5, Self.get, end: true) + late + Self.ping
+    let (out, alive) = Self.run(server, [chunk])
+    #expect(alive && RawFrames.goAway(out) == nil)
+    #expect(RawFrames.reset(out, stream: 3) == NGHTTP2_REFUSED_STREAM.rawValue)
+  }
+
   @Test("a stream answered on its head stays open: a small body is read and dropped, no reset, no error")
   func answeredEarlyStaysOpen() {
     let server = HTTP2Session(settings: .init())
@@ -205,8 +223,10 @@ struct HTTP2ClosedStreamTests {
     #expect(alive)
     let resets = RawFrames.parse(out).filter { $0.type == 0x03 && $0.stream == 1 }
     #expect(resets.count == 1 && RawFrames.reset(out, stream: 1) == NGHTTP2_NO_ERROR.rawValue)
-    // Frames the client sent before it read the reset are ignored (§5.1), not an error.
-    let (after, stillAlive) = Self.run(server, [chunk + Self.ping])
+    // Frames the client sent before it read the reset are ignored (§5.1), not an error: DATA, then
+    // trailers.
+    let (after, stillAlive) = Self.run(
+      server, [chunk + Self.headers(1, [0x40, 0x01, 0x78, 0x01, 0x79], end: true) + Self.ping])
     #expect(stillAlive && RawFrames.goAway(after) == nil)
   }
 }

@@ -135,7 +135,9 @@ struct HTTP2ConnectionTests {
 
   @Test(
     "refusals come on the head, before the body: 404, and 413 for an announced length past the route's; a refused body is reset (NO_ERROR), a small one is read and dropped",
-    arguments: [("/missing", nil, "404"), ("/small", "50", "413"), ("/form", nil, nil)])
+    arguments: [
+      ("/missing", nil, "404"), ("/missing", "100000", "404"), ("/small", "50", "413"), ("/form", nil, nil),
+    ])
   func answeredOnTheHead(path: String, length: String?, status: String?) throws {
     let h = try Harness()
     let fields = length.map { [("content-length", $0)] } ?? []
@@ -150,7 +152,8 @@ struct HTTP2ConnectionTests {
     let step = h.send(frames[0...headers].flatMap { $0 })
     #expect(step.dispatches.isEmpty)
     #expect(h.client.answers[stream]?.field(":status") == status)
-    if status == "413" {
+    // Refused for its size (413), or announcing more than the stream's window: reset once answered.
+    if status == "413" || Int(length ?? "0") ?? 0 > h.limits.http2InitialWindowBytes {
       #expect(RawFrames.reset(h.written, stream: UInt32(stream)) == NGHTTP2_NO_ERROR.rawValue)
     } else {
       #expect(RawFrames.reset(h.written, stream: UInt32(stream)) == nil, "the stream stays open for its body")
@@ -178,5 +181,55 @@ struct HTTP2ConnectionTests {
     withKnownIssue("the route's body limit applies only to DATA read after its head's read") {
       #expect(together.client.answers[second]?.field(":status") == "413", "DATA in the head's read")
     }
+  }
+
+  /// Sends `stream`'s head alone (its body held back); returns the rest of its frames.
+  static func headOnly(_ h: Harness) -> [UInt8] {
+    let frames = h.clientFrames()
+    let headers = frames.firstIndex { $0[3] == 0x01 } ?? 0
+    h.send(frames[0...headers].flatMap { $0 })
+    return frames[(headers + 1)...].flatMap { $0 }
+  }
+
+  @Test(
+    "a stream answered on its head whose body never ends is reset at the body timeout, never answered again")
+  func droppedBodyDeadline() throws {
+    let h = try Harness()
+    let stream = h.client.request("POST", "/missing", body: [UInt8](repeating: 7, count: 50))
+    _ = Self.headOnly(h)
+    #expect(h.client.answers[stream]?.field(":status") == "404")
+    #expect(RawFrames.reset(h.written, stream: UInt32(stream)) == nil, "open for its body")
+    #expect(!h.advance(.seconds(6)))
+    #expect(RawFrames.reset(h.written, stream: UInt32(stream)) == NGHTTP2_NO_ERROR.rawValue)
+    #expect(RawFrames.parse(h.written).filter { $0.type == 0x01 && $0.stream == UInt32(stream) }.count == 1)
+  }
+
+  @Test("a drain's GOAWAY lets a stream still receiving its body finish: answered, then closed")
+  func drainWaitsForBodies() throws {
+    let h = try Harness()
+    let stream = h.client.request("POST", "/form", body: [UInt8](repeating: 7, count: 10))
+    let body = Self.headOnly(h)
+    #expect(!h.connection.drain())
+    #expect(!h.drain(), "the GOAWAY is written; the stream still waits for its body")
+    let step = h.send(body)
+    for (id, dispatch) in step.dispatches {
+      _ = h.connection.finished(stream: id, dispatch.route.respond(to: dispatch.request), context: &h.context)
+    }
+    #expect(h.client.answers[stream]?.field(":status") == "200")
+    #expect(h.drain() || h.connection.lingers, "closed once the answer is written")
+  }
+
+  @Test(
+    "after a graceful GOAWAY the connection lingers; after a protocol error it closes at once, metrics or not"
+  )
+  func lingersOnlyWhenGraceful() throws {
+    let graceful = try Harness()
+    _ = graceful.connection.drain()
+    #expect(graceful.drain(), "nothing in flight: closed once the GOAWAY is written")
+    #expect(graceful.connection.lingers)
+    let broken = try Harness()  // no metrics
+    broken.send(RawFrames.frame(0x01, flags: 0x05, stream: 2, [0x82, 0x86, 0x84, 0x01, 0x01, 0x61]))
+    #expect(RawFrames.goAway(broken.written) == NGHTTP2_PROTOCOL_ERROR.rawValue)
+    #expect(!broken.connection.lingers)
   }
 }
