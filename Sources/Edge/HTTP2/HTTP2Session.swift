@@ -136,6 +136,8 @@ final class HTTP2Session {
   private var resetAfterAnswer: Set<Int32> = []
   /// Frames on streams the library no longer tracks (HEADERS below the last stream, DATA after a
   /// reset), and what the peer broke, if it did: the GOAWAY's code.
+  /// The stream whose request header block is being decoded, and its entry.
+  private var current: (stream: Int32, entry: Incoming)?
   private var frameGuard: HTTP2FrameGuard
   private var frameHeaders = HTTP2FrameHeaders()
   private var violation: UInt32?
@@ -214,7 +216,9 @@ final class HTTP2Session {
         frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST
       else { return 0 }
       let me = HTTP2Session.from(user)
-      me.incoming[frame.pointee.hd.stream_id] = Incoming(bodyLimit: me.settings.maxBodyBytes)
+      let entry = Incoming(bodyLimit: me.settings.maxBodyBytes)
+      me.incoming[frame.pointee.hd.stream_id] = entry
+      me.current = (frame.pointee.hd.stream_id, entry)
       me.metrics?.count(.h2Streams)
       return 0
     }
@@ -266,11 +270,13 @@ final class HTTP2Session {
     nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, stream, _, user in
       guard let user else { return 0 }
       let me = HTTP2Session.from(user)
-      me.incoming[stream] = nil
-      me.outgoing[stream] = nil
-      me.resetAfterAnswer.remove(stream)
+      // Most streams are gone from every table by now: the empty ones are not hashed into.
+      if !me.incoming.isEmpty { me.incoming[stream] = nil }
+      if !me.outgoing.isEmpty { me.outgoing[stream] = nil }
+      if !me.resetAfterAnswer.isEmpty { me.resetAfterAnswer.remove(stream) }
+      if me.current?.stream == stream { me.current = nil }
       me.frameGuard.close(stream)
-      if let held = me.reserved.removeValue(forKey: stream) { me.budget?.release(held) }
+      if !me.reserved.isEmpty, let held = me.reserved.removeValue(forKey: stream) { me.budget?.release(held) }
       // A stream reset before it was handed on is never answered (rapid reset: no handler runs).
       if !me.events.isEmpty { me.events.removeAll { $0.stream == stream } }
       return 0
@@ -323,7 +329,9 @@ final class HTTP2Session {
     _ stream: Int32, _ name: UnsafePointer<UInt8>, _ nameLength: Int, _ value: UnsafePointer<UInt8>,
     _ valueLength: Int
   ) {
-    guard let entry = incoming[stream], !entry.fieldsTooLarge else { return }
+    // The header block being decoded is the one just begun (no lookup per field).
+    guard let entry = current?.stream == stream ? current?.entry : incoming[stream], !entry.fieldsTooLarge
+    else { return }
     entry.fieldBytes += nameLength + valueLength + 32
     let pseudo = nameLength > 0 && name[0] == UInt8(ascii: ":")
     if !pseudo { entry.fieldCount += 1 }
@@ -421,7 +429,9 @@ final class HTTP2Session {
     case Int(NGHTTP2_HEADERS.rawValue):
       openHeaderBlock = nil
       let stream = frame.hd.stream_id
-      guard frame.headers.cat == NGHTTP2_HCAT_REQUEST, let entry = incoming[stream] else { break }
+      let decoded = current?.stream == stream ? current?.entry : nil
+      current = nil
+      guard frame.headers.cat == NGHTTP2_HCAT_REQUEST, let entry = decoded ?? incoming[stream] else { break }
       if entry.authorityDisagrees {
         // RFC 9113 §8.3.1: `host` and `:authority` must name the same; a request whose two differ
         // is malformed (§8.1.1), never answered on either, never forwarded.
@@ -493,7 +503,7 @@ final class HTTP2Session {
 
   /// A stream's request is complete.
   private func complete(_ stream: Int32) {
-    resetAfterAnswer.remove(stream)  // the request ended by itself: no reset needed
+    if !resetAfterAnswer.isEmpty { resetAfterAnswer.remove(stream) }  // it ended by itself: no reset needed
     guard let entry = incoming.removeValue(forKey: stream), !entry.discarding, entry.method != nil,
       entry.target != nil
     else { return }
@@ -636,7 +646,7 @@ final class HTTP2Session {
     if hsts { own.add("strict-transport-security", "max-age=63072000; includeSubDomains") }
     let sendsBody = !headOnly && !response.status.forbidsContent && response.body.count > 0
     if sendsBody { outgoing[stream] = Outgoing(body: response.body) }
-    if let entry = incoming[stream] {
+    if !incoming.isEmpty, let entry = incoming[stream] {
       entry.answered = true
       if entry.resetWanted { resetAfterAnswer.insert(stream) }
     }
@@ -725,8 +735,8 @@ final class HTTP2Session {
       }
     }
     guard frame.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 else { return }
-    guard resetAfterAnswer.remove(stream) != nil else {
-      incoming[stream]?.answerEnded = true
+    guard !resetAfterAnswer.isEmpty, resetAfterAnswer.remove(stream) != nil else {
+      if !incoming.isEmpty { incoming[stream]?.answerEnded = true }
       return
     }
     // RFC 9113 §8.1: the answer is whole; the client may stop sending the request's body.
