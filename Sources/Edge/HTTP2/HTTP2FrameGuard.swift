@@ -55,28 +55,54 @@ struct HTTP2FrameGuard {
   }
 }
 
-/// Where frame headers lie in the bytes a connection receives (RFC 9113 §4.1), across reads.
+/// Where frame headers lie in the bytes a connection receives (RFC 9113 §4.1), across reads, and
+/// what the session must check itself: DATA frames (`HTTP2FrameGuard`), and PRIORITY frames, which
+/// libnghttp2 skips unread once the server announces SETTINGS_NO_RFC7540_PRIORITIES (RFC 9218) and
+/// which RFC 9113 still bounds (§6.3: never on stream 0, 5 bytes; §5.3.1: never on itself).
 struct HTTP2FrameHeaders {
+  /// What a frame needs of the session.
+  enum Found: Equatable {
+    /// A DATA frame on the stream: checked before the library reads it.
+    case data(Int32)
+    /// A well-formed PRIORITY frame on the stream (counted: it carries no request).
+    case priority(Int32)
+    /// A frame that ends the connection with this error code.
+    case malformed(UInt32)
+  }
+
   /// Bytes still to pass before the next frame header: the connection preface's 24 at first, then
   /// each frame's payload.
   private var skip = 24
   /// The first bytes of a frame header that a read cut short.
   private var partialHeader: [UInt8] = []
+  /// A PRIORITY frame whose stream dependency is being read: its stream, the dependency's bytes so
+  /// far and how many.
+  private var priority: (stream: Int32, dependency: UInt32, read: Int)?
 
-  /// Calls `each` with the offset in `bytes` of every DATA frame header that begins or ends in them
-  /// (0 for one begun in an earlier read) and its stream, in order, until `each` returns false.
-  mutating func forEachData(
-    in bytes: UnsafeRawBufferPointer, _ each: (_ offset: Int, _ stream: Int32) -> Bool
-  ) {
+  /// Calls `each` with the offset in `bytes` of every frame the session must see whose header or
+  /// (PRIORITY) dependency ends in them (0 for one begun in an earlier read), in order, until
+  /// `each` returns false.
+  mutating func forEach(in bytes: UnsafeRawBufferPointer, _ each: (_ offset: Int, _ found: Found) -> Bool) {
     var at = 0
+    var frameStart = 0
     while at < bytes.count {
       if skip > 0 {
         let n = min(skip, bytes.count - at)
+        if let pending = priority, !dependencyRead(bytes, at, n, pending) {
+          let found: Found =
+            (priority?.dependency ?? 0) & 0x7FFF_FFFF == UInt32(pending.stream)
+            ? .malformed(NGHTTP2_PROTOCOL_ERROR.rawValue) : .priority(pending.stream)
+          priority = nil
+          skip -= n
+          at += n
+          if !each(frameStart, found) { return }
+          continue
+        }
         skip -= n
         at += n
         continue
       }
-      let start = at
+      frameStart = at
       let need = 9 - partialHeader.count
       guard bytes.count - at >= need else {
         partialHeader.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[at...]))
@@ -92,8 +118,36 @@ struct HTTP2FrameHeaders {
       }
       at += need
       skip = header.length
-      if header.type == UInt8(NGHTTP2_DATA.rawValue), !each(start, header.stream) { return }
+      switch header.type {
+      case UInt8(NGHTTP2_DATA.rawValue):
+        if !each(frameStart, .data(header.stream)) { return }
+      case UInt8(NGHTTP2_PRIORITY.rawValue):
+        if header.stream == 0 {
+          if !each(frameStart, .malformed(NGHTTP2_PROTOCOL_ERROR.rawValue)) { return }
+        } else if header.length != 5 {
+          if !each(frameStart, .malformed(NGHTTP2_FRAME_SIZE_ERROR.rawValue)) { return }
+        } else {
+          priority = (header.stream, 0, 0)
+        }
+      default:
+        break
+      }
     }
+  }
+
+  /// Reads up to `n` bytes at `at` into the pending PRIORITY frame's dependency; true while it
+  /// still needs more (all 4 bytes are needed), false once it has them.
+  private mutating func dependencyRead(
+    _ bytes: UnsafeRawBufferPointer, _ at: Int, _ n: Int,
+    _ pending: (stream: Int32, dependency: UInt32, read: Int)
+  ) -> Bool {
+    var (dependency, read) = (pending.dependency, pending.read)
+    for i in 0..<min(n, 4 - read) {
+      dependency = dependency << 8 | UInt32(bytes[at + i])
+      read += 1
+    }
+    priority = (pending.stream, dependency, read)
+    return read < 4
   }
 
   /// A frame header's length, type and stream (RFC 9113 §4.1; the reserved bit dropped).

@@ -199,6 +199,8 @@ final class HTTP2Session {
       (NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, settings.initialWindowSize),
       (NGHTTP2_SETTINGS_MAX_FRAME_SIZE, settings.maxFrameSize),
       (NGHTTP2_SETTINGS_HEADER_TABLE_SIZE, settings.headerTableSize),
+      // RFC 9218 §2.1: no RFC 7540 priority tree (PRIORITY frames are checked in `frameHeaders`).
+      (NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1),
     ].map { nghttp2_settings_entry(settings_id: Int32($0.0.rawValue), value: UInt32(clamping: $0.1)) }
     return nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count) == 0
   }
@@ -418,7 +420,7 @@ final class HTTP2Session {
     case Int(NGHTTP2_RST_STREAM.rawValue):
       metrics?.count(.h2ResetsReceived)
       glitchesSeen += 1
-    case Int(NGHTTP2_PING.rawValue), Int(NGHTTP2_SETTINGS.rawValue), Int(NGHTTP2_PRIORITY.rawValue):
+    case Int(NGHTTP2_PING.rawValue), Int(NGHTTP2_SETTINGS.rawValue), Int(NGHTTP2_PRIORITY_UPDATE.rawValue):
       glitchesSeen += 1
     case Int(NGHTTP2_WINDOW_UPDATE.rawValue):
       // A client opens windows while it receives a body (many, for a large one): only updates
@@ -514,17 +516,27 @@ final class HTTP2Session {
   /// protocol error, a flood: a GOAWAY is queued, which `output` still returns).
   func received(_ bytes: UnsafeRawBufferPointer, now: Instant) -> Bool {
     guard !failed, let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return !failed }
-    // Each DATA frame is checked before the library reads it (`HTTP2FrameGuard`).
+    // Each DATA frame is checked before the library reads it (`HTTP2FrameGuard`), and PRIORITY
+    // frames, which it skips unread (`HTTP2FrameHeaders`).
     var fed = 0
     var n = 0
-    frameHeaders.forEachData(in: bytes) { start, stream in
+    frameHeaders.forEach(in: bytes) { start, found in
+      if case .priority = found {
+        glitchesSeen += 1
+        return true
+      }
       if start > fed {
         n = nghttp2_session_mem_recv(session, base + fed, start - fed)
         guard n >= 0 else { return false }
         fed = start
       }
-      violation = frameGuard.error(
-        isData: true, stream: stream, lastOpened: lastOpened, state: state(of: stream))
+      switch found {
+      case .data(let stream):
+        violation = frameGuard.error(
+          isData: true, stream: stream, lastOpened: lastOpened, state: state(of: stream))
+      case .malformed(let code): violation = code
+      case .priority: break
+      }
       return violation == nil
     }
     if n >= 0 && violation == nil && fed < bytes.count {

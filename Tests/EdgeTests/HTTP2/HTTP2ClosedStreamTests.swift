@@ -118,7 +118,8 @@ struct HTTP2ClosedStreamTests {
     while base < frames.count {
       let chunk = Array(frames[base..<min(frames.count, base + cut)])
       chunk.withUnsafeBytes { bytes in
-        scanner.forEachData(in: bytes) { offset, stream in
+        scanner.forEach(in: bytes) { offset, what in
+          guard case .data(let stream) = what else { return true }
           found.append(base + offset)
           streams.append(stream)
           return true
@@ -129,6 +130,36 @@ struct HTTP2ClosedStreamTests {
     #expect(streams == [1, 3, 1])
     // A header cut across reads is reported at the start of the read that completes it.
     #expect(found.count == 3 && zip(found, dataStarts).allSatisfy { $0 >= $1 && $0 - $1 < 9 })
+  }
+
+  @Test(
+    "PRIORITY frames are checked as the library no longer does (§6.3, §5.3.1), however the bytes are cut",
+    arguments: [1, 3, 9, 11, 14, 1000])
+  func priorityFrames(cut: Int) {
+    typealias Found = HTTP2FrameHeaders.Found
+    let cases: [([UInt8], Found)] = [
+      (RawFrames.frame(0x02, stream: 3, [0, 0, 0, 1, 16]), .priority(3)),
+      (RawFrames.frame(0x02, stream: 3, [0x80, 0, 0, 3, 16]), .malformed(NGHTTP2_PROTOCOL_ERROR.rawValue)),
+      (RawFrames.frame(0x02, stream: 0, [0, 0, 0, 1, 16]), .malformed(NGHTTP2_PROTOCOL_ERROR.rawValue)),
+      (RawFrames.frame(0x02, stream: 3, [0, 0, 0, 1]), .malformed(NGHTTP2_FRAME_SIZE_ERROR.rawValue)),
+    ]
+    for (frame, expected) in cases {
+      let bytes = Self.start + Self.ping + frame + Self.data(1, [1, 2], end: true)
+      var scanner = HTTP2FrameHeaders()
+      var found: [Found] = []
+      var base = 0
+      while base < bytes.count {
+        let chunk = Array(bytes[base..<min(bytes.count, base + cut)])
+        chunk.withUnsafeBytes { bytes in
+          scanner.forEach(in: bytes) { _, what in
+            found.append(what)
+            return true
+          }
+        }
+        base += cut
+      }
+      #expect(found == [expected, .data(1)], "\(expected)")
+    }
   }
 
   @Test(
