@@ -100,6 +100,22 @@ struct HTTP2ClosedStreamTests {
       ])
   }
 
+  /// What a scanner finds in `bytes` read `cut` bytes at a time, each with its offset in `bytes` (the
+  /// start of the read that completes it, for one a read cut).
+  static func scan(_ bytes: [UInt8], cut: Int) -> [(at: Int, found: HTTP2FrameHeaders.Found)] {
+    var scanner = HTTP2FrameHeaders()
+    var found: [(at: Int, found: HTTP2FrameHeaders.Found)] = []
+    for base in stride(from: 0, to: bytes.count, by: cut) {
+      Array(bytes[base..<min(bytes.count, base + cut)]).withUnsafeBytes { chunk in
+        scanner.forEach(in: chunk) { offset, what in
+          found.append((base + offset, what))
+          return true
+        }
+      }
+    }
+    return found
+  }
+
   @Test("DATA frame headers are found however the bytes are cut", arguments: [1, 2, 5, 9, 10, 24, 33, 1000])
   func dataFrames(cut: Int) {
     let frames =
@@ -111,23 +127,12 @@ struct HTTP2ClosedStreamTests {
       Self.start.count + 9 + Self.post.count + 29 + 17,
       Self.start.count + 9 + Self.post.count + 29 + 17 + 9,
     ]
-    var scanner = HTTP2FrameHeaders()
-    var found: [Int] = []
-    var streams: [Int32] = []
-    var base = 0
-    while base < frames.count {
-      let chunk = Array(frames[base..<min(frames.count, base + cut)])
-      chunk.withUnsafeBytes { bytes in
-        scanner.forEach(in: bytes) { offset, what in
-          guard case .data(let stream) = what else { return true }
-          found.append(base + offset)
-          streams.append(stream)
-          return true
-        }
-      }
-      base += cut
+    let data = Self.scan(frames, cut: cut).compactMap { at, what -> (Int, Int32)? in
+      guard case .data(let stream) = what else { return nil }
+      return (at, stream)
     }
-    #expect(streams == [1, 3, 1])
+    let found = data.map(\.0)
+    #expect(data.map(\.1) == [1, 3, 1])
     // A header cut across reads is reported at the start of the read that completes it.
     #expect(found.count == 3 && zip(found, dataStarts).allSatisfy { $0 >= $1 && $0 - $1 < 9 })
   }
@@ -145,20 +150,7 @@ struct HTTP2ClosedStreamTests {
     ]
     for (frame, expected) in cases {
       let bytes = Self.start + Self.ping + frame + Self.data(1, [1, 2], end: true)
-      var scanner = HTTP2FrameHeaders()
-      var found: [Found] = []
-      var base = 0
-      while base < bytes.count {
-        let chunk = Array(bytes[base..<min(bytes.count, base + cut)])
-        chunk.withUnsafeBytes { bytes in
-          scanner.forEach(in: bytes) { _, what in
-            found.append(what)
-            return true
-          }
-        }
-        base += cut
-      }
-      #expect(found == [expected, .data(1)], "\(expected)")
+      #expect(Self.scan(bytes, cut: cut).map(\.found) == [expected, .data(1)], "\(expected)")
     }
   }
 
