@@ -46,6 +46,8 @@ final class HTTP2Connection<Clock: EdgeClock> {
   /// Streams answered on their head whose body may still come, and when they are reset if it has
   /// not ended by then (the body timeout from the answer).
   private var dropping: [Int32: Instant] = [:]
+  /// How many streams the table of bodies still coming holds (for tests).
+  var droppingCount: Int { dropping.count }
   private var idleDeadline: Instant
   private var headerBlockDeadline = Instant.never
   private var writeDeadline = Instant.never
@@ -214,7 +216,7 @@ final class HTTP2Connection<Clock: EdgeClock> {
     switch decision(request, bodyLength: announced) {
     case .answer(let response, let cacheClass, let headOnly, let route):
       session.discardBody(stream, resetting: announcesMore)
-      if !announcesMore { dropping[stream] = now.adding(limits.bodyTimeout) }
+      if !announcesMore { drop(stream, now: now) }
       answer(
         stream, response, cacheClass: cacheClass, request: request, headOnly: headOnly, started: now,
         route: route, context: &context)
@@ -222,7 +224,7 @@ final class HTTP2Connection<Clock: EdgeClock> {
       // A body refused for its size (413) is not wanted at all.
       let resetting = announcesMore || response.status.code == 413
       session.discardBody(stream, resetting: resetting)
-      if !resetting { dropping[stream] = now.adding(limits.bodyTimeout) }
+      if !resetting { drop(stream, now: now) }
       answer(
         stream, response, cacheClass: .private, request: request, started: now, route: route,
         context: &context)
@@ -232,6 +234,17 @@ final class HTTP2Connection<Clock: EdgeClock> {
         head: request, route: route, parameters: parameters, headOnly: headOnly, started: now,
         bodyDeadline: now.adding(limits.bodyTimeout))
     }
+  }
+
+  /// `stream` was answered on its head and its body may still come: it is reset at the body timeout
+  /// unless it ends first. Streams that ended meanwhile leave the table before it passes the
+  /// concurrency limit, so it never holds more than twice that (a client answering every stream's
+  /// answer with its END_STREAM cannot grow it, nor the deadline's scan of it).
+  private func drop(_ stream: Int32, now: Instant) {
+    if dropping.count >= limits.http2MaxConcurrentStreams {
+      dropping = dropping.filter { session.isReceiving($0.key) }
+    }
+    dropping[stream] = now.adding(limits.bodyTimeout)
   }
 
   /// A request that arrived whole (no body, or END_STREAM on its HEADERS).

@@ -232,4 +232,15 @@ struct HTTP2ConnectionTests {
     #expect(RawFrames.goAway(broken.written) == NGHTTP2_PROTOCOL_ERROR.rawValue)
     #expect(!broken.connection.lingers)
   }
+
+  @Test("streams answered on their head that end at once do not pile up in the table of bodies still coming")
+  func droppedBodiesBounded() throws {
+    let h = try Harness()
+    for _ in 0..<(3 * h.limits.http2MaxConcurrentStreams) {
+      let stream = h.client.request("POST", "/missing", body: [1, 2, 3])
+      h.send(h.client.pendingBytes())
+      #expect(h.client.answers[stream]?.field(":status") == "404")
+    }
+    #expect(h.connection.droppingCount <= 2 * h.limits.http2MaxConcurrentStreams)
+  }
 }
