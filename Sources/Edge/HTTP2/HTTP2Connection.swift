@@ -22,8 +22,10 @@ final class HTTP2Connection<Clock: EdgeClock> {
 
   /// A stream decided on its head, whose body is being read.
   private struct Routed {
-    /// The request's head (its body is still arriving).
-    let head: Request
+    /// What the answer to a body that does not arrive in time needs of the head.
+    let method: HTTPMethod
+    let path: String
+    let accept: String?
     let route: Route
     let parameters: RouteParameters
     let headOnly: Bool
@@ -48,6 +50,9 @@ final class HTTP2Connection<Clock: EdgeClock> {
   private var dropping: [Int32: Instant] = [:]
   /// How many streams the table of bodies still coming holds (for tests).
   var droppingCount: Int { dropping.count }
+  /// How many `Request`s were built (for tests: a prebuilt or fixed answer, a refusal and a 404 need
+  /// none).
+  private(set) var requestsBuilt = 0
   private var idleDeadline: Instant
   private var headerBlockDeadline = Instant.never
   private var writeDeadline = Instant.never
@@ -147,39 +152,45 @@ final class HTTP2Connection<Clock: EdgeClock> {
     return step
   }
 
-  /// One event on a stream: a head decided, a request run, a refusal answered.
+  /// One event on a stream: a head decided, a request run, a refusal answered. Events of a stream
+  /// already answered (on its head, or refused) are past.
   private func handle(_ event: HTTP2Session.Event, now: Instant, context: inout ConnectionContext)
     -> ConnectionMachine<Clock>.Dispatch?
   {
     switch event {
-    case .head(let stream, let request):
-      decideHead(stream, request, now: now, context: &context)
+    case .head(let stream):
+      guard !stream.answered else { return nil }
+      decideHead(stream, now: now, context: &context)
       return nil
-    case .request(let stream, var request, let headFirst):
-      request.client = client
-      guard headFirst else { return decideWhole(stream, request, now: now, context: &context) }
-      guard let decided = routed.removeValue(forKey: stream) else { return nil }  // answered on its head
+    case .request(let stream, let headFirst):
+      guard !stream.answered else { return nil }
+      guard headFirst else { return decideWhole(stream, now: now, context: &context) }
+      guard let decided = routed.removeValue(forKey: stream.id) else { return nil }  // answered on its head
+      var request = request(of: stream)
       request.parameters = decided.parameters
       return run(
-        stream, request, decided.route, headOnly: decided.headOnly, started: decided.started,
+        stream.id, request, decided.route, headOnly: decided.headOnly, started: decided.started,
         context: &context)
-    case .bodyTooLarge(let stream, let request):
-      let policy = routed.removeValue(forKey: stream)?.route.body
+    case .bodyTooLarge(let stream):
+      guard !stream.answered else { return nil }
+      let policy = routed.removeValue(forKey: stream.id)?.route.body
       refuse(
-        stream, request, .contentTooLarge, "The request body is too large.", instead: policy?.tooLarge,
+        stream, .contentTooLarge, "The request body is too large.", instead: policy?.tooLarge, now: now,
+        context: &context)
+      return nil
+    case .overBudget(let stream):
+      guard !stream.answered else { return nil }
+      routed[stream.id] = nil
+      refuse(
+        stream, .serviceUnavailable, "The server is busy; try again shortly.",
+        headers: [("Retry-After", "1")],
         now: now, context: &context)
       return nil
-    case .overBudget(let stream, let request):
-      routed[stream] = nil
+    case .fieldsTooLarge(let stream):
+      guard !stream.answered else { return nil }
+      routed[stream.id] = nil
       refuse(
-        stream, request, .serviceUnavailable, "The server is busy; try again shortly.",
-        headers: [("Retry-After", "1")], now: now, context: &context)
-      return nil
-    case .fieldsTooLarge(let stream, let request):
-      routed[stream] = nil
-      refuse(
-        stream, request, .requestHeaderFieldsTooLarge, "The header fields are too large.", now: now,
-        context: &context)
+        stream, .requestHeaderFieldsTooLarge, "The header fields are too large.", now: now, context: &context)
       return nil
     }
   }
@@ -187,52 +198,56 @@ final class HTTP2Connection<Clock: EdgeClock> {
   /// Answers `stream` with the engine's refusal (`instead`: the route's own answer), in the shape
   /// its path and Accept call for.
   private func refuse(
-    _ stream: Int32, _ request: Request, _ status: Status, _ message: String,
-    headers: [(name: String, value: String)] = [], instead: Response? = nil, now: Instant,
-    context: inout ConnectionContext
+    _ stream: HTTP2Stream, _ status: Status, _ message: String, headers: [(name: String, value: String)] = [],
+    instead: Response? = nil, now: Instant, context: inout ConnectionContext
   ) {
+    let path = stream.path
     let response =
       instead
-      ?? dispatcher.router.errors.refusal(status, request, message, headers: headers)
-    answer(stream, response, cacheClass: .private, request: request, started: now, context: &context)
+      ?? dispatcher.router.errors.refusal(
+        status, path: path, accept: stream.value("accept"), message, headers: headers)
+    answer(
+      stream.id, response, cacheClass: .private, headOnly: stream.requestMethod == .head,
+      method: stream.requestMethod, path: path, started: now, route: 0, context: &context)
   }
 
-  /// What the dispatcher makes of `request`'s head.
-  private func decision(_ request: Request, bodyLength: Int?) -> Dispatcher.Decision {
-    let path = request.path
-    return dispatcher.decide(
-      method: request.method, path: path, target: { path + (request.query.map { "?" + $0 } ?? "") },
-      secure: secure, bodyLength: bodyLength, fields: RequestHeadFields(fields: request.headers))
+  /// What the dispatcher makes of `stream`'s head (from its buffer: no `Request` is built).
+  private func decision(_ stream: HTTP2Stream, path: String, bodyLength: Int?) -> Dispatcher.Decision {
+    dispatcher.decide(
+      method: stream.requestMethod, path: path, target: { stream.targetString }, secure: secure,
+      bodyLength: bodyLength, fields: stream)
   }
 
   /// A head whose body follows: answered now (its body then dropped), or routed with its body limit.
-  private func decideHead(_ stream: Int32, _ request: Request, now: Instant, context: inout ConnectionContext)
-  {
+  private func decideHead(_ stream: HTTP2Stream, now: Instant, context: inout ConnectionContext) {
     // nghttp2 has checked that a content-length is a number the DATA frames will match.
-    let announced = request.headers.combined("content-length").flatMap { Int($0) }
+    let announced = stream.value("content-length").flatMap { Int($0) }
     // A body answered on its head is read and dropped (its frames checked as on any open stream)
     // unless it announces more than the stream's window: that one is reset once answered.
     let announcesMore = (announced ?? 0) > limits.http2InitialWindowBytes
-    switch decision(request, bodyLength: announced) {
+    let id = stream.id
+    let method = stream.requestMethod
+    let path = stream.path
+    switch decision(stream, path: path, bodyLength: announced) {
     case .answer(let response, let cacheClass, let headOnly, let route):
-      session.discardBody(stream, resetting: announcesMore)
-      if !announcesMore { drop(stream, now: now) }
+      session.discardBody(id, resetting: announcesMore)
+      if !announcesMore { drop(id, now: now) }
       answer(
-        stream, response, cacheClass: cacheClass, request: request, headOnly: headOnly, started: now,
+        id, response, cacheClass: cacheClass, headOnly: headOnly, method: method, path: path, started: now,
         route: route, context: &context)
     case .refuse(let response, _, let route):
       // A body refused for its size (413) is not wanted at all.
       let resetting = announcesMore || response.status.code == 413
-      session.discardBody(stream, resetting: resetting)
-      if !resetting { drop(stream, now: now) }
+      session.discardBody(id, resetting: resetting)
+      if !resetting { drop(id, now: now) }
       answer(
-        stream, response, cacheClass: .private, request: request, started: now, route: route,
-        context: &context)
+        id, response, cacheClass: .private, headOnly: method == .head, method: method, path: path,
+        started: now, route: route, context: &context)
     case .route(let route, let parameters, let headOnly, let bodyLimit):
-      session.limitBody(stream, to: min(bodyLimit ?? limits.maxBodyBytes, limits.maxBodyBytes))
-      routed[stream] = Routed(
-        head: request, route: route, parameters: parameters, headOnly: headOnly, started: now,
-        bodyDeadline: now.adding(limits.bodyTimeout))
+      session.limitBody(id, to: min(bodyLimit ?? limits.maxBodyBytes, limits.maxBodyBytes))
+      routed[id] = Routed(
+        method: method, path: path, accept: stream.value("accept"), route: route, parameters: parameters,
+        headOnly: headOnly, started: now, bodyDeadline: now.adding(limits.bodyTimeout))
     }
   }
 
@@ -247,25 +262,37 @@ final class HTTP2Connection<Clock: EdgeClock> {
     dropping[stream] = now.adding(limits.bodyTimeout)
   }
 
-  /// A request that arrived whole (no body, or END_STREAM on its HEADERS).
-  private func decideWhole(
-    _ stream: Int32, _ request: Request, now: Instant, context: inout ConnectionContext
-  ) -> ConnectionMachine<Clock>.Dispatch? {
-    switch decision(request, bodyLength: request.body.count) {
+  /// A request that arrived whole (no body, or END_STREAM on its HEADERS). A prebuilt or fixed
+  /// answer is decided from the head alone, as HTTP/1 decides it; a `Request` is built only for a
+  /// route that runs.
+  private func decideWhole(_ stream: HTTP2Stream, now: Instant, context: inout ConnectionContext)
+    -> ConnectionMachine<Clock>.Dispatch?
+  {
+    let method = stream.requestMethod
+    let path = stream.path
+    switch decision(stream, path: path, bodyLength: stream.body.count) {
     case .answer(let response, let cacheClass, let headOnly, let route):
       answer(
-        stream, response, cacheClass: cacheClass, request: request, headOnly: headOnly, started: now,
-        route: route, context: &context)
+        stream.id, response, cacheClass: cacheClass, headOnly: headOnly, method: method, path: path,
+        started: now, route: route, context: &context)
     case .refuse(let response, _, let route):
       answer(
-        stream, response, cacheClass: .private, request: request, started: now, route: route,
-        context: &context)
+        stream.id, response, cacheClass: .private, headOnly: method == .head, method: method, path: path,
+        started: now, route: route, context: &context)
     case .route(let route, let parameters, let headOnly, _):
-      var request = request
+      var request = request(of: stream)
       request.parameters = parameters
-      return run(stream, request, route, headOnly: headOnly, started: now, context: &context)
+      return run(stream.id, request, route, headOnly: headOnly, started: now, context: &context)
     }
     return nil
+  }
+
+  /// The `Request` a route runs on, from `stream`'s head and body.
+  private func request(of stream: HTTP2Stream) -> Request {
+    requestsBuilt += 1
+    var request = stream.request()
+    request.client = client
+    return request
   }
 
   /// A routed request with its body: answered inline or by a fast path, or handed to the pool.
@@ -277,8 +304,8 @@ final class HTTP2Connection<Clock: EdgeClock> {
     case .answer(let response), .hold(let response, _):
       // A held refusal is answered at once on HTTP/2: the stream, not the connection, waits.
       answer(
-        stream, response, cacheClass: route.cacheClass, request: request, headOnly: headOnly,
-        started: started, route: route.metricIndex, context: &context)
+        stream, response, cacheClass: route.cacheClass, headOnly: headOnly, method: request.method,
+        path: request.path, started: started, route: route.metricIndex, context: &context)
       return nil
     case .pool:
       inFlight[stream] = InFlight(
@@ -289,15 +316,6 @@ final class HTTP2Connection<Clock: EdgeClock> {
         method: request.method, path: request.path, route: route, headOnly: headOnly, started: started)
       return ConnectionMachine<Clock>.Dispatch(request: request, route: route, call: call)
     }
-  }
-
-  private func answer(
-    _ stream: Int32, _ response: Response, cacheClass: CacheClass, request: Request, headOnly: Bool? = nil,
-    started: Instant, route: RouteIndex = 0, context: inout ConnectionContext
-  ) {
-    answer(
-      stream, response, cacheClass: cacheClass, headOnly: headOnly ?? (request.method == .head),
-      method: request.method, path: request.path, started: started, route: route, context: &context)
   }
 
   private func answer(
@@ -371,8 +389,11 @@ final class HTTP2Connection<Clock: EdgeClock> {
       routed[stream] = nil
       session.discardBody(stream, resetting: true)
       let response = dispatcher.router.errors.refusal(
-        .requestTimeout, waiting.head, "The request body did not arrive in time.")
-      answer(stream, response, cacheClass: .private, request: waiting.head, started: now, context: &context)
+        .requestTimeout, path: waiting.path, accept: waiting.accept,
+        "The request body did not arrive in time.")
+      answer(
+        stream, response, cacheClass: .private, headOnly: waiting.method == .head, method: waiting.method,
+        path: waiting.path, started: now, route: 0, context: &context)
     }
     if now >= headerBlockDeadline || (isIdle && now >= idleDeadline) {
       // A header block left open, or a connection with nothing to do: GOAWAY, then close.
@@ -392,11 +413,4 @@ final class HTTP2Connection<Clock: EdgeClock> {
     flushSession()
     return output.isEmpty && drained
   }
-}
-
-/// A complete request's fields, for the dispatcher.
-struct RequestHeadFields: HeadFields {
-  let fields: HTTPFields
-
-  func value(_ name: StaticString) -> String? { fields.combined(name.description) }
 }

@@ -44,73 +44,22 @@ final class HTTP2Session {
   }
 
   /// What happened on the streams, in order.
+  ///
+  /// Each carries its stream, read when the event is handled (right after `received`): the head is
+  /// decided from it, and a `Request` built only for a route that reads one.
   enum Event {
     /// A request's head; its body is still to come (`limitBody` or `discardBody` says how much
     /// of it is read).
-    case head(Int32, Request)
+    case head(HTTP2Stream)
     /// A request is complete (END_STREAM): its head, its body, and whether `head` came first.
-    case request(Int32, Request, headFirst: Bool)
+    case request(HTTP2Stream, headFirst: Bool)
     /// The stream's body passed its limit: the rest is dropped; it is to be refused (413).
-    case bodyTooLarge(Int32, Request)
+    case bodyTooLarge(HTTP2Stream)
     /// The stream's header fields passed the limits: the rest is dropped; it is to be refused (431).
-    case fieldsTooLarge(Int32, Request)
+    case fieldsTooLarge(HTTP2Stream)
     /// The process's allowance for buffered bodies is spent: the rest is dropped; it is to be
     /// refused (503).
-    case overBudget(Int32, Request)
-  }
-
-  /// A stream being read: its head (every name and value laid out in one buffer, as HTTP/1's
-  /// parser does, so no string is made for a field nobody reads) and its body so far. A class, so
-  /// the callbacks change it in place.
-  private final class Incoming {
-    var bytes: [UInt8] = []
-    var fields: [HTTPFields.Field] = []
-    var method: HTTPMethod?
-    var target: Range<Int>?
-    var authority: Range<Int>?
-    /// The first `host` field's value.
-    var host: Range<Int>?
-    var hasHost: Bool { host != nil }
-    /// `cookie` fields seen: a client may split the cookie list into one field per cookie.
-    var cookies = 0
-    var body: [UInt8] = []
-    /// Header-list bytes so far (RFC 9113 §6.5.2), and regular fields.
-    var fieldBytes = 0
-    var fieldCount = 0
-    var fieldsTooLarge = false
-    /// Whether the head was handed on before the body.
-    var headFirst = false
-    var bodyLimit: Int
-    /// Whether DATA is dropped (the stream was answered on its head, or refused).
-    var discarding = false
-    /// Body bytes dropped so far.
-    var dropped = 0
-    /// Whether the stream is to be reset (NO_ERROR) once it is answered: a body nobody reads is
-    /// large, or was refused. Otherwise an answered stream stays open until the client ends it, so
-    /// that what still arrives on it is checked as on any open stream (RFC 9113 §8.1 allows both).
-    var resetWanted = false
-    /// Whether the answer is queued, and whether its last frame (END_STREAM) is sent.
-    var answered = false
-    var answerEnded = false
-    var progressed = false
-
-    init(bodyLimit: Int) {
-      self.bodyLimit = bodyLimit
-      bytes.reserveCapacity(256)
-    }
-
-    /// Whether the request has both `:authority` and `host` and they differ (ASCII case aside).
-    var authorityDisagrees: Bool {
-      guard let authority, let host else { return false }
-      return !bytes[authority].elementsEqual(bytes[host]) { ASCII.lower($0) == ASCII.lower($1) }
-    }
-
-    /// Appends `count` bytes at `pointer`; returns where they lie.
-    func append(_ pointer: UnsafePointer<UInt8>, _ count: Int) -> Range<Int> {
-      let start = bytes.count
-      bytes.append(contentsOf: UnsafeBufferPointer(start: pointer, count: count))
-      return start..<bytes.count
-    }
+    case overBudget(HTTP2Stream)
   }
 
   /// A response body being sent on a stream, and how far.
@@ -127,7 +76,7 @@ final class HTTP2Session {
   /// open stream holds of it (given back when the stream closes).
   private let budget: RequestBudget?
   private var reserved: [Int32: Int] = [:]
-  private var incoming: [Int32: Incoming] = [:]
+  private var incoming: [Int32: HTTP2Stream] = [:]
   private var outgoing: [Int32: Outgoing] = [:]
   private var events: [Event] = []
   private var progressed: [Int32] = []
@@ -137,7 +86,7 @@ final class HTTP2Session {
   /// Frames on streams the library no longer tracks (HEADERS below the last stream, DATA after a
   /// reset), and what the peer broke, if it did: the GOAWAY's code.
   /// The stream whose request header block is being decoded, and its entry.
-  private var current: (stream: Int32, entry: Incoming)?
+  private var current: (stream: Int32, entry: HTTP2Stream)?
   private var frameGuard: HTTP2FrameGuard
   private var frameHeaders = HTTP2FrameHeaders()
   private var violation: UInt32?
@@ -218,7 +167,7 @@ final class HTTP2Session {
         frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST
       else { return 0 }
       let me = HTTP2Session.from(user)
-      let entry = Incoming(bodyLimit: me.settings.maxBodyBytes)
+      let entry = HTTP2Stream(id: frame.pointee.hd.stream_id, bodyLimit: me.settings.maxBodyBytes)
       me.incoming[frame.pointee.hd.stream_id] = entry
       me.current = (frame.pointee.hd.stream_id, entry)
       me.metrics?.count(.h2Streams)
@@ -340,17 +289,12 @@ final class HTTP2Session {
     // Past a bound the block is still decoded (HPACK's state must stay in step) but not kept.
     if entry.fieldBytes > settings.maxHeaderListBytes || entry.fieldCount > settings.maxHeaderCount {
       entry.fieldsTooLarge = true
-      entry.fields = []
+      entry.dropFields()
       return
     }
     guard pseudo else {
       // The library has checked names (lower case, token characters) and values.
-      let n = entry.append(name, nameLength)
-      let v = entry.append(value, valueLength)
-      entry.fields.append(
-        .init(
-          nameStart: Int32(n.lowerBound), nameEnd: Int32(n.upperBound), valueStart: Int32(v.lowerBound),
-          valueEnd: Int32(v.upperBound)))
+      let v = entry.addField(name, nameLength, value, valueLength)
       if nameLength == 4 && memcmp(name, "host", 4) == 0 && entry.host == nil { entry.host = v }
       if nameLength == 6 && memcmp(name, "cookie", 6) == 0 { entry.cookies += 1 }
       return
@@ -397,7 +341,7 @@ final class HTTP2Session {
       entry.discarding = true
       entry.resetWanted = true
       entry.body = []
-      events.append(.bodyTooLarge(stream, request(entry)))
+      events.append(.bodyTooLarge(entry))
       return
     }
     if let budget {
@@ -405,7 +349,7 @@ final class HTTP2Session {
         entry.discarding = true
         entry.resetWanted = true
         entry.body = []
-        events.append(.overBudget(stream, request(entry)))
+        events.append(.overBudget(entry))
         return
       }
       reserved[stream, default: 0] += bytes.count
@@ -445,10 +389,10 @@ final class HTTP2Session {
       } else if entry.fieldsTooLarge {
         entry.discarding = true
         entry.resetWanted = true
-        events.append(.fieldsTooLarge(stream, request(entry)))
+        events.append(.fieldsTooLarge(entry))
       } else if !endStream {
         entry.headFirst = true
-        events.append(.head(stream, request(entry)))
+        events.append(.head(entry))
       }
     default:
       break
@@ -459,57 +403,13 @@ final class HTTP2Session {
     complete(frame.hd.stream_id)
   }
 
-  /// The HTTP/1 shape every handler knows (`Host` from `:authority`), over the stream's buffer.
-  private func request(_ entry: Incoming) -> Request {
-    var fields = entry.fields
-    if entry.cookies > 1 {
-      // RFC 9113 §8.2.3: cookie crumbs are joined with "; " into one field, as HTTP/1 carries it.
-      let isCookie = { (f: HTTPFields.Field) in
-        f.nameEnd - f.nameStart == 6
-          && entry.bytes[Int(f.nameStart)..<Int(f.nameEnd)].elementsEqual("cookie".utf8)
-      }
-      let crumbs = fields.filter(isCookie)
-      let name = entry.bytes.count
-      entry.bytes += "cookie".utf8
-      let value = entry.bytes.count
-      for (i, crumb) in crumbs.enumerated() {
-        if i > 0 { entry.bytes += "; ".utf8 }
-        let crumbValue = Array(entry.bytes[Int(crumb.valueStart)..<Int(crumb.valueEnd)])
-        entry.bytes += crumbValue
-      }
-      let at = fields.firstIndex(where: isCookie) ?? fields.count
-      fields.removeAll(where: isCookie)
-      fields.insert(
-        .init(
-          nameStart: Int32(name), nameEnd: Int32(value), valueStart: Int32(value),
-          valueEnd: Int32(entry.bytes.count)), at: min(at, fields.count))
-      entry.cookies = 1
-      entry.fields = fields
-    }
-    if let authority = entry.authority, !entry.hasHost {
-      let name = entry.bytes.count
-      entry.bytes += "host".utf8
-      fields.insert(
-        .init(
-          nameStart: Int32(name), nameEnd: Int32(name + 4), valueStart: Int32(authority.lowerBound),
-          valueEnd: Int32(authority.upperBound)), at: 0)
-    }
-    let target = entry.target ?? entry.append("/", 1)
-    let split = Request.splitTarget(entry.bytes[target])
-    return Request(
-      method: entry.method ?? .get, version: .http11, targetRange: target,
-      queryStart: split.queryStart.map { target.lowerBound + $0 }, path: split.path,
-      headers: HTTPFields(bytes: entry.bytes, fields: fields), body: entry.body, trailers: .empty,
-      keepAlive: true, expectsContinue: false)
-  }
-
   /// A stream's request is complete.
   private func complete(_ stream: Int32) {
     if !resetAfterAnswer.isEmpty { resetAfterAnswer.remove(stream) }  // it ended by itself: no reset needed
     guard let entry = incoming.removeValue(forKey: stream), !entry.discarding, entry.method != nil,
       entry.target != nil
     else { return }
-    events.append(.request(stream, request(entry), headFirst: entry.headFirst))
+    events.append(.request(entry, headFirst: entry.headFirst))
   }
 
   /// Feeds bytes from the peer that arrived at `now`; false when the connection must close (a
@@ -600,14 +500,12 @@ final class HTTP2Session {
     guard let entry = incoming[stream] else { return }
     entry.discarding = true
     // Nothing reads the head or the body of a discarded stream again.
-    entry.body = []
-    entry.bytes = []
-    entry.fields = []
+    entry.dropHead()
     if resetting { wantReset(stream, entry) }
   }
 
   /// Resets `stream` (NO_ERROR) as soon as its answer has ended.
-  private func wantReset(_ stream: Int32, _ entry: Incoming) {
+  private func wantReset(_ stream: Int32, _ entry: HTTP2Stream) {
     guard !entry.resetWanted else { return }
     entry.resetWanted = true
     if entry.answerEnded {
@@ -794,9 +692,8 @@ extension HTTP2Session.Event {
   /// The stream the event is about.
   var stream: Int32 {
     switch self {
-    case .head(let s, _), .request(let s, _, _), .bodyTooLarge(let s, _), .fieldsTooLarge(let s, _),
-      .overBudget(let s, _):
-      s
+    case .head(let s), .request(let s, _), .bodyTooLarge(let s), .fieldsTooLarge(let s), .overBudget(let s):
+      s.id
     }
   }
 }

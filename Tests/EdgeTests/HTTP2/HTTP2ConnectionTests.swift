@@ -92,6 +92,23 @@ struct HTTP2ConnectionTests {
     #expect(RawFrames.goAway(h.written) == NGHTTP2_NO_ERROR.rawValue)
   }
 
+  @Test("a fixed answer, a 404 and a 405 are decided on the stream's head: no Request is built for them")
+  func decidedWithoutRequest() throws {
+    let h = try Harness()
+    let fixed = h.client.request("GET", "/hello")
+    let missing = h.client.request("GET", "/nowhere", fields: [("accept", "application/json")])
+    let wrongMethod = h.client.request("DELETE", "/hello")
+    h.send(h.client.pendingBytes())
+    #expect(h.client.answers[fixed]?.body == Array("hello".utf8))
+    #expect(h.client.answers[missing]?.field(":status") == "404")
+    #expect(h.client.answers[wrongMethod]?.field(":status") == "405")
+    #expect(h.connection.requestsBuilt == 0)
+    let posted = h.client.request("POST", "/form", body: Array("abc".utf8))
+    h.send(h.client.pendingBytes())
+    #expect(h.client.answers[posted]?.body == Array("got 3".utf8))
+    #expect(h.connection.requestsBuilt == 1)
+  }
+
   @Test("after an answer the idle timeout runs from its end")
   func idleAfterAnswer() throws {
     let h = try Harness()

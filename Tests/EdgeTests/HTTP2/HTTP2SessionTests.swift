@@ -202,7 +202,10 @@ struct HTTP2SessionTests {
     client.exchange(with: server)
     let events = server.takeEvents()
     #expect(events.count == 2)
-    guard case .head(stream, _) = events.first, case .bodyTooLarge(stream, let request) = events.last else {
+    guard case .head(let head) = events.first, head.id == stream,
+      case .bodyTooLarge(let request) = events.last,
+      request.id == stream
+    else {
       Issue.record("expected the head, then bodyTooLarge: \(events)")
       return
     }
@@ -336,8 +339,8 @@ extension HTTP2Session {
   /// The complete requests among the events since the last call.
   func takeArrived() -> [(stream: Int32, request: Request)] {
     takeEvents().compactMap {
-      guard case .request(let stream, let request, _) = $0 else { return nil }
-      return (stream, request)
+      guard case .request(let stream, _) = $0 else { return nil }
+      return (stream.id, stream.request())
     }
   }
 }

@@ -1,0 +1,149 @@
+/// A request stream being read: its head (every name and value laid out in one buffer, as HTTP/1's
+/// parser does, so no string is made for a field nobody reads) and its body so far. The dispatcher
+/// decides a head from it directly (`HeadFields`, `path`); a `Request` is built (`request()`) only
+/// for a route that reads one. A class, so the session's callbacks change it in place.
+final class HTTP2Stream: HeadFields {
+  let id: Int32
+  private(set) var bytes: [UInt8] = []
+  private(set) var fields: [HTTPFields.Field] = []
+  var method: HTTPMethod?
+  var target: Range<Int>?
+  var authority: Range<Int>?
+  /// The first `host` field's value.
+  var host: Range<Int>?
+  /// `cookie` fields seen: a client may split the cookie list into one field per cookie.
+  var cookies = 0
+  var body: [UInt8] = []
+  /// Header-list bytes so far (RFC 9113 §6.5.2), and regular fields.
+  var fieldBytes = 0
+  var fieldCount = 0
+  var fieldsTooLarge = false
+  /// Whether the head was handed on before the body.
+  var headFirst = false
+  var bodyLimit: Int
+  /// Whether DATA is dropped (the stream was answered on its head, or refused).
+  var discarding = false
+  /// Body bytes dropped so far.
+  var dropped = 0
+  /// Whether the stream is to be reset (NO_ERROR) once it is answered: a body nobody reads is
+  /// large, or was refused. Otherwise an answered stream stays open until the client ends it, so
+  /// that what still arrives on it is checked as on any open stream (RFC 9113 §8.1 allows both).
+  var resetWanted = false
+  /// Whether the answer is queued, and whether its last frame (END_STREAM) is sent.
+  var answered = false
+  var answerEnded = false
+  var progressed = false
+
+  init(id: Int32, bodyLimit: Int) {
+    self.id = id
+    self.bodyLimit = bodyLimit
+    bytes.reserveCapacity(256)
+  }
+
+  /// Whether the request has both `:authority` and `host` and they differ (ASCII case aside).
+  var authorityDisagrees: Bool {
+    guard let authority, let host else { return false }
+    return !bytes[authority].elementsEqual(bytes[host]) { ASCII.lower($0) == ASCII.lower($1) }
+  }
+
+  /// Appends `count` bytes at `pointer`; returns where they lie.
+  func append(_ pointer: UnsafePointer<UInt8>, _ count: Int) -> Range<Int> {
+    let start = bytes.count
+    bytes.append(contentsOf: UnsafeBufferPointer(start: pointer, count: count))
+    return start..<bytes.count
+  }
+
+  /// Keeps a regular field (name and value as the library checked them).
+  func addField(
+    _ name: UnsafePointer<UInt8>, _ nameLength: Int, _ value: UnsafePointer<UInt8>, _ valueLength: Int
+  )
+    -> Range<Int>
+  {
+    let n = append(name, nameLength)
+    let v = append(value, valueLength)
+    fields.append(
+      .init(
+        nameStart: Int32(n.lowerBound), nameEnd: Int32(n.upperBound), valueStart: Int32(v.lowerBound),
+        valueEnd: Int32(v.upperBound)))
+    return v
+  }
+
+  /// Its fields passed a limit: none is kept (the method and `:path` are, for the refusal).
+  func dropFields() { fields = [] }
+
+  /// The stream was answered on its head: nothing reads its head or body again.
+  func dropHead() {
+    body = []
+    bytes = []
+    fields = []
+    target = nil
+    authority = nil
+    host = nil
+  }
+
+  // MARK: the head, as the dispatcher reads it
+
+  /// The method (GET when the head had none: the library refuses such a request before it ends).
+  var requestMethod: HTTPMethod { method ?? .get }
+
+  /// The path part of `:path` (no query), still percent-encoded; "/" when empty.
+  var path: String {
+    guard let target else { return "/" }
+    let parts = Request.targetParts(bytes[target])
+    return parts.path.isEmpty ? "/" : String(decoding: bytes[parts.path], as: UTF8.self)
+  }
+
+  /// `:path` as received (path and query).
+  var targetString: String { target.map { String(decoding: bytes[$0], as: UTF8.self) } ?? "/" }
+
+  func value(_ name: StaticString) -> String? {
+    HTTPFields(bytes: bytes, fields: fields).combined(name.description)
+  }
+
+  /// The HTTP/1 shape every handler knows (`Host` from `:authority`, cookie crumbs joined), over
+  /// the stream's buffer.
+  func request() -> Request {
+    joinCookies()
+    var fields = fields
+    if let authority, host == nil {
+      let name = bytes.count
+      bytes += "host".utf8
+      fields.insert(
+        .init(
+          nameStart: Int32(name), nameEnd: Int32(name + 4), valueStart: Int32(authority.lowerBound),
+          valueEnd: Int32(authority.upperBound)), at: 0)
+    }
+    let target = target ?? append("/", 1)
+    let split = Request.splitTarget(bytes[target])
+    return Request(
+      method: requestMethod, version: .http11, targetRange: target,
+      queryStart: split.queryStart.map { target.lowerBound + $0 }, path: split.path,
+      headers: HTTPFields(bytes: bytes, fields: fields), body: body, trailers: .empty, keepAlive: true,
+      expectsContinue: false)
+  }
+
+  /// RFC 9113 §8.2.3: cookie crumbs are joined with "; " into one field, as HTTP/1 carries it.
+  private func joinCookies() {
+    guard cookies > 1 else { return }
+    let isCookie = { (f: HTTPFields.Field) in
+      f.nameEnd - f.nameStart == 6
+        && self.bytes[Int(f.nameStart)..<Int(f.nameEnd)].elementsEqual("cookie".utf8)
+    }
+    let crumbs = fields.filter(isCookie)
+    let name = bytes.count
+    bytes += "cookie".utf8
+    let value = bytes.count
+    for (i, crumb) in crumbs.enumerated() {
+      if i > 0 { bytes += "; ".utf8 }
+      let crumbValue = Array(bytes[Int(crumb.valueStart)..<Int(crumb.valueEnd)])
+      bytes += crumbValue
+    }
+    let at = fields.firstIndex(where: isCookie) ?? fields.count
+    fields.removeAll(where: isCookie)
+    fields.insert(
+      .init(
+        nameStart: Int32(name), nameEnd: Int32(value), valueStart: Int32(value), valueEnd: Int32(bytes.count)),
+      at: min(at, fields.count))
+    cookies = 1
+  }
+}
