@@ -62,27 +62,25 @@ final class HTTP2Session {
     case overBudget(HTTP2Stream)
   }
 
-  /// A response body being sent on a stream, and how far.
-  private struct Outgoing {
-    let body: Response.Body
-    var sent = 0
-    /// Where the DATA frame the library is about to send (without copying) starts.
-    var frameStart = 0
-  }
-
   private var session: OpaquePointer?
   private let settings: Settings
-  /// The process-wide allowance for buffered request bodies (shared with HTTP/1), and what each
-  /// open stream holds of it (given back when the stream closes).
+  /// The process-wide allowance for buffered request bodies (shared with HTTP/1); each open stream
+  /// holds its part (`HTTP2Stream.reserved`).
   private let budget: RequestBudget?
-  private var reserved: [Int32: Int] = [:]
-  private var incoming: [Int32: HTTP2Stream] = [:]
-  private var outgoing: [Int32: Outgoing] = [:]
+  /// The request streams the library tracks, each at its `slot` (its record is also the library's
+  /// stream user data, how callbacks find it); and closed streams' records, kept for new streams.
+  private var open: [HTTP2Stream] = []
+  private var spare: [HTTP2Stream] = []
+  /// How many closed streams' records are kept.
+  static let spareLimit = 16
+  /// Open streams whose answer's body is still being sent.
+  private var sendingCount = 0
+  /// How many stream records were made (for tests: streams in turn reuse one).
+  private(set) var recordsMade = 0
+  /// How many request streams are open (for tests).
+  var openStreams: Int { open.count }
   private var events: [Event] = []
   private var progressed: [Int32] = []
-  /// Streams answered before their request ended whose body is large or refused: a RST_STREAM
-  /// NO_ERROR follows the answer's end (RFC 9113 §8.1), so the client stops sending it.
-  private var resetAfterAnswer: Set<Int32> = []
   /// Frames on streams the library no longer tracks (HEADERS below the last stream, DATA after a
   /// reset), and what the peer broke, if it did: the GOAWAY's code.
   /// The stream whose request header block is being decoded, and its entry.
@@ -167,9 +165,7 @@ final class HTTP2Session {
         frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST
       else { return 0 }
       let me = HTTP2Session.from(user)
-      let entry = HTTP2Stream(id: frame.pointee.hd.stream_id, bodyLimit: me.settings.maxBodyBytes)
-      me.incoming[frame.pointee.hd.stream_id] = entry
-      me.current = (frame.pointee.hd.stream_id, entry)
+      me.current = (frame.pointee.hd.stream_id, me.openStream(frame.pointee.hd.stream_id))
       me.metrics?.count(.h2Streams)
       return 0
     }
@@ -214,29 +210,75 @@ final class HTTP2Session {
       HTTP2Session.from(user).frameSent(frame.pointee, session)
       return 0
     }
-    nghttp2_session_callbacks_set_send_data_callback(callbacks) { _, frame, header, length, _, user in
-      guard let frame, let header, let user else { return Int32(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
-      return HTTP2Session.from(user).sendData(frame.pointee.hd.stream_id, header, length)
+    nghttp2_session_callbacks_set_send_data_callback(callbacks) { _, _, header, length, source, user in
+      guard let header, let user, let record = source.flatMap({ HTTP2Session.record($0.pointee) }) else {
+        return Int32(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue)
+      }
+      return HTTP2Session.from(user).sendData(record, header, length)
     }
     nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, stream, _, user in
       guard let user else { return 0 }
-      let me = HTTP2Session.from(user)
-      // Most streams are gone from every table by now: the empty ones are not hashed into.
-      if !me.incoming.isEmpty { me.incoming[stream] = nil }
-      if !me.outgoing.isEmpty { me.outgoing[stream] = nil }
-      if !me.resetAfterAnswer.isEmpty { me.resetAfterAnswer.remove(stream) }
-      if me.current?.stream == stream { me.current = nil }
-      me.frameGuard.close(stream)
-      if !me.reserved.isEmpty, let held = me.reserved.removeValue(forKey: stream) { me.budget?.release(held) }
-      // A stream reset before it was handed on is never answered (rapid reset: no handler runs).
-      if !me.events.isEmpty { me.events.removeAll { $0.stream == stream } }
+      HTTP2Session.from(user).closeStream(stream)
       return 0
     }
   }
 
   deinit {
     nghttp2_session_del(session)
-    budget?.release(reserved.values.reduce(0, +))
+    budget?.release(open.reduce(0) { $0 + $1.reserved })
+  }
+
+  // MARK: streams
+
+  /// A request stream's first HEADERS: its record (a closed stream's, reused, when there is one),
+  /// which the library keeps as the stream's user data.
+  private func openStream(_ id: Int32) -> HTTP2Stream {
+    let record: HTTP2Stream
+    if let reused = spare.popLast() {
+      reused.reuse(id: id, bodyLimit: settings.maxBodyBytes)
+      record = reused
+    } else {
+      record = HTTP2Stream(id: id, bodyLimit: settings.maxBodyBytes)
+      recordsMade += 1
+    }
+    record.slot = open.count
+    open.append(record)
+    nghttp2_session_set_stream_user_data(session, id, Unmanaged.passUnretained(record).toOpaque())
+    return record
+  }
+
+  /// The record of `stream`, while the library tracks it as a request stream.
+  private func record(_ stream: Int32) -> HTTP2Stream? {
+    nghttp2_session_get_stream_user_data(session, stream).map {
+      Unmanaged<HTTP2Stream>.fromOpaque($0).takeUnretainedValue()
+    }
+  }
+
+  /// The record a data source points at (`respond` sets it).
+  private static func record(_ source: nghttp2_data_source) -> HTTP2Stream? {
+    source.ptr.map { Unmanaged<HTTP2Stream>.fromOpaque($0).takeUnretainedValue() }
+  }
+
+  /// The library closed `stream`: what it held of the budget comes back, its record is kept for a
+  /// later stream unless something still refers to it.
+  private func closeStream(_ stream: Int32) {
+    if current?.stream == stream { current = nil }
+    frameGuard.close(stream)
+    // A stream reset before it was handed on is never answered (rapid reset: no handler runs).
+    if !events.isEmpty { events.removeAll { $0.stream == stream } }
+    guard var record = record(stream) else { return }
+    if record.outgoing != nil { sendingCount -= 1 }
+    if record.reserved > 0 { budget?.release(record.reserved) }
+    if record.slot < open.count - 1 {
+      open.swapAt(record.slot, open.count - 1)
+      open[record.slot].slot = record.slot
+    }
+    open.removeLast()
+    record.slot = -1
+    record.receiving = false
+    record.outgoing = nil
+    record.body = []
+    if spare.count < Self.spareLimit && isKnownUniquelyReferenced(&record) { spare.append(record) }
   }
 
   private static func from(_ user: UnsafeMutableRawPointer) -> HTTP2Session {
@@ -281,7 +323,8 @@ final class HTTP2Session {
     _ valueLength: Int
   ) {
     // The header block being decoded is the one just begun (no lookup per field).
-    guard let entry = current?.stream == stream ? current?.entry : incoming[stream], !entry.fieldsTooLarge
+    guard let entry = current?.stream == stream ? current?.entry : record(stream), entry.receiving,
+      !entry.fieldsTooLarge
     else { return }
     entry.fieldBytes += nameLength + valueLength + 32
     let pseudo = nameLength > 0 && name[0] == UInt8(ascii: ":")
@@ -318,15 +361,15 @@ final class HTTP2Session {
   }
 
   private func data(_ stream: Int32, _ bytes: UnsafeRawBufferPointer) {
-    guard let entry = incoming[stream] else { return }
+    guard let entry = record(stream), entry.receiving else { return }
     guard !entry.discarding else {
       entry.dropped += bytes.count
       // More than the window the stream was given: the client means to send a large body. Past
       // twice that with the answer still not whole (the client does not read it), the stream is
       // reset at once (CANCEL): the library's window updates would keep the body coming.
       if entry.dropped > 2 * settings.initialWindowSize && entry.answered && !entry.answerEnded {
-        resetAfterAnswer.remove(stream)
-        incoming[stream] = nil
+        entry.resetAfterAnswer = false
+        entry.receiving = false
         nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream, NGHTTP2_CANCEL.rawValue)
       } else if entry.dropped > settings.initialWindowSize {
         wantReset(stream, entry)
@@ -352,7 +395,7 @@ final class HTTP2Session {
         events.append(.overBudget(entry))
         return
       }
-      reserved[stream, default: 0] += bytes.count
+      entry.reserved += bytes.count
     }
     entry.body.append(contentsOf: bytes)
   }
@@ -369,7 +412,7 @@ final class HTTP2Session {
     case Int(NGHTTP2_WINDOW_UPDATE.rawValue):
       // A client opens windows while it receives a body (many, for a large one): only updates
       // while nothing is being sent count.
-      if outgoing.isEmpty { glitchesSeen += 1 }
+      if sendingCount == 0 { glitchesSeen += 1 }
     case Int(NGHTTP2_DATA.rawValue) where frame.hd.length == 0 && !endStream:
       glitchesSeen += 1
     case Int(NGHTTP2_HEADERS.rawValue):
@@ -377,11 +420,11 @@ final class HTTP2Session {
       let stream = frame.hd.stream_id
       let decoded = current?.stream == stream ? current?.entry : nil
       current = nil
-      guard frame.headers.cat == NGHTTP2_HCAT_REQUEST, let entry = decoded ?? incoming[stream] else { break }
+      guard frame.headers.cat == NGHTTP2_HCAT_REQUEST, let entry = decoded ?? receiving(stream) else { break }
       if entry.authorityDisagrees {
         // RFC 9113 §8.3.1: `host` and `:authority` must name the same; a request whose two differ
         // is malformed (§8.1.1), never answered on either, never forwarded.
-        incoming[stream] = nil
+        entry.receiving = false
         glitchesSeen += 1
         nghttp2_submit_rst_stream(
           session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream, NGHTTP2_PROTOCOL_ERROR.rawValue)
@@ -394,21 +437,28 @@ final class HTTP2Session {
         entry.headFirst = true
         events.append(.head(entry))
       }
+      if endStream { complete(entry) }
+      return
     default:
       break
     }
-    guard type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue), endStream else {
-      return
-    }
-    complete(frame.hd.stream_id)
+    guard type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue), endStream,
+      let entry = receiving(frame.hd.stream_id)
+    else { return }
+    complete(entry)
+  }
+
+  /// The record of `stream` while the client may still send on it.
+  private func receiving(_ stream: Int32) -> HTTP2Stream? {
+    guard let entry = record(stream), entry.receiving else { return nil }
+    return entry
   }
 
   /// A stream's request is complete.
-  private func complete(_ stream: Int32) {
-    if !resetAfterAnswer.isEmpty { resetAfterAnswer.remove(stream) }  // it ended by itself: no reset needed
-    guard let entry = incoming.removeValue(forKey: stream), !entry.discarding, entry.method != nil,
-      entry.target != nil
-    else { return }
+  private func complete(_ entry: HTTP2Stream) {
+    entry.receiving = false
+    entry.resetAfterAnswer = false  // it ended by itself: no reset needed
+    guard !entry.discarding, entry.method != nil, entry.target != nil else { return }
     events.append(.request(entry, headFirst: entry.headFirst))
   }
 
@@ -486,18 +536,18 @@ final class HTTP2Session {
   /// The streams whose body grew since the last call.
   func takeProgressed() -> [Int32] {
     guard !progressed.isEmpty else { return [] }
-    for stream in progressed { incoming[stream]?.progressed = false }
+    for stream in progressed { record(stream)?.progressed = false }
     defer { progressed.removeAll(keepingCapacity: true) }
     return progressed
   }
 
   /// The head handed on for `stream` was routed: at most `bytes` of body are read.
-  func limitBody(_ stream: Int32, to bytes: Int) { incoming[stream]?.bodyLimit = bytes }
+  func limitBody(_ stream: Int32, to bytes: Int) { receiving(stream)?.bodyLimit = bytes }
 
   /// `stream` was answered on its head: the rest of its body is dropped unread; `resetting`, the
   /// stream is reset once answered (else only once it brings more than its window).
   func discardBody(_ stream: Int32, resetting: Bool) {
-    guard let entry = incoming[stream] else { return }
+    guard let entry = receiving(stream) else { return }
     entry.discarding = true
     // Nothing reads the head or the body of a discarded stream again.
     entry.dropHead()
@@ -511,7 +561,7 @@ final class HTTP2Session {
     if entry.answerEnded {
       nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream, NGHTTP2_NO_ERROR.rawValue)
     } else if entry.answered {
-      resetAfterAnswer.insert(stream)
+      entry.resetAfterAnswer = true
     }
   }
 
@@ -529,10 +579,10 @@ final class HTTP2Session {
   }
 
   /// Whether the client may still send on `stream` (its request has not ended, nor was it reset).
-  func isReceiving(_ stream: Int32) -> Bool { incoming[stream] != nil }
+  func isReceiving(_ stream: Int32) -> Bool { receiving(stream) != nil }
 
   /// Whether a stream still reads a body (handed on as a head, not yet complete).
-  func readsBody(_ stream: Int32) -> Bool { incoming[stream].map { !$0.discarding } ?? false }
+  func readsBody(_ stream: Int32) -> Bool { receiving(stream).map { !$0.discarding } ?? false }
 
   // MARK: writing
 
@@ -543,6 +593,8 @@ final class HTTP2Session {
   func respond(
     stream: Int32, _ response: Response, cacheClass: CacheClass, headOnly: Bool, date: String, hsts: Bool
   ) {
+    // A stream the library no longer tracks (reset meanwhile) is not answered.
+    guard let entry = record(stream) else { return }
     // A prebuilt answer's fields are laid out already; only `date` (and HSTS) are added. Others are
     // laid out in a reused buffer. nghttp2 copies both before `submit` returns.
     let prebuilt = response.prebuilt.flatMap { $0.cacheClass == cacheClass ? $0.h2Fields : nil }
@@ -555,29 +607,32 @@ final class HTTP2Session {
     own.add("date", date)
     if hsts { own.add("strict-transport-security", "max-age=63072000; includeSubDomains") }
     let sendsBody = !headOnly && !response.status.forbidsContent && response.body.count > 0
-    if sendsBody { outgoing[stream] = Outgoing(body: response.body) }
-    if !incoming.isEmpty, let entry = incoming[stream] {
-      entry.answered = true
-      if entry.resetWanted { resetAfterAnswer.insert(stream) }
+    if sendsBody {
+      if entry.outgoing == nil { sendingCount += 1 }
+      entry.outgoing = .init(body: response.body)
     }
+    entry.answered = true
+    if entry.receiving && entry.resetWanted { entry.resetAfterAnswer = true }
     var pairs: [nghttp2_nv] = []
     swap(&pairs, &scratchPairs)
     pairs.removeAll(keepingCapacity: true)
     let result = HTTP2Fields.withPairs(prebuilt, own, into: &pairs) { nva, count in
       guard sendsBody else { return nghttp2_submit_response(session, stream, nva, count, nil) }
       var provider = nghttp2_data_provider(
-        source: nghttp2_data_source(ptr: nil),
-        read_callback: { _, stream, buffer, length, flags, _, user in
-          guard let user, let buffer, let flags else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
-          return HTTP2Session.from(user).read(stream, into: buffer, length, flags)
+        source: nghttp2_data_source(ptr: Unmanaged.passUnretained(entry).toOpaque()),
+        read_callback: { _, _, buffer, length, flags, source, user in
+          guard let user, let buffer, let flags,
+            let entry = source.flatMap({ HTTP2Session.record($0.pointee) })
+          else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
+          return HTTP2Session.from(user).read(entry, into: buffer, length, flags)
         })
       return nghttp2_submit_response(session, stream, nva, count, &provider)
     }
     scratchFields = own
     scratchPairs = pairs
     if result != 0 {
-      outgoing[stream] = nil
-      resetAfterAnswer.remove(stream)
+      finishSending(entry)
+      entry.resetAfterAnswer = false
     }
   }
 
@@ -585,13 +640,20 @@ final class HTTP2Session {
   private var scratchFields = HTTP2Fields()
   private var scratchPairs: [nghttp2_nv] = []
 
-  /// The data provider: the next part of `stream`'s body. Shared bytes are not copied: the frame
+  /// `entry`'s answer has no more body to send.
+  private func finishSending(_ entry: HTTP2Stream) {
+    guard entry.outgoing != nil else { return }
+    entry.outgoing = nil
+    sendingCount -= 1
+  }
+
+  /// The data provider: the next part of `entry`'s body. Shared bytes are not copied: the frame
   /// goes out through `sendData`; others are copied into the library's frame buffer.
   private func read(
-    _ stream: Int32, into buffer: UnsafeMutablePointer<UInt8>, _ length: Int,
+    _ entry: HTTP2Stream, into buffer: UnsafeMutablePointer<UInt8>, _ length: Int,
     _ flags: UnsafeMutablePointer<UInt32>
   ) -> Int {
-    guard var out = outgoing[stream] else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
+    guard var out = entry.outgoing else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
     let total = out.body.count
     let take = min(length, total - out.sent)
     switch out.body {
@@ -607,24 +669,24 @@ final class HTTP2Session {
     out.sent += take
     if out.sent == total { flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue) }
     if out.sent == total, case .shared = out.body {
-      outgoing[stream] = out  // kept until `sendData` has queued the last frame
+      entry.outgoing = out  // kept until `sendData` has queued the last frame
     } else if out.sent == total {
-      outgoing[stream] = nil
+      finishSending(entry)
     } else {
-      outgoing[stream] = out
+      entry.outgoing = out
     }
     return take
   }
 
   /// A DATA frame of a shared body: its 9-byte header, then its bytes by reference (this server
   /// never pads).
-  private func sendData(_ stream: Int32, _ header: UnsafePointer<UInt8>, _ length: Int) -> Int32 {
-    guard let sink, let out = outgoing[stream], case .shared(let bytes) = out.body else {
+  private func sendData(_ entry: HTTP2Stream, _ header: UnsafePointer<UInt8>, _ length: Int) -> Int32 {
+    guard let sink, let out = entry.outgoing, case .shared(let bytes) = out.body else {
       return Int32(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue)
     }
     sink.pointee.append(UnsafeRawBufferPointer(start: header, count: 9))
     sink.pointee.append(bytes, from: out.frameStart, count: length)
-    if out.frameStart + length == bytes.count { outgoing[stream] = nil }
+    if out.frameStart + length == bytes.count { finishSending(entry) }
     return 0
   }
 
@@ -645,17 +707,19 @@ final class HTTP2Session {
       }
     }
     guard frame.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 else { return }
-    guard !resetAfterAnswer.isEmpty, resetAfterAnswer.remove(stream) != nil else {
-      if !incoming.isEmpty { incoming[stream]?.answerEnded = true }
+    guard let entry = record(stream) else { return }
+    guard entry.resetAfterAnswer else {
+      entry.answerEnded = true
       return
     }
+    entry.resetAfterAnswer = false
     // RFC 9113 §8.1: the answer is whole; the client may stop sending the request's body.
     nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream, NGHTTP2_NO_ERROR.rawValue)
   }
 
   /// Whether an answer's body is still to be sent (waiting for the peer's flow-control window,
   /// when nothing is queued).
-  var sending: Bool { !outgoing.isEmpty }
+  var sending: Bool { sendingCount > 0 }
 
   /// Appends every frame the session has ready to `out`.
   func output(into out: inout OutputQueue) {

@@ -1,9 +1,24 @@
-/// A request stream being read: its head (every name and value laid out in one buffer, as HTTP/1's
-/// parser does, so no string is made for a field nobody reads) and its body so far. The dispatcher
-/// decides a head from it directly (`HeadFields`, `path`); a `Request` is built (`request()`) only
-/// for a route that reads one. A class, so the session's callbacks change it in place.
+/// One request stream, from its first HEADERS until the library closes it: its head (every name and
+/// value laid out in one buffer, as HTTP/1's parser does, so no string is made for a field nobody
+/// reads), its body so far, and its answer's body being sent. The dispatcher decides a head from it
+/// directly (`HeadFields`, `path`); a `Request` is built (`request()`) only for a route that reads
+/// one. The session reaches it through the library's stream user data and the data source's
+/// pointer (no table keyed by stream ID), and reuses it for a later stream (`reuse`), buffers and
+/// all. A class, so the session's callbacks change it in place.
 final class HTTP2Stream: HeadFields {
-  let id: Int32
+  private(set) var id: Int32
+  /// Where the session keeps it among the open streams.
+  var slot = -1
+  /// Whether the client may still send on it (its request has not ended, nor was it refused or
+  /// reset).
+  var receiving = true
+  /// Body bytes it holds of the process's allowance (given back when it closes).
+  var reserved = 0
+  /// Its answer's body, while some of it is still to be sent.
+  var outgoing: Outgoing?
+  /// Answered before its request ended, with a body that is large or refused: a RST_STREAM NO_ERROR
+  /// follows the answer's end (RFC 9113 §8.1), so the client stops sending it.
+  var resetAfterAnswer = false
   private(set) var bytes: [UInt8] = []
   private(set) var fields: [HTTPFields.Field] = []
   var method: HTTPMethod?
@@ -34,10 +49,46 @@ final class HTTP2Stream: HeadFields {
   var answerEnded = false
   var progressed = false
 
+  /// A response body being sent, and how far.
+  struct Outgoing {
+    let body: Response.Body
+    var sent = 0
+    /// Where the DATA frame the library is about to send (without copying) starts.
+    var frameStart = 0
+  }
+
   init(id: Int32, bodyLimit: Int) {
     self.id = id
     self.bodyLimit = bodyLimit
     bytes.reserveCapacity(256)
+  }
+
+  /// Makes a closed stream's record that of a new stream, keeping its buffers' capacity.
+  func reuse(id: Int32, bodyLimit: Int) {
+    self.id = id
+    self.bodyLimit = bodyLimit
+    receiving = true
+    reserved = 0
+    outgoing = nil
+    resetAfterAnswer = false
+    bytes.removeAll(keepingCapacity: true)
+    fields.removeAll(keepingCapacity: true)
+    body = []
+    method = nil
+    target = nil
+    authority = nil
+    host = nil
+    cookies = 0
+    fieldBytes = 0
+    fieldCount = 0
+    fieldsTooLarge = false
+    headFirst = false
+    discarding = false
+    dropped = 0
+    resetWanted = false
+    answered = false
+    answerEnded = false
+    progressed = false
   }
 
   /// Whether the request has both `:authority` and `host` and they differ (ASCII case aside).

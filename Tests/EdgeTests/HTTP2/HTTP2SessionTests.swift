@@ -176,6 +176,35 @@ struct HTTP2SessionTests {
     #expect(client.answers[post]?.field("cache-control") == "no-store")
   }
 
+  @Test(
+    "a closed stream's record serves the next: 300 streams, 16 at a time, make 16 records; bodies reserved come back"
+  )
+  func recordsReused() {
+    let budget = RequestBudget(limit: 1 << 20)
+    let server = HTTP2Session(maxBodyBytes: 1000, budget: budget)
+    let client = H2TestClient()
+    for round in 0..<20 {
+      let streams = (0..<(round == 19 ? 4 : 16)).map { i in
+        i % 2 == 0 ? client.request("GET", "/file?\(i)") : client.request("POST", "/echo", body: [1, 2, 3])
+      }
+      client.exchange(with: server)
+      let arrived = server.takeArrived()
+      #expect(arrived.map(\.stream).sorted() == streams.sorted())
+      #expect(arrived.allSatisfy { $0.request.path == ($0.request.method == .get ? "/file" : "/echo") })
+      #expect(budget.inUse == 3 * streams.count / 2)
+      for stream in streams {
+        server.respond(
+          stream: stream, .text(.ok, "answer \(stream)"), cacheClass: .private, headOnly: false,
+          date: Self.date,
+          hsts: false)
+      }
+      client.exchange(with: server)
+      #expect(streams.allSatisfy { client.answers[$0]?.body == Array("answer \($0)".utf8) })
+      #expect(server.openStreams == 0 && budget.inUse == 0 && !server.sending)
+    }
+    #expect(server.recordsMade == 16)
+  }
+
   @Test("a body larger than the connection window is sent whole under flow control, from shared bytes")
   func flowControl() {
     let server = Self.server()
