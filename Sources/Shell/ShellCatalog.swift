@@ -119,18 +119,21 @@ public struct ShellCatalog: Sendable {
     return ShellCatalog(files: files, manifest: manifest)
   }
 
-  /// One GET route per served path (HEAD follows from GET), with the file's cache class.
+  /// One GET route per served path (HEAD follows from GET), with the file's cache class, answered
+  /// from the request's head alone (no `Request` is built for it, over HTTP/1 or HTTP/2).
   public var routes: [Route] {
     files.map { file in
-      Route(.get, file.path, cacheClass: file.cacheClass, name: "shell") { request in
-        Self.respond(to: request, with: file)
+      Route.head(.get, file.path, cacheClass: file.cacheClass, name: "shell") { fields in
+        Self.respond(to: fields, with: file)
       }
     }
   }
 
-  /// Negotiation, then preconditions, then a range on the identity representation.
-  static func respond(to request: Request, with file: File) -> Response {
-    let acceptEncoding = request.headers.combined("accept-encoding")
+  /// Negotiation, then preconditions, then a range on the identity representation. Each field is
+  /// read whole (repeated fields joined): a repeated `If-Modified-Since`, `Range` or `If-Range` is
+  /// then no valid value and is ignored, as RFC 9110 §13.1.3 and §14.2 allow.
+  static func respond(to head: some HeadFields, with file: File) -> Response {
+    let acceptEncoding = head.value("accept-encoding")
     let choice =
       file.negotiable ? selectEncoding(acceptEncoding, available: file.codings) : .coding(.identity)
     guard case .coding(let coding) = choice, let representation = file.representations[coding] else {
@@ -139,14 +142,14 @@ public struct ShellCatalog: Sendable {
         headers: [("Vary", "Accept-Encoding")])
     }
     let precondition = evaluatePreconditions(
-      ifNoneMatch: request.headers.combined("if-none-match"),
-      ifModifiedSince: request.headers["if-modified-since"], etag: representation.etag,
+      ifNoneMatch: head.value("if-none-match"), ifModifiedSince: head.value("if-modified-since"),
+      etag: representation.etag,
       lastModified: file.lastModified)
     if precondition == .notModified { return representation.notModified.response }
-    if coding == .identity, let range = request.headers["range"] {
+    if coding == .identity, let range = head.value("range") {
       let size = representation.body.count
       switch parseRange(
-        range, ifRange: request.headers["if-range"], size: size, etag: representation.etag,
+        range, ifRange: head.value("if-range"), size: size, etag: representation.etag,
         lastModified: file.lastModified)
       {
       case .whole:

@@ -44,6 +44,13 @@ public protocol HeadFields {
   func value(_ name: StaticString) -> String?
 }
 
+/// A complete request's fields, as a head's.
+struct RequestFields: HeadFields {
+  let fields: HTTPFields
+
+  func value(_ name: StaticString) -> String? { fields.combined(name.description) }
+}
+
 /// The one dispatcher, for every protocol: it takes a request head to what answers it, and a
 /// routed request to how it runs. It applies the listener's policy (the HTTPS-only redirect and
 /// the paths still answered in the clear), the route table (501, `OPTIONS *`, 404, 405) and the
@@ -67,7 +74,8 @@ public struct Dispatcher: Sendable {
 
   /// What the head alone decides.
   public enum Decision {
-    /// Answer with `response` now (a route's prebuilt answer, `OPTIONS *`, a redirect); a body, if
+    /// Answer with `response` now (a route's prebuilt answer or what its head handler chose,
+    /// `OPTIONS *`, a redirect); a body, if
     /// any, is not used.
     case answer(Response, CacheClass, headOnly: Bool, route: RouteIndex = 0)
     /// Refuse with `response` (always `private`); `closing`: close the connection after it
@@ -105,9 +113,15 @@ public struct Dispatcher: Sendable {
     }
     switch router.match(method, path) {
     case .found(let route, let parameters, let getForHead):
-      if case .fixed(let prebuilt) = route.handler {
+      switch route.handler {
+      case .fixed(let prebuilt):
         return .answer(
           prebuilt.response, route.cacheClass, headOnly: headOnly || getForHead, route: route.metricIndex)
+      case .head(let answer):
+        return .answer(
+          answer(fields), route.cacheClass, headOnly: headOnly || getForHead, route: route.metricIndex)
+      case .dynamic:
+        break
       }
       let policy = route.body
       if let accepts = policy.accepts, !accepts(fields.value("content-type").flatMap(MediaType.init)) {

@@ -17,6 +17,9 @@ public final class Route: Sendable {
     case dynamic(@Sendable (Request) -> Response)
     /// Built once at load; served as ready bytes.
     case fixed(PrebuiltResponse)
+    /// Chosen from the head's fields alone, on the loop, without a `Request` (a static file's
+    /// negotiation, preconditions and ranges); pure: no clock, no I/O, no state.
+    case head(@Sendable (any HeadFields) -> Response)
   }
 
   public let method: HTTPMethod
@@ -73,11 +76,35 @@ public final class Route: Sendable {
     self.handler = .fixed(PrebuiltResponse(response, cacheClass: cacheClass))
   }
 
+  /// A route whose answer its head's fields decide (`Handler.head`), on the loop. (A factory, not an
+  /// initialiser: a trailing closure must never be taken for this kind of handler by accident.)
+  public static func head(
+    _ method: HTTPMethod, _ pattern: String, cacheClass: CacheClass, name: String? = nil,
+    answer: @escaping @Sendable (any HeadFields) -> Response
+  ) -> Route {
+    Route(method, pattern, cacheClass: cacheClass, name: name, kind: .head(answer))
+  }
+
+  private init(_ method: HTTPMethod, _ pattern: String, cacheClass: CacheClass, name: String?, kind: Handler)
+  {
+    self.name = name ?? pattern
+    metricIndex = RouteNames.index(name ?? pattern)
+    self.method = method
+    self.pattern = pattern
+    self.cacheClass = cacheClass
+    self.execution = .inline
+    self.body = .listenerLimit
+    self.fastPath = nil
+    self.batch = nil
+    self.handler = kind
+  }
+
   /// Answers `request` on the calling thread.
   public func respond(to request: Request) -> Response {
     switch handler {
     case .dynamic(let body): body(request)
     case .fixed(let prebuilt): prebuilt.response
+    case .head(let answer): answer(RequestFields(fields: request.headers))
     }
   }
 }

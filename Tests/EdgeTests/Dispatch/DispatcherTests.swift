@@ -24,6 +24,9 @@ struct DispatcherTests {
           Route(.post, "/api/items", cacheClass: .private, body: json) { _ in .text(.ok, "made") },
           Route(.post, "/form", cacheClass: .private) { _ in .text(.ok, "posted") },
           Route(.get, "/healthz", cacheClass: .private) { _ in .text(.ok, "alive") },
+          Route.head(.get, "/chosen", cacheClass: .immutable) { fields in
+            .text(.ok, "chose \(fields.value("content-type") ?? "nothing")")
+          },
         ], errors: .apiAndPages()))
     d.httpsRedirect = redirect
     d.clearPaths = ["/healthz"]
@@ -69,7 +72,30 @@ struct DispatcherTests {
       (.post, "/api/items", 0, nil, false, "refuse 415 policy"),
       (.post, "/api/items", 5000, "text/plain", false, "refuse 415 policy"),
       (.post, "/form", 5000, "text/plain", false, "route POST /form"),
+      (.get, "/chosen", 0, "text/plain", false, "answer 200 immutable"),
+      (.head, "/chosen", 0, nil, false, "answer 200 immutable head"),
+      (.post, "/chosen", 10, "text/plain", false, "refuse 405 allow GET, HEAD"),
     ]
+
+  @Test("a head route's answer is chosen from the head's fields, the same as from a whole request")
+  func headRoute() throws {
+    let d = try Self.dispatcher()
+    let decision = d.decide(
+      method: .get, path: "/chosen", target: { "/chosen" }, secure: false, bodyLength: 0,
+      fields: Fields(values: ["content-type": "text/x-probe"]))
+    guard case .answer(let response, _, _, _) = decision else {
+      Issue.record("expected an answer on the head: \(Self.summary(decision))")
+      return
+    }
+    #expect(response.body.contents == Array("chose text/x-probe".utf8))
+    guard case .found(let route, _, _) = d.router.match(.get, "/chosen") else {
+      Issue.record("no route")
+      return
+    }
+    let whole = route.respond(
+      to: Request(method: .get, target: "/chosen", headers: [("Content-Type", "text/x-probe")]))
+    #expect(whole.body.contents == response.body.contents)
+  }
 
   @Test("each head's decision")
   func table() throws {

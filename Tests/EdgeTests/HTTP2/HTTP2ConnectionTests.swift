@@ -24,6 +24,9 @@ struct HTTP2ConnectionTests {
       limits.idleTimeout = .seconds(60)
       let router = try Router([
         Route(.get, "/hello", cacheClass: .revalidate, fixed: .text(.ok, "hello")),
+        Route.head(.get, "/file", cacheClass: .immutable) { fields in
+          .text(.ok, fields.value("accept-encoding") ?? "identity")
+        },
         Route(.post, "/form", cacheClass: .private) { request in .text(.ok, "got \(request.body.count)") },
         Route(.post, "/small", cacheClass: .private, body: HTTP2ConnectionTests.small) { _ in .text(.ok, "ok")
         },
@@ -92,14 +95,18 @@ struct HTTP2ConnectionTests {
     #expect(RawFrames.goAway(h.written) == NGHTTP2_NO_ERROR.rawValue)
   }
 
-  @Test("a fixed answer, a 404 and a 405 are decided on the stream's head: no Request is built for them")
+  @Test(
+    "a fixed answer, a head route's, a 404 and a 405 are decided on the stream's head: no Request is built for them"
+  )
   func decidedWithoutRequest() throws {
     let h = try Harness()
     let fixed = h.client.request("GET", "/hello")
     let missing = h.client.request("GET", "/nowhere", fields: [("accept", "application/json")])
     let wrongMethod = h.client.request("DELETE", "/hello")
+    let file = h.client.request("GET", "/file", fields: [("accept-encoding", "br")])
     h.send(h.client.pendingBytes())
     #expect(h.client.answers[fixed]?.body == Array("hello".utf8))
+    #expect(h.client.answers[file]?.body == Array("br".utf8))
     #expect(h.client.answers[missing]?.field(":status") == "404")
     #expect(h.client.answers[wrongMethod]?.field(":status") == "405")
     #expect(h.connection.requestsBuilt == 0)
