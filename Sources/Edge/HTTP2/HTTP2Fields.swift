@@ -55,29 +55,70 @@ struct HTTP2Fields: Sendable {
     }
   }
 
-  /// Calls `body` with the pairs of `first` (if any) and then `second`, built in `pairs`.
-  static func withPairs(
-    _ first: HTTP2Fields?, _ second: HTTP2Fields, into pairs: inout [nghttp2_nv],
-    _ body: (UnsafePointer<nghttp2_nv>, Int) -> Int32
+  /// How many fields there are.
+  var count: Int { spans.count }
+
+  /// Calls `body` with the fields' pairs, laid out at `pairs` (room for `count`), for the library
+  /// to copy.
+  func withPairs(
+    into pairs: UnsafeMutablePointer<nghttp2_nv>, _ body: (UnsafePointer<nghttp2_nv>, Int) -> Int32
   ) -> Int32 {
-    func append(_ fields: HTTP2Fields, _ base: UnsafePointer<UInt8>, to pairs: inout [nghttp2_nv]) {
-      let base = UnsafeMutablePointer(mutating: base)
-      for span in fields.spans {
-        pairs.append(
-          nghttp2_nv(
-            name: base + span.name, value: base + span.value, namelen: span.nameLength,
-            valuelen: span.valueLength, flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
+    bytes.withUnsafeBufferPointer { bytes in
+      guard let base = bytes.baseAddress.map({ UnsafeMutablePointer(mutating: $0) }) else {
+        return Int32(NGHTTP2_ERR_NOMEM.rawValue)
       }
-    }
-    return second.bytes.withUnsafeBufferPointer { secondBytes in
-      (first?.bytes ?? []).withUnsafeBufferPointer { firstBytes in
-        if let first, let base = firstBytes.baseAddress { append(first, base, to: &pairs) }
-        if let base = secondBytes.baseAddress { append(second, base, to: &pairs) }
-        return pairs.withUnsafeBufferPointer { nva in
-          guard let start = nva.baseAddress else { return Int32(NGHTTP2_ERR_NOMEM.rawValue) }
-          return body(start, nva.count)
-        }
+      for (i, span) in spans.enumerated() {
+        pairs[i] = nghttp2_nv(
+          name: base + span.name, value: base + span.value, namelen: span.nameLength,
+          valuelen: span.valueLength, flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
       }
+      return body(pairs, spans.count)
     }
+  }
+}
+
+/// A prebuilt answer's fields laid out once for the life of the answer, in memory that never moves,
+/// so that nghttp2 takes them without copying a byte (`NGHTTP2_NV_FLAG_NO_COPY_NAME |
+/// NO_COPY_VALUE`): the pairs of its fields, then HSTS for TLS listeners. Whoever submits them keeps
+/// the answer alive until its HEADERS frame is written.
+final class HTTP2PrebuiltFields: @unchecked Sendable {
+  // @unchecked: `storage` and `pairs` are written only in `init` and read only afterwards (by any
+  // loop's thread), and freed in `deinit`, when nothing refers to the answer any more.
+  private let storage: UnsafeMutableRawBufferPointer
+  /// The fields' pairs, then `strict-transport-security`.
+  let pairs: UnsafeMutablePointer<nghttp2_nv>
+  /// How many pairs there are without HSTS.
+  let count: Int
+
+  /// Without copying: the library must not lower-case or copy what is already lower case and kept.
+  static let flags = UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue | NGHTTP2_NV_FLAG_NO_COPY_VALUE.rawValue)
+  static let hstsName: StaticString = "strict-transport-security"
+  static let hstsValue: StaticString = "max-age=63072000; includeSubDomains"
+
+  init(_ fields: HTTP2Fields) {
+    let storage = UnsafeMutableRawBufferPointer.allocate(byteCount: max(fields.bytes.count, 1), alignment: 1)
+    fields.bytes.withUnsafeBytes { storage.copyMemory(from: $0) }
+    self.storage = storage
+    count = fields.spans.count
+    pairs = .allocate(capacity: count + 1)
+    let base = storage.baseAddress!.assumingMemoryBound(to: UInt8.self)
+    for (i, span) in fields.spans.enumerated() {
+      (pairs + i).initialize(
+        to: nghttp2_nv(
+          name: base + span.name, value: base + span.value, namelen: span.nameLength,
+          valuelen: span.valueLength, flags: Self.flags))
+    }
+    (pairs + count).initialize(
+      to: nghttp2_nv(
+        name: UnsafeMutablePointer(mutating: Self.hstsName.utf8Start),
+        value: UnsafeMutablePointer(
+          mutating: Self.hstsValue.utf8Start), namelen: Self.hstsName.utf8CodeUnitCount,
+        valuelen: Self.hstsValue.utf8CodeUnitCount, flags: Self.flags))
+  }
+
+  deinit {
+    pairs.deinitialize(count: count + 1)
+    pairs.deallocate()
+    storage.deallocate()
   }
 }

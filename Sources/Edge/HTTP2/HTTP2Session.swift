@@ -224,6 +224,7 @@ final class HTTP2Session {
   }
 
   deinit {
+    pairs.deallocate()
     nghttp2_session_del(session)
     budget?.release(open.reduce(0) { $0 + $1.reserved })
   }
@@ -277,6 +278,7 @@ final class HTTP2Session {
     record.slot = -1
     record.receiving = false
     record.outgoing = nil
+    record.answerKept = nil
     record.body = []
     if spare.count < Self.spareLimit && isKnownUniquelyReferenced(&record) { spare.append(record) }
   }
@@ -595,17 +597,6 @@ final class HTTP2Session {
   ) {
     // A stream the library no longer tracks (reset meanwhile) is not answered.
     guard let entry = record(stream) else { return }
-    // A prebuilt answer's fields are laid out already; only `date` (and HSTS) are added. Others are
-    // laid out in a reused buffer. nghttp2 copies both before `submit` returns.
-    let prebuilt = response.prebuilt.flatMap { $0.cacheClass == cacheClass ? $0.h2Fields : nil }
-    var own = HTTP2Fields()
-    swap(&own, &scratchFields)
-    own.removeAll()
-    if prebuilt == nil {
-      own.addHead(of: response, cacheClass: cacheClass, contentLength: response.body.count)
-    }
-    own.add("date", date)
-    if hsts { own.add("strict-transport-security", "max-age=63072000; includeSubDomains") }
     let sendsBody = !headOnly && !response.status.forbidsContent && response.body.count > 0
     if sendsBody {
       if entry.outgoing == nil { sendingCount += 1 }
@@ -613,32 +604,66 @@ final class HTTP2Session {
     }
     entry.answered = true
     if entry.receiving && entry.resetWanted { entry.resetAfterAnswer = true }
-    var pairs: [nghttp2_nv] = []
-    swap(&pairs, &scratchPairs)
-    pairs.removeAll(keepingCapacity: true)
-    let result = HTTP2Fields.withPairs(prebuilt, own, into: &pairs) { nva, count in
-      guard sendsBody else { return nghttp2_submit_response(session, stream, nva, count, nil) }
-      var provider = nghttp2_data_provider(
-        source: nghttp2_data_source(ptr: Unmanaged.passUnretained(entry).toOpaque()),
-        read_callback: { _, _, buffer, length, flags, source, user in
-          guard let user, let buffer, let flags,
-            let entry = source.flatMap({ HTTP2Session.record($0.pointee) })
-          else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
-          return HTTP2Session.from(user).read(entry, into: buffer, length, flags)
-        })
-      return nghttp2_submit_response(session, stream, nva, count, &provider)
+    let result: Int32
+    if let prebuilt = response.prebuilt, prebuilt.cacheClass == cacheClass {
+      // Its fields (and HSTS) are laid out already and taken without copying; the stream keeps the
+      // answer, and `date` in its own bytes, until it closes (after its HEADERS are written).
+      entry.answerKept = prebuilt
+      let fields = prebuilt.h2Fields
+      let count = fields.count + (hsts ? 1 : 0)
+      let pairs = pairBuffer(count + 1)
+      pairs.update(from: fields.pairs, count: count)
+      pairs[count] = entry.dateField(date)
+      result = submit(entry, pairs, count + 1, body: sendsBody)
+    } else {
+      // Others are laid out in a reused buffer, which nghttp2 copies before `submit` returns.
+      var own = HTTP2Fields()
+      swap(&own, &scratchFields)
+      own.removeAll()
+      own.addHead(of: response, cacheClass: cacheClass, contentLength: response.body.count)
+      own.add("date", date)
+      if hsts {
+        own.add(HTTP2PrebuiltFields.hstsName, HTTP2PrebuiltFields.hstsValue.description)
+      }
+      result = own.withPairs(into: pairBuffer(own.count)) { submit(entry, $0, $1, body: sendsBody) }
+      scratchFields = own
     }
-    scratchFields = own
-    scratchPairs = pairs
     if result != 0 {
       finishSending(entry)
       entry.resetAfterAnswer = false
     }
   }
 
-  /// Scratch space of `respond`, kept between answers.
+  /// Queues `entry`'s HEADERS (`count` pairs at `pairs`), with its body as DATA when `body`.
+  private func submit(_ entry: HTTP2Stream, _ pairs: UnsafePointer<nghttp2_nv>, _ count: Int, body: Bool)
+    -> Int32
+  {
+    guard body else { return nghttp2_submit_response(session, entry.id, pairs, count, nil) }
+    var provider = nghttp2_data_provider(
+      source: nghttp2_data_source(ptr: Unmanaged.passUnretained(entry).toOpaque()),
+      read_callback: { _, _, buffer, length, flags, source, user in
+        guard let user, let buffer, let flags, let entry = source.flatMap({ HTTP2Session.record($0.pointee) })
+        else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
+        return HTTP2Session.from(user).read(entry, into: buffer, length, flags)
+      })
+    return nghttp2_submit_response(session, entry.id, pairs, count, &provider)
+  }
+
+  /// Scratch space of `respond`, kept between answers: fields laid out for answers that are not
+  /// prebuilt, and the pairs passed to the library (which copies them).
   private var scratchFields = HTTP2Fields()
-  private var scratchPairs: [nghttp2_nv] = []
+  private var pairs = UnsafeMutablePointer<nghttp2_nv>.allocate(capacity: 16)
+  private var pairCapacity = 16
+
+  /// `pairs`, with room for `count`.
+  private func pairBuffer(_ count: Int) -> UnsafeMutablePointer<nghttp2_nv> {
+    if count > pairCapacity {
+      pairs.deallocate()
+      pairCapacity = max(count, 2 * pairCapacity)
+      pairs = .allocate(capacity: pairCapacity)
+    }
+    return pairs
+  }
 
   /// `entry`'s answer has no more body to send.
   private func finishSending(_ entry: HTTP2Stream) {

@@ -1,3 +1,5 @@
+import CNGHTTP2
+
 /// One request stream, from its first HEADERS until the library closes it: its head (every name and
 /// value laid out in one buffer, as HTTP/1's parser does, so no string is made for a field nobody
 /// reads), its body so far, and its answer's body being sent. The dispatcher decides a head from it
@@ -19,6 +21,12 @@ final class HTTP2Stream: HeadFields {
   /// Answered before its request ended, with a body that is large or refused: a RST_STREAM NO_ERROR
   /// follows the answer's end (RFC 9113 §8.1), so the client stops sending it.
   var resetAfterAnswer = false
+  /// The prebuilt answer whose fields the library takes without copying: kept until the stream
+  /// closes, after its HEADERS are written.
+  var answerKept: PrebuiltResponse?
+  /// The answer's `date`, in bytes that stay put until the stream closes (the library takes them
+  /// without copying).
+  private let date = UnsafeMutablePointer<UInt8>.allocate(capacity: 32)
   private(set) var bytes: [UInt8] = []
   private(set) var fields: [HTTPFields.Field] = []
   var method: HTTPMethod?
@@ -63,6 +71,22 @@ final class HTTP2Stream: HeadFields {
     bytes.reserveCapacity(256)
   }
 
+  deinit { date.deallocate() }
+
+  /// The `date` field for the answer: `value` (an IMF-fixdate, 29 bytes) copied into the record.
+  func dateField(_ value: String) -> nghttp2_nv {
+    var length = 0
+    for byte in value.utf8.prefix(32) {
+      date[length] = byte
+      length += 1
+    }
+    return nghttp2_nv(
+      name: UnsafeMutablePointer(mutating: Self.dateName.utf8Start), value: date,
+      namelen: Self.dateName.utf8CodeUnitCount, valuelen: length, flags: HTTP2PrebuiltFields.flags)
+  }
+
+  private static let dateName: StaticString = "date"
+
   /// Makes a closed stream's record that of a new stream, keeping its buffers' capacity.
   func reuse(id: Int32, bodyLimit: Int) {
     self.id = id
@@ -70,6 +94,7 @@ final class HTTP2Stream: HeadFields {
     receiving = true
     reserved = 0
     outgoing = nil
+    answerKept = nil
     resetAfterAnswer = false
     bytes.removeAll(keepingCapacity: true)
     fields.removeAll(keepingCapacity: true)

@@ -141,6 +141,33 @@ struct HTTP2SessionTests {
   }
 
   @Test(
+    "a prebuilt answer (fields taken without copying) says what the same answer built per request says",
+    arguments: [true, false])
+  func prebuiltLikeBuilt(hsts: Bool) {
+    let response = Response.text(.ok, "hello", headers: [("ETag", "\"abc\""), ("Vary", "Accept-Encoding")])
+    let prebuilt = PrebuiltResponse(response, cacheClass: .revalidate)
+    let server = Self.server()
+    let client = H2TestClient()
+    var answers: [[(String, String)]] = []
+    for (i, answer) in [response, prebuilt.response, prebuilt.response].enumerated() {
+      let stream = client.request("GET", "/hello")
+      client.exchange(with: server)
+      _ = server.takeArrived()
+      // The date changes between answers: each stream keeps its own.
+      let date = i == 2 ? "Tue, 01 Dec 2026 08:00:01 GMT" : Self.date
+      server.respond(stream: stream, answer, cacheClass: .revalidate, headOnly: false, date: date, hsts: hsts)
+      client.exchange(with: server)
+      #expect(client.answers[stream]?.field("date") == date)
+      #expect(client.answers[stream]?.body == Array("hello".utf8))
+      answers.append((client.answers[stream]?.fields ?? []).filter { $0.0 != "date" })
+    }
+    let sorted = answers.map { $0.sorted { $0.0 < $1.0 }.map { "\($0.0): \($0.1)" } }
+    #expect(sorted[0] == sorted[1] && sorted[1] == sorted[2])
+    #expect(sorted[0].contains("etag: \"abc\"") && sorted[0].contains("vary: Accept-Encoding"))
+    #expect(sorted[0].contains { $0.hasPrefix("strict-transport-security: max-age=63072000") } == hsts)
+  }
+
+  @Test(
     "host must name what :authority names (ASCII case aside): else the stream is reset, never handed on",
     arguments: [("app.example.test", true), ("APP.example.TEST", true), ("evil.example.test", false)])
   func hostAgainstAuthority(host: String, agrees: Bool) {
