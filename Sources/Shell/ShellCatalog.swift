@@ -6,24 +6,58 @@ import FoundationEssentials
 /// has nothing to traverse.
 public struct ShellCatalog: Sendable {
   /// One representation (coding) of a file.
-  struct Representation: Sendable {
+  /// Classes, so that answering a request retains one reference, not every field.
+  final class Representation: Sendable {
     let coding: ContentCoding
     /// Strong entity-tag, quotes included, from the representation's own SHA-256.
     let etag: String
     let body: SharedBytes
     let ok: PrebuiltResponse
     let notModified: PrebuiltResponse
+
+    init(
+      coding: ContentCoding, etag: String, body: SharedBytes, ok: PrebuiltResponse,
+      notModified: PrebuiltResponse
+    ) {
+      self.coding = coding
+      self.etag = etag
+      self.body = body
+      self.ok = ok
+      self.notModified = notModified
+    }
   }
 
   /// One served path.
-  struct File: Sendable {
+  final class File: Sendable {
     let path: String
     let cacheClass: CacheClass
     let contentType: String
     let codings: [ContentCoding]
-    let representations: [ContentCoding: Representation]
+    /// br, gzip, identity (no hashing per request).
+    private let representations: [Representation?]
     let lastModified: Int
     var negotiable: Bool { codings.count > 1 }
+
+    init(
+      path: String, cacheClass: CacheClass, contentType: String, codings: [ContentCoding],
+      representations: [ContentCoding: Representation], lastModified: Int
+    ) {
+      self.path = path
+      self.cacheClass = cacheClass
+      self.contentType = contentType
+      self.codings = codings
+      self.representations = [representations[.br], representations[.gzip], representations[.identity]]
+      self.lastModified = lastModified
+    }
+
+    /// The representation in `coding`, if the file has one.
+    func representation(_ coding: ContentCoding) -> Representation? {
+      switch coding {
+      case .br: representations[0]
+      case .gzip: representations[1]
+      case .identity: representations[2]
+      }
+    }
   }
 
   let files: [File]
@@ -136,7 +170,7 @@ public struct ShellCatalog: Sendable {
     let acceptEncoding = head.value("accept-encoding")
     let choice =
       file.negotiable ? selectEncoding(acceptEncoding, available: file.codings) : .coding(.identity)
-    guard case .coding(let coding) = choice, let representation = file.representations[coding] else {
+    guard case .coding(let coding) = choice, let representation = file.representation(coding) else {
       return .text(
         .notAcceptable, "No acceptable content coding; identity is refused by this request.\n",
         headers: [("Vary", "Accept-Encoding")])

@@ -157,47 +157,47 @@ final class HTTP2Session {
   private static func setReadingCallbacks(_ callbacks: OpaquePointer?) {
     nghttp2_session_callbacks_set_on_begin_frame_callback(callbacks) { _, header, user in
       guard let header, let user else { return 0 }
-      return HTTP2Session.from(user).beginFrame(header.pointee)
+      return HTTP2Session.with(user) { $0.beginFrame(header.pointee) }
     }
     nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, user in
       // A request's first HEADERS opens the stream; a later one (trailers) keeps what was read.
       guard let frame, let user, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue),
         frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST
       else { return 0 }
-      let me = HTTP2Session.from(user)
-      me.current = (frame.pointee.hd.stream_id, me.openStream(frame.pointee.hd.stream_id))
-      me.metrics?.count(.h2Streams)
+      HTTP2Session.with(user) { me in
+        me.current = (frame.pointee.hd.stream_id, me.openStream(frame.pointee.hd.stream_id))
+        me.metrics?.count(.h2Streams)
+      }
       return 0
     }
     nghttp2_session_callbacks_set_on_header_callback(callbacks) {
       _, frame, name, nameLength, value, valueLength, _, user in
       guard let frame, let user, let name, let value else { return 0 }
-      let me = HTTP2Session.from(user)
-      let stream = frame.pointee.hd.stream_id
       // Trailer fields are not the request's head (and no route reads them).
       guard frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST else { return 0 }
-      me.field(stream, name, nameLength, value, valueLength)
+      HTTP2Session.with(user) { $0.field(frame.pointee.hd.stream_id, name, nameLength, value, valueLength) }
       return 0
     }
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) {
       _, _, stream, data, length, user in
       guard let user, let data else { return 0 }
-      HTTP2Session.from(user).data(stream, UnsafeRawBufferPointer(start: data, count: length))
+      HTTP2Session.with(user) { $0.data(stream, UnsafeRawBufferPointer(start: data, count: length)) }
       return 0
     }
     nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, user in
       guard let frame, let user else { return 0 }
-      HTTP2Session.from(user).frameReceived(frame.pointee)
+      HTTP2Session.with(user) { $0.frameReceived(frame.pointee) }
       return 0
     }
     nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(callbacks) { _, frame, _, user in
       guard let user else { return 0 }
-      let me = HTTP2Session.from(user)
-      me.glitchesSeen += 1
-      // A stream error (REFUSED_STREAM past the concurrency limit among them): the library queues
-      // its RST_STREAM now, and frames the client sent meanwhile are to be ignored, also those that
-      // arrive in this same read, before the reset is sent.
-      if let stream = frame?.pointee.hd.stream_id, stream > 0 { me.frameGuard.reset(stream) }
+      HTTP2Session.with(user) { me in
+        me.glitchesSeen += 1
+        // A stream error (REFUSED_STREAM past the concurrency limit among them): the library queues
+        // its RST_STREAM now, and frames the client sent meanwhile are to be ignored, also those
+        // that arrive in this same read, before the reset is sent.
+        if let stream = frame?.pointee.hd.stream_id, stream > 0 { me.frameGuard.reset(stream) }
+      }
       return 0
     }
   }
@@ -207,18 +207,18 @@ final class HTTP2Session {
   private static func setWritingCallbacks(_ callbacks: OpaquePointer?) {
     nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { session, frame, user in
       guard let frame, let user else { return 0 }
-      HTTP2Session.from(user).frameSent(frame.pointee, session)
+      HTTP2Session.with(user) { $0.frameSent(frame.pointee, session) }
       return 0
     }
     nghttp2_session_callbacks_set_send_data_callback(callbacks) { _, _, header, length, source, user in
       guard let header, let user, let record = source.flatMap({ HTTP2Session.record($0.pointee) }) else {
         return Int32(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue)
       }
-      return HTTP2Session.from(user).sendData(record, header, length)
+      return HTTP2Session.with(user) { $0.sendData(record, header, length) }
     }
     nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, stream, _, user in
       guard let user else { return 0 }
-      HTTP2Session.from(user).closeStream(stream)
+      HTTP2Session.with(user) { $0.closeStream(stream) }
       return 0
     }
   }
@@ -283,8 +283,10 @@ final class HTTP2Session {
     if spare.count < Self.spareLimit && isKnownUniquelyReferenced(&record) { spare.append(record) }
   }
 
-  private static func from(_ user: UnsafeMutableRawPointer) -> HTTP2Session {
-    Unmanaged<HTTP2Session>.fromOpaque(user).takeUnretainedValue()
+  /// Calls `body` with the session `user` points at, without retaining it: the library calls back
+  /// only from within the session's own calls, so the session is alive throughout.
+  private static func with<R>(_ user: UnsafeMutableRawPointer, _ body: (HTTP2Session) -> R) -> R {
+    Unmanaged<HTTP2Session>.fromOpaque(user)._withUnsafeGuaranteedRef(body)
   }
 
   // MARK: reading
@@ -644,7 +646,7 @@ final class HTTP2Session {
       read_callback: { _, _, buffer, length, flags, source, user in
         guard let user, let buffer, let flags, let entry = source.flatMap({ HTTP2Session.record($0.pointee) })
         else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
-        return HTTP2Session.from(user).read(entry, into: buffer, length, flags)
+        return HTTP2Session.with(user) { $0.read(entry, into: buffer, length, flags) }
       })
     return nghttp2_submit_response(session, entry.id, pairs, count, &provider)
   }

@@ -1,4 +1,5 @@
 import CNGHTTP2
+import Glibc
 
 /// One request stream, from its first HEADERS until the library closes it: its head (every name and
 /// value laid out in one buffer, as HTTP/1's parser does, so no string is made for a field nobody
@@ -172,8 +173,22 @@ final class HTTP2Stream: HeadFields {
   /// `:path` as received (path and query).
   var targetString: String { target.map { String(decoding: bytes[$0], as: UTF8.self) } ?? "/" }
 
+  /// The library has lower-cased every name (RFC 9113 §8.2.1), so names compare byte for byte.
   func value(_ name: StaticString) -> String? {
-    HTTPFields(bytes: bytes, fields: fields).combined(name.description)
+    let length = name.utf8CodeUnitCount
+    var found: String? = nil
+    bytes.withUnsafeBufferPointer { bytes in
+      guard let base = bytes.baseAddress else { return }
+      for field in fields where Int(field.nameEnd - field.nameStart) == length {
+        guard memcmp(base + Int(field.nameStart), name.utf8Start, length) == 0 else { continue }
+        let value = String(
+          decoding: UnsafeBufferPointer(
+            start: base + Int(field.valueStart), count: Int(field.valueEnd - field.valueStart)), as: UTF8.self
+        )
+        found = found.map { $0 + ", " + value } ?? value
+      }
+    }
+    return found
   }
 
   /// The HTTP/1 shape every handler knows (`Host` from `:authority`, cookie crumbs joined), over
