@@ -28,8 +28,16 @@ final class HTTP2Stream: HeadFields {
   /// The answer's `date`, in bytes that stay put until the stream closes (the library takes them
   /// without copying).
   private let date = UnsafeMutablePointer<UInt8>.allocate(capacity: 32)
-  private(set) var bytes: [UInt8] = []
-  private(set) var fields: [HTTPFields.Field] = []
+  /// The head's bytes and where each regular field lies in them, in memory the record owns (no
+  /// reference counting when a field is read; kept across streams, trimmed when a head was large).
+  private var bytes: UnsafeMutablePointer<UInt8>
+  private var byteCount = 0
+  private var byteCapacity = HTTP2Stream.headCapacity
+  private var fields: UnsafeMutablePointer<HTTPFields.Field>
+  private var kept = 0
+  private var fieldCapacity = HTTP2Stream.fieldCapacity
+  static let headCapacity = 256
+  static let fieldCapacity = 16
   var method: HTTPMethod?
   var target: Range<Int>?
   var authority: Range<Int>?
@@ -69,10 +77,15 @@ final class HTTP2Stream: HeadFields {
   init(id: Int32, bodyLimit: Int) {
     self.id = id
     self.bodyLimit = bodyLimit
-    bytes.reserveCapacity(256)
+    bytes = .allocate(capacity: Self.headCapacity)
+    fields = .allocate(capacity: Self.fieldCapacity)
   }
 
-  deinit { date.deallocate() }
+  deinit {
+    date.deallocate()
+    bytes.deallocate()
+    fields.deallocate()
+  }
 
   /// The `date` field for the answer: `value` (an IMF-fixdate, 29 bytes) copied into the record.
   func dateField(_ value: String) -> nghttp2_nv {
@@ -97,8 +110,7 @@ final class HTTP2Stream: HeadFields {
     outgoing = nil
     answerKept = nil
     resetAfterAnswer = false
-    bytes.removeAll(keepingCapacity: true)
-    fields.removeAll(keepingCapacity: true)
+    clearHead()
     body = []
     method = nil
     target = nil
@@ -117,42 +129,75 @@ final class HTTP2Stream: HeadFields {
     progressed = false
   }
 
+  /// The head's bytes in `range`.
+  private func head(_ range: Range<Int>) -> UnsafeBufferPointer<UInt8> {
+    UnsafeBufferPointer(start: bytes + range.lowerBound, count: range.count)
+  }
+
   /// Whether the request has both `:authority` and `host` and they differ (ASCII case aside).
   var authorityDisagrees: Bool {
     guard let authority, let host else { return false }
-    return !bytes[authority].elementsEqual(bytes[host]) { ASCII.lower($0) == ASCII.lower($1) }
+    return !head(authority).elementsEqual(head(host)) { ASCII.lower($0) == ASCII.lower($1) }
   }
 
   /// Appends `count` bytes at `pointer`; returns where they lie.
   func append(_ pointer: UnsafePointer<UInt8>, _ count: Int) -> Range<Int> {
-    let start = bytes.count
-    bytes.append(contentsOf: UnsafeBufferPointer(start: pointer, count: count))
-    return start..<bytes.count
+    if byteCount + count > byteCapacity {
+      // The session bounds a head's bytes (SETTINGS_MAX_HEADER_LIST_SIZE), so this stays small.
+      byteCapacity = max(byteCount + count, 2 * byteCapacity)
+      let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: byteCapacity)
+      grown.update(from: bytes, count: byteCount)
+      bytes.deallocate()
+      bytes = grown
+    }
+    (bytes + byteCount).update(from: pointer, count: count)
+    byteCount += count
+    return (byteCount - count)..<byteCount
   }
 
   /// Keeps a regular field (name and value as the library checked them).
   func addField(
     _ name: UnsafePointer<UInt8>, _ nameLength: Int, _ value: UnsafePointer<UInt8>, _ valueLength: Int
-  )
-    -> Range<Int>
-  {
+  ) -> Range<Int> {
     let n = append(name, nameLength)
     let v = append(value, valueLength)
-    fields.append(
-      .init(
-        nameStart: Int32(n.lowerBound), nameEnd: Int32(n.upperBound), valueStart: Int32(v.lowerBound),
-        valueEnd: Int32(v.upperBound)))
+    if kept == fieldCapacity {
+      fieldCapacity *= 2
+      let grown = UnsafeMutablePointer<HTTPFields.Field>.allocate(capacity: fieldCapacity)
+      grown.update(from: fields, count: kept)
+      fields.deallocate()
+      fields = grown
+    }
+    fields[kept] = .init(
+      nameStart: Int32(n.lowerBound), nameEnd: Int32(n.upperBound), valueStart: Int32(v.lowerBound),
+      valueEnd: Int32(v.upperBound))
+    kept += 1
     return v
   }
 
   /// Its fields passed a limit: none is kept (the method and `:path` are, for the refusal).
-  func dropFields() { fields = [] }
+  func dropFields() { kept = 0 }
 
   /// The stream was answered on its head: nothing reads its head or body again.
   func dropHead() {
     body = []
-    bytes = []
-    fields = []
+    clearHead()
+  }
+
+  /// No head: its buffers are kept (at their first size) for the next.
+  private func clearHead() {
+    if byteCapacity > 4 * Self.headCapacity {
+      bytes.deallocate()
+      bytes = .allocate(capacity: Self.headCapacity)
+      byteCapacity = Self.headCapacity
+    }
+    if fieldCapacity > 4 * Self.fieldCapacity {
+      fields.deallocate()
+      fields = .allocate(capacity: Self.fieldCapacity)
+      fieldCapacity = Self.fieldCapacity
+    }
+    byteCount = 0
+    kept = 0
     target = nil
     authority = nil
     host = nil
@@ -166,36 +211,33 @@ final class HTTP2Stream: HeadFields {
   /// The path part of `:path` (no query), still percent-encoded; "/" when empty.
   var path: String {
     guard let target else { return "/" }
-    let parts = Request.targetParts(bytes[target])
-    return parts.path.isEmpty ? "/" : String(decoding: bytes[parts.path], as: UTF8.self)
+    let raw = head(target)
+    let parts = Request.targetParts(raw)
+    return parts.path.isEmpty ? "/" : String(decoding: raw[parts.path], as: UTF8.self)
   }
 
   /// `:path` as received (path and query).
-  var targetString: String { target.map { String(decoding: bytes[$0], as: UTF8.self) } ?? "/" }
+  var targetString: String { target.map { String(decoding: head($0), as: UTF8.self) } ?? "/" }
 
   /// The library has lower-cased every name (RFC 9113 §8.2.1), so names compare byte for byte.
   func value(_ name: StaticString) -> String? {
     let length = name.utf8CodeUnitCount
     var found: String? = nil
-    bytes.withUnsafeBufferPointer { bytes in
-      guard let base = bytes.baseAddress else { return }
-      for field in fields where Int(field.nameEnd - field.nameStart) == length {
-        guard memcmp(base + Int(field.nameStart), name.utf8Start, length) == 0 else { continue }
-        let value = String(
-          decoding: UnsafeBufferPointer(
-            start: base + Int(field.valueStart), count: Int(field.valueEnd - field.valueStart)), as: UTF8.self
-        )
-        found = found.map { $0 + ", " + value } ?? value
-      }
+    for i in 0..<kept where Int(fields[i].nameEnd - fields[i].nameStart) == length {
+      let field = fields[i]
+      guard memcmp(bytes + Int(field.nameStart), name.utf8Start, length) == 0 else { continue }
+      let value = String(decoding: head(Int(field.valueStart)..<Int(field.valueEnd)), as: UTF8.self)
+      found = found.map { $0 + ", " + value } ?? value
     }
     return found
   }
 
-  /// The HTTP/1 shape every handler knows (`Host` from `:authority`, cookie crumbs joined), over
-  /// the stream's buffer.
+  /// The HTTP/1 shape every handler knows (`Host` from `:authority`, cookie crumbs joined), over a
+  /// copy of the stream's head.
   func request() -> Request {
-    joinCookies()
-    var fields = fields
+    var bytes = Array(head(0..<byteCount))
+    var fields = Array(UnsafeBufferPointer(start: self.fields, count: kept))
+    if cookies > 1 { Self.joinCookies(&bytes, &fields) }
     if let authority, host == nil {
       let name = bytes.count
       bytes += "host".utf8
@@ -204,7 +246,13 @@ final class HTTP2Stream: HeadFields {
           nameStart: Int32(name), nameEnd: Int32(name + 4), valueStart: Int32(authority.lowerBound),
           valueEnd: Int32(authority.upperBound)), at: 0)
     }
-    let target = target ?? append("/", 1)
+    let target: Range<Int>
+    if let known = self.target {
+      target = known
+    } else {
+      bytes.append(UInt8(ascii: "/"))
+      target = (bytes.count - 1)..<bytes.count
+    }
     let split = Request.splitTarget(bytes[target])
     return Request(
       method: requestMethod, version: .http11, targetRange: target,
@@ -214,13 +262,11 @@ final class HTTP2Stream: HeadFields {
   }
 
   /// RFC 9113 §8.2.3: cookie crumbs are joined with "; " into one field, as HTTP/1 carries it.
-  private func joinCookies() {
-    guard cookies > 1 else { return }
-    let isCookie = { (f: HTTPFields.Field) in
-      f.nameEnd - f.nameStart == 6
-        && self.bytes[Int(f.nameStart)..<Int(f.nameEnd)].elementsEqual("cookie".utf8)
+  private static func joinCookies(_ bytes: inout [UInt8], _ fields: inout [HTTPFields.Field]) {
+    func isCookie(_ f: HTTPFields.Field, _ bytes: [UInt8]) -> Bool {
+      f.nameEnd - f.nameStart == 6 && bytes[Int(f.nameStart)..<Int(f.nameEnd)].elementsEqual("cookie".utf8)
     }
-    let crumbs = fields.filter(isCookie)
+    let crumbs = fields.filter { isCookie($0, bytes) }
     let name = bytes.count
     bytes += "cookie".utf8
     let value = bytes.count
@@ -229,12 +275,11 @@ final class HTTP2Stream: HeadFields {
       let crumbValue = Array(bytes[Int(crumb.valueStart)..<Int(crumb.valueEnd)])
       bytes += crumbValue
     }
-    let at = fields.firstIndex(where: isCookie) ?? fields.count
-    fields.removeAll(where: isCookie)
+    let at = fields.firstIndex { isCookie($0, bytes) } ?? fields.count
+    fields.removeAll { isCookie($0, bytes) }
     fields.insert(
       .init(
         nameStart: Int32(name), nameEnd: Int32(value), valueStart: Int32(value), valueEnd: Int32(bytes.count)),
       at: min(at, fields.count))
-    cookies = 1
   }
 }

@@ -232,6 +232,29 @@ struct HTTP2SessionTests {
     #expect(server.recordsMade == 16)
   }
 
+  @Test(
+    "a head past the record's first buffers grows them; the stream that reuses the record reads its own head")
+  func largeHeadThenSmall() {
+    let server = Self.server()
+    let client = H2TestClient()
+    let large = (0..<40).map {
+      ("x-field-\($0)", String(repeating: Character(UnicodeScalar(97 + $0 % 26)!), count: 200))
+    }
+    for (fields, query) in [(large, "big"), ([("x-small", "s")], "small"), (large, "again")] {
+      let stream = client.request("GET", "/file?\(query)", fields: fields)
+      client.exchange(with: server)
+      let arrived = server.takeArrived()
+      #expect(arrived.count == 1 && arrived.first?.request.query == query)
+      let headers = arrived.first?.request.headers
+      #expect(headers?["host"] == "app.example.test")
+      #expect(fields.allSatisfy { headers?[$0.0] == $0.1 } && headers?.count == fields.count + 1)
+      server.respond(
+        stream: stream, .text(.ok, "ok"), cacheClass: .private, headOnly: false, date: Self.date, hsts: false)
+      client.exchange(with: server)
+    }
+    #expect(server.recordsMade == 1)
+  }
+
   @Test("a body larger than the connection window is sent whole under flow control, from shared bytes")
   func flowControl() {
     let server = Self.server()
