@@ -221,6 +221,42 @@ def profile(seconds=4):
         print(f"{share:>6.1f}%  {group}")
 
 
+# Step 5 of #26: how many writes and reads each server makes per request. strace counts the syscalls
+# of every process and thread of each server in turn while h2load asks for the small file at -c16 -m16
+# (strace slows the server: only the counts are read, never the time).
+WRITES = ("sendmsg", "sendto", "write", "writev")
+READS = ("recvfrom", "recvmsg", "read", "readv")
+
+
+def syscalls(requests=20000):
+    if subprocess.run(["strace", "-V"], capture_output=True).returncode != 0:
+        print("\n(strace is not installed: the syscall counts are skipped)")
+        return
+    print(f"\n== syscalls per request (strace -c over each server's threads, h2load -c16 -m16 -n {requests}, small "
+          "file; counts only)")
+    print(f"{'server':<11}{'writes':>8}{'reads':>8}{'epoll':>8}{'all':>8}  writes by call")
+    for name, port, root in servers:
+        pids = [str(t) for p in processes(root) for t in os.listdir(f"/proc/{p}/task")]
+        trace = subprocess.Popen(["strace", "-c", "-U", "name,calls", "-o", f"{work}/strace-{name}.txt",
+                                  *[x for t in pids for x in ("-p", t)]],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(1)
+        run = h2load("-c", "16", "-m", "16", "-n", str(requests), f"https://127.0.0.1:{port}{small_path}",
+                     timeout=120)
+        trace.send_signal(2)
+        trace.wait()
+        calls = {}
+        for line in open(f"{work}/strace-{name}.txt"):
+            fields = line.split()
+            if len(fields) == 2 and fields[1].isdigit() and fields[0] != "total":
+                calls[fields[0]] = int(fields[1])
+        done = run["ok"] if run else requests
+        per = lambda names: sum(calls.get(n, 0) for n in names) / done
+        epoll = sum(v for k, v in calls.items() if k.startswith("epoll")) / done
+        print(f"{NAMES[name]:<11}{per(WRITES):>8.3f}{per(READS):>8.3f}{epoll:>8.3f}{sum(calls.values()) / done:>8.3f}  "
+              + ", ".join(f"{n} {calls[n] / done:.3f}" for n in WRITES if n in calls))
+
+
 check()
 idle()
 pids = [p for _, _, root in servers for p in processes(root)]
@@ -233,6 +269,7 @@ with half_cpu(pids) as held:
 if os.environ.get("BENCH_H2_FULL_CPU", "1") != "0":
     report(measure(), "full", "servers on all of CPU 0, h2load on CPU 1 (the client may be the limit)")
 profile()
+syscalls()
 print(f"\npeak RSS after all of the above (VmHWM, KiB summed over each server's processes): " +
       ", ".join(f"{NAMES[name]} {memory(pid)['VmHWM']}" for name, _, pid in servers))
 print("\n== targets (servers held to half of CPU 0; idle connections)")

@@ -133,7 +133,10 @@ final class HTTP2Session {
     nghttp2_option_set_max_deflate_dynamic_table_size(options, settings.headerTableSize)
     // No closed stream is kept for the priority tree: what is needed of them is in `frameGuard`.
     nghttp2_option_set_no_closed_streams(options, 1)
-    nghttp2_session_server_new2(&session, callbacks, Unmanaged.passUnretained(self).toOpaque(), options)
+    // Its large buffers from pages mapped on demand: an idle connection holds only those written.
+    var memory = HTTP2Memory.allocator
+    nghttp2_session_server_new3(
+      &session, callbacks, Unmanaged.passUnretained(self).toOpaque(), options, &memory)
     if session == nil || !submitSettings() { failed = true }
   }
 
