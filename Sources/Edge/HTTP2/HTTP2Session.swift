@@ -84,7 +84,10 @@ final class HTTP2Session {
   /// Frames on streams the library no longer tracks (HEADERS below the last stream, DATA after a
   /// reset), and what the peer broke, if it did: the GOAWAY's code.
   /// The stream whose request header block is being decoded, and its entry.
-  private var current: (stream: Int32, entry: HTTP2Stream)?
+  private var currentStream: Int32 = 0
+  /// Not retained: the record is kept by `open` while its header block is decoded, and
+  /// `currentStream` is cleared when it closes.
+  private unowned(unsafe) var currentEntry: HTTP2Stream? = nil
   private var frameGuard: HTTP2FrameGuard
   private var frameHeaders = HTTP2FrameHeaders()
   private var violation: UInt32?
@@ -168,7 +171,8 @@ final class HTTP2Session {
         frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST
       else { return 0 }
       HTTP2Session.with(user) { me in
-        me.current = (frame.pointee.hd.stream_id, me.openStream(frame.pointee.hd.stream_id))
+        me.currentEntry = me.openStream(frame.pointee.hd.stream_id)
+        me.currentStream = frame.pointee.hd.stream_id
         me.metrics?.count(.h2Streams)
       }
       return 0
@@ -266,7 +270,7 @@ final class HTTP2Session {
   /// The library closed `stream`: what it held of the budget comes back, its record is kept for a
   /// later stream unless something still refers to it.
   private func closeStream(_ stream: Int32) {
-    if current?.stream == stream { current = nil }
+    if currentStream == stream { currentStream = 0 }
     frameGuard.close(stream)
     // A stream reset before it was handed on is never answered (rapid reset: no handler runs).
     if !events.isEmpty { events.removeAll { $0.stream == stream } }
@@ -330,7 +334,7 @@ final class HTTP2Session {
     _ valueLength: Int
   ) {
     // The header block being decoded is the one just begun (no lookup per field).
-    guard let entry = current?.stream == stream ? current?.entry : record(stream), entry.receiving,
+    guard let entry = currentStream == stream ? currentEntry : record(stream), entry.receiving,
       !entry.fieldsTooLarge
     else { return }
     entry.fieldBytes += nameLength + valueLength + 32
@@ -425,8 +429,8 @@ final class HTTP2Session {
     case Int(NGHTTP2_HEADERS.rawValue):
       openHeaderBlock = nil
       let stream = frame.hd.stream_id
-      let decoded = current?.stream == stream ? current?.entry : nil
-      current = nil
+      let decoded = currentStream == stream ? currentEntry : nil
+      currentStream = 0
       guard frame.headers.cat == NGHTTP2_HCAT_REQUEST, let entry = decoded ?? receiving(stream) else { break }
       if entry.authorityDisagrees {
         // RFC 9113 §8.3.1: `host` and `:authority` must name the same; a request whose two differ

@@ -89,10 +89,11 @@ final class HTTP2Stream: HeadFields {
 
   /// The `date` field for the answer: `value` (an IMF-fixdate, 29 bytes) copied into the record.
   func dateField(_ value: String) -> nghttp2_nv {
-    var length = 0
-    for byte in value.utf8.prefix(32) {
-      date[length] = byte
-      length += 1
+    var value = value
+    let length = value.withUTF8 { utf8 in
+      let length = min(utf8.count, 32)
+      if let base = utf8.baseAddress { date.update(from: base, count: length) }
+      return length
     }
     return nghttp2_nv(
       name: UnsafeMutablePointer(mutating: Self.dateName.utf8Start), value: date,
