@@ -87,7 +87,7 @@ final class HTTP2Session {
   private var currentStream: Int32 = 0
   /// Not retained: the record is kept by `open` while its header block is decoded, and
   /// `currentStream` is cleared when it closes.
-  private unowned(unsafe) var currentEntry: HTTP2Stream? = nil
+  private var currentEntry: Unmanaged<HTTP2Stream>? = nil
   private var frameGuard: HTTP2FrameGuard
   private var frameHeaders = HTTP2FrameHeaders()
   private var violation: UInt32?
@@ -171,7 +171,7 @@ final class HTTP2Session {
         frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST
       else { return 0 }
       HTTP2Session.with(user) { me in
-        me.currentEntry = me.openStream(frame.pointee.hd.stream_id)
+        me.currentEntry = Unmanaged.passUnretained(me.openStream(frame.pointee.hd.stream_id))
         me.currentStream = frame.pointee.hd.stream_id
         me.metrics?.count(.h2Streams)
       }
@@ -218,10 +218,12 @@ final class HTTP2Session {
       return 0
     }
     nghttp2_session_callbacks_set_send_data_callback(callbacks) { _, _, header, length, source, user in
-      guard let header, let user, let record = source.flatMap({ HTTP2Session.record($0.pointee) }) else {
+      guard let header, let user, let record = source?.pointee.ptr else {
         return Int32(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue)
       }
-      return HTTP2Session.with(user) { $0.sendData(record, header, length) }
+      return HTTP2Session.with(user) { me in
+        HTTP2Session.withRecord(record) { me.sendData($0, header, length) }
+      }
     }
     nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, stream, _, user in
       guard let user else { return 0 }
@@ -262,9 +264,16 @@ final class HTTP2Session {
     }
   }
 
-  /// The record a data source points at (`respond` sets it).
-  private static func record(_ source: nghttp2_data_source) -> HTTP2Stream? {
-    source.ptr.map { Unmanaged<HTTP2Stream>.fromOpaque($0).takeUnretainedValue() }
+  /// Calls `body` with the record at `pointer` (the library's stream user data, or a data source's
+  /// pointer), without retaining it: `open` keeps it while the library refers to it.
+  private static func withRecord<R>(_ pointer: UnsafeMutableRawPointer, _ body: (HTTP2Stream) -> R) -> R {
+    Unmanaged<HTTP2Stream>.fromOpaque(pointer)._withUnsafeGuaranteedRef(body)
+  }
+
+  /// Calls `body` with `stream`'s record, unretained, if the library tracks it as a request stream.
+  private func withRecord(_ stream: Int32, _ body: (HTTP2Stream) -> Void) {
+    guard let pointer = nghttp2_session_get_stream_user_data(session, stream) else { return }
+    Self.withRecord(pointer, body)
   }
 
   /// The library closed `stream`: what it held of the budget comes back, its record is kept for a
@@ -334,9 +343,18 @@ final class HTTP2Session {
     _ valueLength: Int
   ) {
     // The header block being decoded is the one just begun (no lookup per field).
-    guard let entry = currentStream == stream ? currentEntry : record(stream), entry.receiving,
-      !entry.fieldsTooLarge
-    else { return }
+    if currentStream == stream, let current = currentEntry {
+      current._withUnsafeGuaranteedRef { field($0, name, nameLength, value, valueLength) }
+    } else {
+      withRecord(stream) { field($0, name, nameLength, value, valueLength) }
+    }
+  }
+
+  private func field(
+    _ entry: HTTP2Stream, _ name: UnsafePointer<UInt8>, _ nameLength: Int, _ value: UnsafePointer<UInt8>,
+    _ valueLength: Int
+  ) {
+    guard entry.receiving, !entry.fieldsTooLarge else { return }
     entry.fieldBytes += nameLength + valueLength + 32
     let pseudo = nameLength > 0 && name[0] == UInt8(ascii: ":")
     if !pseudo { entry.fieldCount += 1 }
@@ -372,7 +390,11 @@ final class HTTP2Session {
   }
 
   private func data(_ stream: Int32, _ bytes: UnsafeRawBufferPointer) {
-    guard let entry = record(stream), entry.receiving else { return }
+    withRecord(stream) { data($0, stream, bytes) }
+  }
+
+  private func data(_ entry: HTTP2Stream, _ stream: Int32, _ bytes: UnsafeRawBufferPointer) {
+    guard entry.receiving else { return }
     guard !entry.discarding else {
       entry.dropped += bytes.count
       // More than the window the stream was given: the client means to send a large body. Past
@@ -431,32 +453,42 @@ final class HTTP2Session {
       let stream = frame.hd.stream_id
       let decoded = currentStream == stream ? currentEntry : nil
       currentStream = 0
-      guard frame.headers.cat == NGHTTP2_HCAT_REQUEST, let entry = decoded ?? receiving(stream) else { break }
-      if entry.authorityDisagrees {
-        // RFC 9113 §8.3.1: `host` and `:authority` must name the same; a request whose two differ
-        // is malformed (§8.1.1), never answered on either, never forwarded.
-        entry.receiving = false
-        glitchesSeen += 1
-        nghttp2_submit_rst_stream(
-          session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream, NGHTTP2_PROTOCOL_ERROR.rawValue)
-        return
-      } else if entry.fieldsTooLarge {
-        entry.discarding = true
-        entry.resetWanted = true
-        events.append(.fieldsTooLarge(entry))
-      } else if !endStream {
-        entry.headFirst = true
-        events.append(.head(entry))
+      guard frame.headers.cat == NGHTTP2_HCAT_REQUEST else { break }
+      if let decoded {
+        decoded._withUnsafeGuaranteedRef { headersEnded($0, stream, endStream: endStream) }
+      } else {
+        withRecord(stream) { headersEnded($0, stream, endStream: endStream) }
       }
-      if endStream { complete(entry) }
       return
     default:
       break
     }
-    guard type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue), endStream,
-      let entry = receiving(frame.hd.stream_id)
-    else { return }
-    complete(entry)
+    guard type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue), endStream else {
+      return
+    }
+    withRecord(frame.hd.stream_id) { if $0.receiving { complete($0) } }
+  }
+
+  /// A request's header block ended on `stream` (`endStream`: and its request).
+  private func headersEnded(_ entry: HTTP2Stream, _ stream: Int32, endStream: Bool) {
+    guard entry.receiving else { return }
+    if entry.authorityDisagrees {
+      // RFC 9113 §8.3.1: `host` and `:authority` must name the same; a request whose two differ
+      // is malformed (§8.1.1), never answered on either, never forwarded.
+      entry.receiving = false
+      glitchesSeen += 1
+      nghttp2_submit_rst_stream(
+        session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream, NGHTTP2_PROTOCOL_ERROR.rawValue)
+      return
+    } else if entry.fieldsTooLarge {
+      entry.discarding = true
+      entry.resetWanted = true
+      events.append(.fieldsTooLarge(entry))
+    } else if !endStream {
+      entry.headFirst = true
+      events.append(.head(entry))
+    }
+    if endStream { complete(entry) }
   }
 
   /// The record of `stream` while the client may still send on it.
@@ -651,9 +683,12 @@ final class HTTP2Session {
     var provider = nghttp2_data_provider(
       source: nghttp2_data_source(ptr: Unmanaged.passUnretained(entry).toOpaque()),
       read_callback: { _, _, buffer, length, flags, source, user in
-        guard let user, let buffer, let flags, let entry = source.flatMap({ HTTP2Session.record($0.pointee) })
-        else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
-        return HTTP2Session.with(user) { $0.read(entry, into: buffer, length, flags) }
+        guard let user, let buffer, let flags, let record = source?.pointee.ptr else {
+          return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue)
+        }
+        return HTTP2Session.with(user) { me in
+          HTTP2Session.withRecord(record) { me.read($0, into: buffer, length, flags) }
+        }
       })
     return nghttp2_submit_response(session, entry.id, pairs, count, &provider)
   }
@@ -741,14 +776,15 @@ final class HTTP2Session {
       }
     }
     guard frame.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 else { return }
-    guard let entry = record(stream) else { return }
-    guard entry.resetAfterAnswer else {
-      entry.answerEnded = true
-      return
+    withRecord(stream) { entry in
+      guard entry.resetAfterAnswer else {
+        entry.answerEnded = true
+        return
+      }
+      entry.resetAfterAnswer = false
+      // RFC 9113 §8.1: the answer is whole; the client may stop sending the request's body.
+      nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream, NGHTTP2_NO_ERROR.rawValue)
     }
-    entry.resetAfterAnswer = false
-    // RFC 9113 §8.1: the answer is whole; the client may stop sending the request's body.
-    nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream, NGHTTP2_NO_ERROR.rawValue)
   }
 
   /// Whether an answer's body is still to be sent (waiting for the peer's flow-control window,
