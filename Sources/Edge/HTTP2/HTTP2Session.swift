@@ -67,9 +67,9 @@ final class HTTP2Session {
   /// The process-wide allowance for buffered request bodies (shared with HTTP/1); each open stream
   /// holds its part (`HTTP2Stream.reserved`).
   private let budget: RequestBudget?
-  /// The request streams the library tracks, each at its `slot` (its record is also the library's
-  /// stream user data, how callbacks find it); and closed streams' records, kept for new streams.
-  private var open: [HTTP2Stream] = []
+  /// The records of the request streams the library tracks (each also the library's stream user
+  /// data, how callbacks find it); and closed streams' records, kept for new streams.
+  private var open = HTTP2Stream.OpenList()
   private var spare: [HTTP2Stream] = []
   /// How many closed streams' records are kept.
   static let spareLimit = 16
@@ -235,7 +235,7 @@ final class HTTP2Session {
   deinit {
     pairs.deallocate()
     nghttp2_session_del(session)
-    budget?.release(open.reduce(0) { $0 + $1.reserved })
+    budget?.release(open.releaseAll())
   }
 
   // MARK: streams
@@ -251,9 +251,7 @@ final class HTTP2Session {
       record = HTTP2Stream(id: id, bodyLimit: settings.maxBodyBytes)
       recordsMade += 1
     }
-    record.slot = open.count
-    open.append(record)
-    nghttp2_session_set_stream_user_data(session, id, Unmanaged.passUnretained(record).toOpaque())
+    nghttp2_session_set_stream_user_data(session, id, open.insert(record).toOpaque())
     return record
   }
 
@@ -283,15 +281,10 @@ final class HTTP2Session {
     frameGuard.close(stream)
     // A stream reset before it was handed on is never answered (rapid reset: no handler runs).
     if !events.isEmpty { events.removeAll { $0.stream == stream } }
-    guard var record = record(stream) else { return }
+    guard let pointer = nghttp2_session_get_stream_user_data(session, stream) else { return }
+    var record = open.remove(Unmanaged.fromOpaque(pointer))
     if record.outgoing != nil { sendingCount -= 1 }
     if record.reserved > 0 { budget?.release(record.reserved) }
-    if record.slot < open.count - 1 {
-      open.swapAt(record.slot, open.count - 1)
-      open[record.slot].slot = record.slot
-    }
-    open.removeLast()
-    record.slot = -1
     record.receiving = false
     record.outgoing = nil
     record.answerKept = nil

@@ -10,8 +10,9 @@ import Glibc
 /// all. A class, so the session's callbacks change it in place.
 final class HTTP2Stream: HeadFields {
   private(set) var id: Int32
-  /// Where the session keeps it among the open streams.
-  var slot = -1
+  /// Its neighbours among the open streams (`OpenList`).
+  private var previous: Unmanaged<HTTP2Stream>?
+  private var next: Unmanaged<HTTP2Stream>?
   /// Whether the client may still send on it (its request has not ended, nor was it refused or
   /// reset).
   var receiving = true
@@ -282,5 +283,53 @@ final class HTTP2Stream: HeadFields {
       .init(
         nameStart: Int32(name), nameEnd: Int32(value), valueStart: Int32(value), valueEnd: Int32(bytes.count)),
       at: min(at, fields.count))
+  }
+}
+
+extension HTTP2Stream {
+  /// The records of the streams the library tracks, linked through the records themselves: the list
+  /// owns one reference to each (taken on `insert`, handed back by `remove`), so that opening and
+  /// closing a stream costs no array traffic, and the library's stream user data (an unretained
+  /// pointer) stays valid while the stream is open.
+  struct OpenList {
+    private var first: Unmanaged<HTTP2Stream>?
+    private(set) var count = 0
+
+    /// Keeps `record` until `remove`; returns the pointer the library is given.
+    mutating func insert(_ record: HTTP2Stream) -> Unmanaged<HTTP2Stream> {
+      let reference = Unmanaged.passRetained(record)
+      record.previous = nil
+      record.next = first
+      first?._withUnsafeGuaranteedRef { $0.previous = reference }
+      first = reference
+      count += 1
+      return reference
+    }
+
+    /// Unlinks the record `reference` points at and hands back the list's reference to it.
+    mutating func remove(_ reference: Unmanaged<HTTP2Stream>) -> HTTP2Stream {
+      let record = reference.takeRetainedValue()
+      let (previous, next) = (record.previous, record.next)
+      if let previous {
+        previous._withUnsafeGuaranteedRef { $0.next = next }
+      } else {
+        first = next
+      }
+      next?._withUnsafeGuaranteedRef { $0.previous = previous }
+      record.previous = nil
+      record.next = nil
+      count -= 1
+      return record
+    }
+
+    /// Lets go of every record (the session is ending); returns the budget bytes they held.
+    mutating func releaseAll() -> Int {
+      var held = 0
+      while let reference = first {
+        held += reference._withUnsafeGuaranteedRef { $0.reserved }
+        _ = remove(reference)
+      }
+      return held
+    }
   }
 }

@@ -232,6 +232,22 @@ struct HTTP2SessionTests {
     #expect(server.recordsMade == 16)
   }
 
+  @Test("a session that ends with streams open gives back what they held of the budget, and their records")
+  func endsWithStreamsOpen() {
+    let budget = RequestBudget(limit: 1 << 20)
+    weak var kept: HTTP2Stream?
+    do {
+      let server = HTTP2Session(maxBodyBytes: 1000, budget: budget)
+      let client = H2TestClient()
+      for _ in 0..<3 { _ = client.request("POST", "/echo", body: [1, 2, 3, 4]) }
+      client.exchange(with: server)
+      let events = server.takeEvents()
+      for event in events { if case .request(let stream, _) = event { kept = stream } }
+      #expect(server.openStreams == 3 && budget.inUse == 12 && kept != nil)
+    }
+    #expect(budget.inUse == 0 && kept == nil)
+  }
+
   @Test(
     "a head past the record's first buffers grows them; the stream that reuses the record reads its own head")
   func largeHeadThenSmall() {
