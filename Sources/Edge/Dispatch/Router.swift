@@ -60,20 +60,13 @@ public final class Route: Sendable {
   }
 
   /// A route that always answers with `response`, prebuilt now with the route's cache class.
-  public init(
+  public convenience init(
     _ method: HTTPMethod, _ pattern: String, cacheClass: CacheClass, name: String? = nil,
     fixed response: Response
   ) {
-    self.name = name ?? pattern
-    metricIndex = RouteNames.index(name ?? pattern)
-    self.method = method
-    self.pattern = pattern
-    self.cacheClass = cacheClass
-    self.execution = .inline
-    self.body = .listenerLimit
-    self.fastPath = nil
-    self.batch = nil
-    self.handler = .fixed(PrebuiltResponse(response, cacheClass: cacheClass))
+    self.init(
+      method, pattern, cacheClass: cacheClass, name: name,
+      kind: .fixed(PrebuiltResponse(response, cacheClass: cacheClass)))
   }
 
   /// A route whose answer its head's fields decide (`Handler.head`), on the loop. (A factory, not an
@@ -85,6 +78,7 @@ public final class Route: Sendable {
     Route(method, pattern, cacheClass: cacheClass, name: name, kind: .head(answer))
   }
 
+  /// An inline route that reads no body, answered by `kind`.
   private init(_ method: HTTPMethod, _ pattern: String, cacheClass: CacheClass, name: String?, kind: Handler)
   {
     self.name = name ?? pattern
