@@ -81,9 +81,10 @@ struct HTTP2Fields: Sendable {
 /// so that nghttp2 takes them without copying a byte (`NGHTTP2_NV_FLAG_NO_COPY_NAME |
 /// NO_COPY_VALUE`): the pairs of its fields, then HSTS for TLS listeners. Whoever submits them keeps
 /// the answer alive until its HEADERS frame is written.
+///
+/// `@unchecked Sendable`, and why that holds: `storage` and `pairs` are written only in `init` and
+/// only read afterwards (by any loop's thread), and freed in `deinit`, when nothing refers to them.
 final class HTTP2PrebuiltFields: @unchecked Sendable {
-  // @unchecked: `storage` and `pairs` are written only in `init` and read only afterwards (by any
-  // loop's thread), and freed in `deinit`, when nothing refers to the answer any more.
   private let storage: UnsafeMutableRawBufferPointer
   /// The fields' pairs, then `strict-transport-security`.
   let pairs: UnsafeMutablePointer<nghttp2_nv>
