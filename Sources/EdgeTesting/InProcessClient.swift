@@ -96,6 +96,8 @@ public struct InProcessClient: Sendable {
     switch decision {
     case .answer(let response, _, let headOnly, _):
       return headOnly ? Self.withoutContent(response) : response
+    case .prebuilt(let prebuilt, _, let headOnly, _):
+      return headOnly ? Self.withoutContent(prebuilt.response) : prebuilt.response
     case .refuse(let response, _, _):
       return request.method == .head ? Self.withoutContent(response) : response
     case .route(let route, let parameters, let headOnly, _):

@@ -166,20 +166,21 @@ public struct ShellCatalog: Sendable {
   /// Negotiation, then preconditions, then a range on the identity representation. Each field is
   /// read whole (repeated fields joined): a repeated `If-Modified-Since`, `Range` or `If-Range` is
   /// then no valid value and is ignored, as RFC 9110 §13.1.3 and §14.2 allow.
-  static func respond(to head: some HeadFields, with file: File) -> Response {
+  static func respond(to head: some HeadFields, with file: File) -> HeadAnswer {
     let acceptEncoding = head.value("accept-encoding")
     let choice =
       file.negotiable ? selectEncoding(acceptEncoding, available: file.codings) : .coding(.identity)
     guard case .coding(let coding) = choice, let representation = file.representation(coding) else {
-      return .text(
-        .notAcceptable, "No acceptable content coding; identity is refused by this request.\n",
-        headers: [("Vary", "Accept-Encoding")])
+      return .made(
+        .text(
+          .notAcceptable, "No acceptable content coding; identity is refused by this request.\n",
+          headers: [("Vary", "Accept-Encoding")]))
     }
     let precondition = evaluatePreconditions(
       ifNoneMatch: head.value("if-none-match"), ifModifiedSince: head.value("if-modified-since"),
       etag: representation.etag,
       lastModified: file.lastModified)
-    if precondition == .notModified { return representation.notModified.response }
+    if precondition == .notModified { return .prebuilt(representation.notModified) }
     if coding == .identity, let range = head.value("range") {
       let size = representation.body.count
       switch parseRange(
@@ -195,15 +196,18 @@ public struct ShellCatalog: Sendable {
           ("ETag", representation.etag), ("X-Content-Type-Options", "nosniff"),
         ]
         if file.negotiable { headers.append(("Vary", "Accept-Encoding")) }
-        return Response(
-          status: .partialContent, headers: headers, body: .bytes(Array(representation.body.buffer[bytes])))
+        return .made(
+          Response(
+            status: .partialContent, headers: headers, body: .bytes(Array(representation.body.buffer[bytes])))
+        )
       case .unsatisfiable:
         var headers: [(name: String, value: String)] = [("Content-Range", "bytes */\(size)")]
         if file.negotiable { headers.append(("Vary", "Accept-Encoding")) }
-        return .text(.rangeNotSatisfiable, "The requested range is outside the file.\n", headers: headers)
+        return .made(
+          .text(.rangeNotSatisfiable, "The requested range is outside the file.\n", headers: headers))
       }
     }
-    return representation.ok.response
+    return .prebuilt(representation.ok)
   }
 
 }

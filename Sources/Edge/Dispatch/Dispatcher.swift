@@ -78,6 +78,10 @@ public struct Dispatcher: Sendable {
     /// `OPTIONS *`, a redirect); a body, if
     /// any, is not used.
     case answer(Response, CacheClass, headOnly: Bool, route: RouteIndex = 0)
+    /// Answer with a response built at load (a fixed route's, or the one a head route chose), as a
+    /// route of `CacheClass` serves it: one reference on the way to the writer, which has its bytes
+    /// laid out already.
+    case prebuilt(PrebuiltResponse, CacheClass, headOnly: Bool, route: RouteIndex)
     /// Refuse with `response` (always `private`); `closing`: close the connection after it
     /// rather than read past a body (413).
     case refuse(Response, closing: Bool, route: RouteIndex = 0)
@@ -115,11 +119,17 @@ public struct Dispatcher: Sendable {
     case .found(let route, let parameters, let getForHead):
       switch route.handler {
       case .fixed(let prebuilt):
-        return .answer(
-          prebuilt.response, route.cacheClass, headOnly: headOnly || getForHead, route: route.metricIndex)
+        return .prebuilt(
+          prebuilt, route.cacheClass, headOnly: headOnly || getForHead, route: route.metricIndex)
       case .head(let answer):
-        return .answer(
-          answer(fields), route.cacheClass, headOnly: headOnly || getForHead, route: route.metricIndex)
+        switch answer(fields) {
+        case .prebuilt(let prebuilt):
+          return .prebuilt(
+            prebuilt, route.cacheClass, headOnly: headOnly || getForHead, route: route.metricIndex)
+        case .made(let response):
+          return .answer(
+            response, route.cacheClass, headOnly: headOnly || getForHead, route: route.metricIndex)
+        }
       case .dynamic:
         break
       }

@@ -19,7 +19,7 @@ public final class Route: Sendable {
     case fixed(PrebuiltResponse)
     /// Chosen from the head's fields alone, on the loop, without a `Request` (a static file's
     /// negotiation, preconditions and ranges); pure: no clock, no I/O, no state.
-    case head(@Sendable (any HeadFields) -> Response)
+    case head(@Sendable (any HeadFields) -> HeadAnswer)
   }
 
   public let method: HTTPMethod
@@ -73,7 +73,7 @@ public final class Route: Sendable {
   /// initialiser: a trailing closure must never be taken for this kind of handler by accident.)
   public static func head(
     _ method: HTTPMethod, _ pattern: String, cacheClass: CacheClass, name: String? = nil,
-    answer: @escaping @Sendable (any HeadFields) -> Response
+    answer: @escaping @Sendable (any HeadFields) -> HeadAnswer
   ) -> Route {
     Route(method, pattern, cacheClass: cacheClass, name: name, kind: .head(answer))
   }
@@ -98,7 +98,23 @@ public final class Route: Sendable {
     switch handler {
     case .dynamic(let body): body(request)
     case .fixed(let prebuilt): prebuilt.response
-    case .head(let answer): answer(RequestFields(fields: request.headers))
+    case .head(let answer): answer(RequestFields(fields: request.headers)).response
+    }
+  }
+}
+
+/// What a head route (`Route.head`) answers: most often one of the responses it built at load,
+/// passed on as that one reference to the writer (no `Response` is made of it), else a response
+/// made for this request.
+public enum HeadAnswer: Sendable {
+  case prebuilt(PrebuiltResponse)
+  case made(Response)
+
+  /// The answer as a `Response` (for in-process callers and tests).
+  public var response: Response {
+    switch self {
+    case .prebuilt(let prebuilt): prebuilt.response
+    case .made(let response): response
     }
   }
 }

@@ -473,7 +473,8 @@ struct ConnectionMachine<Clock: EdgeClock> {
     return !keepAlive ? .close : parser.requestVersion == .http10 ? .keepAlive : .none
   }
 
-  /// The dispatcher's decision on the head the parser holds.
+  /// The dispatcher's decision on the head the parser holds. A prebuilt answer is written from its
+  /// `Response`, which carries the prebuilt head lines (`OutputQueue.append`).
   private func decide(_ window: UnsafeRawBufferPointer, path: String, context: ConnectionContext)
     -> Dispatcher.Decision
   {
@@ -500,14 +501,13 @@ struct ConnectionMachine<Clock: EdgeClock> {
       }
       return true
     case .answer(let response, let cacheClass, let headOnly, let route):
-      let closing = parser.requestExpectsContinue
-      if closing { closeAfterWrite = true }
-      let connection = closing ? .close : connectionHeader()
-      emit(
-        response, cacheClass: cacheClass, headOnly: headOnly, connection: connection, method: method,
-        path: path, started: now, route: route, context: &context)
-      discarding = !closeAfterWrite
-      return !closeAfterWrite
+      return answerHead(
+        response, cacheClass, headOnly: headOnly, method: method, path: path, route: route, now: now,
+        context: &context)
+    case .prebuilt(let prebuilt, let cacheClass, let headOnly, let route):
+      return answerHead(
+        prebuilt.response, cacheClass, headOnly: headOnly, method: method, path: path, route: route, now: now,
+        context: &context)
     case .refuse(let response, let closing, let route):
       let closes = closing || parser.requestExpectsContinue
       if closes { closeAfterWrite = true }
@@ -519,6 +519,22 @@ struct ConnectionMachine<Clock: EdgeClock> {
       discarding = !closeAfterWrite
       return !closeAfterWrite
     }
+  }
+
+  /// Answers a head whose body follows, before reading it; false when the connection closes after
+  /// the answer (a client waiting for `100 Continue`).
+  private mutating func answerHead(
+    _ response: Response, _ cacheClass: CacheClass, headOnly: Bool, method: HTTPMethod, path: String,
+    route: RouteIndex, now: Instant, context: inout ConnectionContext
+  ) -> Bool {
+    let closing = parser.requestExpectsContinue
+    if closing { closeAfterWrite = true }
+    let connection = closing ? .close : connectionHeader()
+    emit(
+      response, cacheClass: cacheClass, headOnly: headOnly, connection: connection, method: method,
+      path: path, started: now, route: route, context: &context)
+    discarding = !closeAfterWrite
+    return !closeAfterWrite
   }
 
   /// Answers the complete request the parser holds: with the route its head chose, or (no body)
@@ -544,6 +560,14 @@ struct ConnectionMachine<Clock: EdgeClock> {
         parser.skipRequest()
         emit(
           response, cacheClass: cacheClass, headOnly: headOnly, connection: connection, method: method,
+          path: path, started: now, route: route, context: &context)
+        return nil
+      case .prebuilt(let prebuilt, let cacheClass, let headOnly, let route):
+        // Written from its `Response`, which points at the prebuilt head lines (`OutputQueue`).
+        parser.skipRequest()
+        emit(
+          prebuilt.response, cacheClass: cacheClass, headOnly: headOnly, connection: connection,
+          method: method,
           path: path, started: now, route: route, context: &context)
         return nil
       case .refuse(let response, let closing, let route):

@@ -235,6 +235,13 @@ final class HTTP2Connection<Clock: EdgeClock> {
       answer(
         id, response, cacheClass: cacheClass, headOnly: headOnly, method: method, path: path, started: now,
         route: route, context: &context)
+    case .prebuilt(let prebuilt, let cacheClass, let headOnly, let route):
+      session.discardBody(id, resetting: announcesMore)
+      if !announcesMore { drop(id, now: now) }
+      answer(
+        stream, prebuilt, cacheClass: cacheClass, headOnly: headOnly, method: method, path: path,
+        started: now,
+        route: route, context: &context)
     case .refuse(let response, _, let route):
       // A body refused for its size (413) is not wanted at all.
       let resetting = announcesMore || response.status.code == 413
@@ -275,6 +282,11 @@ final class HTTP2Connection<Clock: EdgeClock> {
       answer(
         stream.id, response, cacheClass: cacheClass, headOnly: headOnly, method: method, path: path,
         started: now, route: route, context: &context)
+    case .prebuilt(let prebuilt, let cacheClass, let headOnly, let route):
+      answer(
+        stream, prebuilt, cacheClass: cacheClass, headOnly: headOnly, method: method, path: path,
+        started: now,
+        route: route, context: &context)
     case .refuse(let response, _, let route):
       answer(
         stream.id, response, cacheClass: .private, headOnly: method == .head, method: method, path: path,
@@ -333,6 +345,29 @@ final class HTTP2Connection<Clock: EdgeClock> {
       bytes: response.body.count, bodyBytes: headOnly ? 0 : response.body.count, cacheClass: cacheClass,
       durationNanoseconds: now.nanoseconds &- started.nanoseconds, client: client, upstream: response.upstream
     )
+  }
+
+  /// Answers `stream` with a response built at load; one of another cache class than the route's
+  /// (which no route table builds) is answered as any response, its fields laid out anew.
+  private func answer(
+    _ stream: HTTP2Stream, _ prebuilt: PrebuiltResponse, cacheClass: CacheClass, headOnly: Bool,
+    method: HTTPMethod, path: String, started: Instant, route: RouteIndex, context: inout ConnectionContext
+  ) {
+    guard prebuilt.cacheClass == cacheClass else {
+      answer(
+        stream.id, prebuilt.response, cacheClass: cacheClass, headOnly: headOnly, method: method, path: path,
+        started: started, route: route, context: &context)
+      return
+    }
+    session.respond(stream, prebuilt: prebuilt, headOnly: headOnly, date: context.date.value, hsts: secure)
+    let now = clock.now()
+    idleDeadline = now.adding(limits.idleTimeout)
+    answerQueued = true
+    let bytes = prebuilt.body.count
+    context.served(
+      route: route, method: method, path: path, protocol: .h2, status: prebuilt.status.code, bytes: bytes,
+      bodyBytes: headOnly ? 0 : bytes, cacheClass: cacheClass,
+      durationNanoseconds: now.nanoseconds &- started.nanoseconds, client: client, upstream: nil)
   }
 
   /// A pooled handler answered `stream` (which may have been reset meanwhile: then nothing is sent).

@@ -631,24 +631,10 @@ final class HTTP2Session {
   ) {
     // A stream the library no longer tracks (reset meanwhile) is not answered.
     guard let entry = record(stream) else { return }
-    let sendsBody = !headOnly && !response.status.forbidsContent && response.body.count > 0
-    if sendsBody {
-      if entry.outgoing == nil { sendingCount += 1 }
-      entry.outgoing = .init(body: response.body)
-    }
-    entry.answered = true
-    if entry.receiving && entry.resetWanted { entry.resetAfterAnswer = true }
+    let sendsBody = begin(entry, status: response.status, body: response.body, headOnly: headOnly)
     let result: Int32
     if let prebuilt = response.prebuilt, prebuilt.cacheClass == cacheClass {
-      // Its fields (and HSTS) are laid out already and taken without copying; the stream keeps the
-      // answer, and `date` in its own bytes, until it closes (after its HEADERS are written).
-      entry.answerKept = prebuilt
-      let fields = prebuilt.h2Fields
-      let count = fields.count + (hsts ? 1 : 0)
-      let pairs = pairBuffer(count + 1)
-      pairs.update(from: fields.pairs, count: count)
-      pairs[count] = entry.dateField(date)
-      result = submit(entry, pairs, count + 1, body: sendsBody)
+      result = submit(entry, prebuilt, date: date, hsts: hsts, body: sendsBody)
     } else {
       // Others are laid out in a reused buffer, which nghttp2 copies before `submit` returns.
       var own = HTTP2Fields()
@@ -662,10 +648,57 @@ final class HTTP2Session {
       result = own.withPairs(into: pairBuffer(own.count)) { submit(entry, $0, $1, body: sendsBody) }
       scratchFields = own
     }
+    ended(entry, result)
+  }
+
+  /// Answers the request on `entry` (decided on its head, in the batch of events just taken) with
+  /// `prebuilt`, served by a route of its own cache class: no `Response` is made of it.
+  func respond(_ entry: HTTP2Stream, prebuilt: PrebuiltResponse, headOnly: Bool, date: String, hsts: Bool) {
+    // Only a stream the library still tracks is answered (the record of a stream reset meanwhile
+    // is no longer its user data).
+    guard
+      nghttp2_session_get_stream_user_data(session, entry.id) == Unmanaged.passUnretained(entry).toOpaque()
+    else { return }
+    let body = Response.Body.shared(prebuilt.body)
+    let sendsBody = begin(entry, status: prebuilt.status, body: body, headOnly: headOnly)
+    ended(entry, submit(entry, prebuilt, date: date, hsts: hsts, body: sendsBody))
+  }
+
+  /// Marks `entry` answered; true when its answer sends `body` (not for HEAD, nor for statuses that
+  /// forbid content, nor when it is empty).
+  private func begin(_ entry: HTTP2Stream, status: Status, body: Response.Body, headOnly: Bool) -> Bool {
+    let sendsBody = !headOnly && !status.forbidsContent && body.count > 0
+    if sendsBody {
+      if entry.outgoing == nil { sendingCount += 1 }
+      entry.outgoing = .init(body: body)
+    }
+    entry.answered = true
+    if entry.receiving && entry.resetWanted { entry.resetAfterAnswer = true }
+    return sendsBody
+  }
+
+  /// `entry`'s answer was queued (`result` 0) or refused by the library.
+  private func ended(_ entry: HTTP2Stream, _ result: Int32) {
     if result != 0 {
       finishSending(entry)
       entry.resetAfterAnswer = false
     }
+  }
+
+  /// Queues `prebuilt`'s fields (laid out already, HSTS too, taken without copying) and `date` in
+  /// `entry`'s own bytes; the stream keeps the answer until it closes (after its HEADERS are written).
+  private func submit(
+    _ entry: HTTP2Stream, _ prebuilt: PrebuiltResponse, date: String, hsts: Bool, body: Bool
+  )
+    -> Int32
+  {
+    entry.answerKept = prebuilt
+    let fields = prebuilt.h2Fields
+    let count = fields.count + (hsts ? 1 : 0)
+    let pairs = pairBuffer(count + 1)
+    pairs.update(from: fields.pairs, count: count)
+    pairs[count] = entry.dateField(date)
+    return submit(entry, pairs, count + 1, body: body)
   }
 
   /// Queues `entry`'s HEADERS (`count` pairs at `pairs`), with its body as DATA when `body`.

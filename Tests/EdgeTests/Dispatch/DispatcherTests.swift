@@ -25,7 +25,9 @@ struct DispatcherTests {
           Route(.post, "/form", cacheClass: .private) { _ in .text(.ok, "posted") },
           Route(.get, "/healthz", cacheClass: .private) { _ in .text(.ok, "alive") },
           Route.head(.get, "/chosen", cacheClass: .immutable) { fields in
-            .text(.ok, "chose \(fields.value("content-type") ?? "nothing")")
+            fields.value("content-type") == "text/x-built"
+              ? .prebuilt(Self.built)
+              : .made(.text(.ok, "chose \(fields.value("content-type") ?? "nothing")"))
           },
         ], errors: .apiAndPages()))
     d.httpsRedirect = redirect
@@ -33,12 +35,16 @@ struct DispatcherTests {
     return d
   }
 
+  static let built = PrebuiltResponse(.text(.ok, "built at load"), cacheClass: .immutable)
+
   /// A short reading of a decision, for the table.
   static func summary(_ decision: Dispatcher.Decision) -> String {
     switch decision {
     case .answer(let response, let cacheClass, let headOnly, _):
       "answer \(response.status.code) \(cacheClass)\(headOnly ? " head" : "")"
         + (response.header("Location").map { " -> \($0)" } ?? "")
+    case .prebuilt(let prebuilt, let cacheClass, let headOnly, _):
+      "prebuilt \(prebuilt.status.code) \(cacheClass)\(headOnly ? " head" : "")"
     case .refuse(let response, let closing, _):
       "refuse \(response.status.code)\(closing ? " closing" : "")"
         + (response.header("Allow").map { " allow \($0)" } ?? "")
@@ -53,8 +59,8 @@ struct DispatcherTests {
 
   static let cases:
     [(method: HTTPMethod, path: String, length: Int?, type: String?, secure: Bool, expected: String)] = [
-      (.get, "/hello", 0, nil, false, "answer 200 revalidate"),
-      (.head, "/hello", 0, nil, false, "answer 200 revalidate head"),
+      (.get, "/hello", 0, nil, false, "prebuilt 200 revalidate"),
+      (.head, "/hello", 0, nil, false, "prebuilt 200 revalidate head"),
       (.get, "/api/items/42", 0, nil, false, "route GET /api/items/:id id=42"),
       (.head, "/api/items/7", 0, nil, false, "route GET /api/items/:id head id=7"),
       (HTTPMethod("BREW"), "/hello", 0, nil, false, "refuse 501"),
@@ -73,6 +79,8 @@ struct DispatcherTests {
       (.post, "/api/items", 5000, "text/plain", false, "refuse 415 policy"),
       (.post, "/form", 5000, "text/plain", false, "route POST /form"),
       (.get, "/chosen", 0, "text/plain", false, "answer 200 immutable"),
+      (.get, "/chosen", 0, "text/x-built", false, "prebuilt 200 immutable"),
+      (.head, "/chosen", 0, "text/x-built", false, "prebuilt 200 immutable head"),
       (.head, "/chosen", 0, nil, false, "answer 200 immutable head"),
       (.post, "/chosen", 10, "text/plain", false, "refuse 405 allow GET, HEAD"),
     ]

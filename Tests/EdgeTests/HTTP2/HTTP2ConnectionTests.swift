@@ -25,7 +25,9 @@ struct HTTP2ConnectionTests {
       let router = try Router([
         Route(.get, "/hello", cacheClass: .revalidate, fixed: .text(.ok, "hello")),
         Route.head(.get, "/file", cacheClass: .immutable) { fields in
-          .text(.ok, fields.value("accept-encoding") ?? "identity")
+          fields.value("accept-encoding") == "gzip"
+            ? .prebuilt(HTTP2ConnectionTests.gzipFile)
+            : .made(.text(.ok, fields.value("accept-encoding") ?? "identity"))
         },
         Route(.post, "/form", cacheClass: .private) { request in .text(.ok, "got \(request.body.count)") },
         Route(.post, "/small", cacheClass: .private, body: HTTP2ConnectionTests.small) { _ in .text(.ok, "ok")
@@ -110,11 +112,32 @@ struct HTTP2ConnectionTests {
     #expect(h.client.answers[missing]?.field(":status") == "404")
     #expect(h.client.answers[wrongMethod]?.field(":status") == "405")
     #expect(h.connection.requestsBuilt == 0)
+    // The head route's prebuilt answer (its fields passed without copying), whole, to HEAD, and on a
+    // head whose body follows (dropped).
+    let chosen = h.client.request("GET", "/file", fields: [("accept-encoding", "gzip")])
+    let chosenHead = h.client.request("HEAD", "/file", fields: [("accept-encoding", "gzip")])
+    let chosenEarly = h.client.request("GET", "/file", fields: [("accept-encoding", "gzip")], body: [1, 2])
+    h.send(h.client.pendingBytes())
+    for stream in [chosen, chosenHead, chosenEarly] {
+      #expect(h.client.answers[stream]?.field(":status") == "200")
+      #expect(h.client.answers[stream]?.field("content-encoding") == "gzip")
+      #expect(h.client.answers[stream]?.field("cache-control") == "public, max-age=31536000, immutable")
+      #expect(h.client.answers[stream]?.field("content-length") == "4")
+      #expect(h.client.answers[stream]?.field("date") == h.context.date.value)
+    }
+    #expect(h.client.answers[chosen]?.body == Array("gzip".utf8))
+    #expect(h.client.answers[chosenEarly]?.body == Array("gzip".utf8))
+    #expect(h.client.answers[chosenHead]?.body == [])
+    #expect(h.connection.requestsBuilt == 0)
     let posted = h.client.request("POST", "/form", body: Array("abc".utf8))
     h.send(h.client.pendingBytes())
     #expect(h.client.answers[posted]?.body == Array("got 3".utf8))
     #expect(h.connection.requestsBuilt == 1)
   }
+
+  static let gzipFile = PrebuiltResponse(
+    Response(status: .ok, headers: [("Content-Encoding", "gzip")], body: .bytes(Array("gzip".utf8))),
+    cacheClass: .immutable)
 
   @Test("after an answer the idle timeout runs from its end")
   func idleAfterAnswer() throws {
