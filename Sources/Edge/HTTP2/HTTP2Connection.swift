@@ -84,14 +84,14 @@ final class HTTP2Connection<Clock: EdgeClock> {
   /// A connection whose peer sent the HTTP/2 connection preface (h2c) or chose `h2` by ALPN.
   init(
     clock: Clock, limits: Limits, client: String, secure: Bool, dispatcher: Dispatcher,
-    budget: RequestBudget? = nil, metrics: MetricShard? = nil
+    budget: RequestBudget? = nil, metrics: MetricShard? = nil, recycler: HTTP2Memory.Recycler? = nil
   ) {
     self.clock = clock
     self.dispatcher = dispatcher
     self.limits = limits
     self.client = client
     self.secure = secure
-    session = HTTP2Session(settings: .init(limits), budget: budget)
+    session = HTTP2Session(settings: .init(limits), budget: budget, recycler: recycler)
     session.metrics = metrics
     // Like an HTTP/1 connection: its first request within the head timeout.
     idleDeadline = clock.now().adding(limits.headTimeout)
@@ -317,7 +317,7 @@ final class HTTP2Connection<Clock: EdgeClock> {
       // A held refusal is answered at once on HTTP/2: the stream, not the connection, waits.
       answer(
         stream, response, cacheClass: route.cacheClass, headOnly: headOnly, method: request.method,
-        path: request.path, started: started, route: route.metricIndex, context: &context)
+        path: request.path, started: started, inline: false, route: route.metricIndex, context: &context)
       return nil
     case .pool:
       inFlight[stream] = InFlight(
@@ -330,14 +330,17 @@ final class HTTP2Connection<Clock: EdgeClock> {
     }
   }
 
+  /// Answers `stream` with `response`; `inline` when it was decided on the loop as its request's
+  /// bytes were read (it then takes the instant of its request, as HTTP/1's inline answers do),
+  /// not by the pool or an upstream.
   private func answer(
     _ stream: Int32, _ response: Response, cacheClass: CacheClass, headOnly: Bool, method: HTTPMethod,
-    path: String, started: Instant, route: RouteIndex, context: inout ConnectionContext
+    path: String, started: Instant, inline: Bool = true, route: RouteIndex, context: inout ConnectionContext
   ) {
     session.respond(
       stream: stream, response, cacheClass: cacheClass, headOnly: headOnly, date: context.date.value,
       hsts: secure)
-    let now = clock.now()
+    let now = inline ? started : clock.now()
     idleDeadline = now.adding(limits.idleTimeout)
     answerQueued = true
     context.served(
@@ -360,7 +363,8 @@ final class HTTP2Connection<Clock: EdgeClock> {
       return
     }
     session.respond(stream, prebuilt: prebuilt, headOnly: headOnly, date: context.date.value, hsts: secure)
-    let now = clock.now()
+    // Decided on the loop as the request's bytes were read: the instant of its request.
+    let now = started
     idleDeadline = now.adding(limits.idleTimeout)
     answerQueued = true
     let bytes = prebuilt.body.count
@@ -375,7 +379,7 @@ final class HTTP2Connection<Clock: EdgeClock> {
     guard let flight = inFlight.removeValue(forKey: stream) else { return Step() }
     answer(
       stream, response, cacheClass: flight.cacheClass, headOnly: flight.headOnly, method: flight.method,
-      path: flight.path, started: flight.started, route: flight.route, context: &context)
+      path: flight.path, started: flight.started, inline: false, route: flight.route, context: &context)
     flushSession()
     return Step()
   }

@@ -119,10 +119,15 @@ final class HTTP2Session {
   private var blockFrames = 0
   private var blockBytes = 0
 
-  /// A server session announcing and keeping `settings`, its bodies counted against `budget`.
-  init(settings: Settings, budget: RequestBudget? = nil) {
+  /// Where the library's small blocks are recycled (its loop's; nil: malloc alone).
+  private let recycler: HTTP2Memory.Recycler?
+
+  /// A server session announcing and keeping `settings`, its bodies counted against `budget`, its
+  /// small blocks recycled through `recycler` (which only the calling thread uses).
+  init(settings: Settings, budget: RequestBudget? = nil, recycler: HTTP2Memory.Recycler? = nil) {
     self.settings = settings
     self.budget = budget
+    self.recycler = recycler
     frameGuard = HTTP2FrameGuard(kept: max(64, 2 * settings.maxConcurrentStreams))
     glitchTokens = Double(settings.glitchBurst)
     var callbacks: OpaquePointer?
@@ -136,8 +141,9 @@ final class HTTP2Session {
     nghttp2_option_set_max_deflate_dynamic_table_size(options, settings.headerTableSize)
     // No closed stream is kept for the priority tree: what is needed of them is in `frameGuard`.
     nghttp2_option_set_no_closed_streams(options, 1)
-    // Its large buffers from pages mapped on demand: an idle connection holds only those written.
-    var memory = HTTP2Memory.allocator
+    // Its large buffers from pages mapped on demand: an idle connection holds only those written;
+    // its small ones recycled on the loop.
+    var memory = HTTP2Memory.allocator(recycler)
     nghttp2_session_server_new3(
       &session, callbacks, Unmanaged.passUnretained(self).toOpaque(), options, &memory)
     if session == nil || !submitSettings() { failed = true }

@@ -123,6 +123,9 @@ final class EventLoop {
   private let http2Cleartext: Bool
   /// The process-wide allowance for buffered request bodies, shared by every loop.
   private let budget: RequestBudget
+  /// The small blocks libnghttp2 freed on this loop, for its next streams (only this loop's thread
+  /// uses it: its connections are made, driven and ended here).
+  private let h2Memory = HTTP2Memory.Recycler()
   private let clock = MonotonicClock()
   private var context: ConnectionContext
   private var connections: [Connection?] = []
@@ -350,7 +353,7 @@ final class EventLoop {
           connection.protocolChosen = true
           connection.h2 = HTTP2Connection(
             clock: clock, limits: limits, client: connection.machine.client, secure: true,
-            dispatcher: context.dispatcher, budget: budget, metrics: metrics)
+            dispatcher: context.dispatcher, budget: budget, metrics: metrics, recycler: h2Memory)
           chose(.h2, connection)
         } else if connection.transport is TLSTransport {
           connection.protocolChosen = true
@@ -482,7 +485,7 @@ final class EventLoop {
       if http2Cleartext && Self.opensWithPreface(bytes) {
         connection.h2 = HTTP2Connection(
           clock: clock, limits: limits, client: connection.machine.client, secure: false,
-          dispatcher: context.dispatcher, budget: budget, metrics: metrics)
+          dispatcher: context.dispatcher, budget: budget, metrics: metrics, recycler: h2Memory)
       }
       chose(connection.h2 == nil ? .http1 : .h2, connection)
     }

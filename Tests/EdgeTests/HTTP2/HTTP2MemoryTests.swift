@@ -30,4 +30,42 @@ struct HTTP2MemoryTests {
     HTTP2Memory.release(nil)
     #expect(HTTP2Memory.allocate(Int.max - 8, zeroed: false) == nil)
   }
+
+  @Test(
+    "a recycler hands a freed small block to the next allocation of its class, zeroed when asked, and keeps at most its limit",
+    arguments: [0, 1, 47, 48, 100, 1000, 1008])
+  func recycled(size: Int) throws {
+    let recycler = HTTP2Memory.Recycler(kept: 2)
+    let sizeClass = (size + 16 + HTTP2Memory.classBytes - 1) / HTTP2Memory.classBytes
+    let first = try #require(HTTP2Memory.allocate(size, zeroed: false, recycler))
+    UnsafeMutableRawBufferPointer(start: first, count: size).initializeMemory(as: UInt8.self, repeating: 0xAB)
+    HTTP2Memory.release(first, recycler)
+    #expect(recycler.count(sizeClass) == 1)
+    // Any size of the same class takes it back, and a zeroed one comes zeroed.
+    let again = try #require(HTTP2Memory.allocate(size, zeroed: true, recycler))
+    #expect(again == first)
+    #expect(recycler.count(sizeClass) == 0)
+    #expect(UnsafeRawBufferPointer(start: again, count: size).allSatisfy { $0 == 0 })
+    let blocks =
+      try (0..<4).map { _ in try #require(HTTP2Memory.allocate(size, zeroed: false, recycler)) } + [again]
+    for block in blocks { HTTP2Memory.release(block, recycler) }
+    #expect(recycler.count(sizeClass) == 2, "the rest went back to malloc")
+    // A block grown past its class, and one made without a recycler, are given back alike.
+    let grown = try #require(
+      HTTP2Memory.resize(HTTP2Memory.allocate(size, zeroed: false, recycler), 5000, recycler))
+    HTTP2Memory.release(grown, recycler)
+    let plain = try #require(HTTP2Memory.allocate(size, zeroed: false))
+    HTTP2Memory.release(plain, recycler)
+    #expect(recycler.count(sizeClass) == 2)
+  }
+
+  @Test("blocks of a page or more are mapped, never recycled; blocks past the classes come from malloc alone")
+  func unrecycled() throws {
+    let recycler = HTTP2Memory.Recycler()
+    for size in [HTTP2Memory.classes * HTTP2Memory.classBytes, 4080, 20_000] {
+      let block = try #require(HTTP2Memory.allocate(size, zeroed: true, recycler))
+      HTTP2Memory.release(block, recycler)
+    }
+    #expect((0...HTTP2Memory.classes).allSatisfy { recycler.count($0) == 0 })
+  }
 }
