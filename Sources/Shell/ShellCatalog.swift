@@ -176,11 +176,15 @@ public struct ShellCatalog: Sendable {
           .notAcceptable, "No acceptable content coding; identity is refused by this request.\n",
           headers: [("Vary", "Accept-Encoding")]))
     }
-    let precondition = evaluatePreconditions(
-      ifNoneMatch: head.value("if-none-match"), ifModifiedSince: head.value("if-modified-since"),
-      etag: representation.etag,
-      lastModified: file.lastModified)
-    if precondition == .notModified { return .prebuilt(representation.notModified) }
+    let ifNoneMatch = head.value("if-none-match")
+    let ifModifiedSince = head.value("if-modified-since")
+    if ifNoneMatch != nil || ifModifiedSince != nil,
+      evaluatePreconditions(
+        ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince, etag: representation.etag,
+        lastModified: file.lastModified) == .notModified
+    {
+      return .prebuilt(representation.notModified)
+    }
     if coding == .identity, let range = head.value("range") {
       let size = representation.body.count
       switch parseRange(

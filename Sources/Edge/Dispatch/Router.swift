@@ -184,7 +184,7 @@ public enum RouteMatch: Sendable {
 
 /// The route table: exact paths by dictionary, patterns in declaration order.
 public struct Router: Sendable {
-  private struct PathEntry: Sendable {
+  fileprivate struct PathEntry: Sendable {
     var routes: [Route] = []
     var allow = ""
   }
@@ -223,10 +223,8 @@ public struct Router: Sendable {
     }
   }
 
-  private var exact: [String: PathEntry] = [:]
-  /// Whether some exact path is this many bytes long (by length, up to the longest): a path of
-  /// another length skips hashing the whole path for the dictionary.
-  private var exactLengths: [Bool] = []
+  /// Exact paths (no parameter, no wildcard), found by their bytes.
+  private let exact: ExactPaths
   /// The patterns that can match a path of `n` segments (`candidates[n]`, in declaration order):
   /// those of exactly `n` and wildcards of fewer; the last entry serves every longer path too.
   /// Only these are tried, so a path is compared with a few patterns, not every one.
@@ -254,6 +252,7 @@ public struct Router: Sendable {
     self.methods = methods
     allowAll = methods.map(\.rawValue).sorted().joined(separator: ", ")
     var patterns: [PatternEntry] = []
+    var exact: [String: PathEntry] = [:]
     for route in routes {
       let p = route.pattern
       guard p.hasPrefix("/"), !p.dropLast().contains("*") else { throw .invalidPattern(p) }
@@ -281,8 +280,7 @@ public struct Router: Sendable {
       }
     }
     for key in exact.keys { exact[key]!.allow = Self.allow(exact[key]!.routes) }
-    exactLengths = Array(repeating: false, count: (exact.keys.map(\.utf8.count).max() ?? -1) + 1)
-    for key in exact.keys { exactLengths[key.utf8.count] = true }
+    self.exact = ExactPaths(exact)
     for i in patterns.indices { patterns[i].entry.allow = Self.allow(patterns[i].entry.routes) }
     let matchers = patterns.map(Matcher.init)
     let longest = matchers.map(\.literals.count).max() ?? 0
@@ -318,34 +316,37 @@ public struct Router: Sendable {
 
   /// The route for `method` and `path` (RFC 9110 §9.3.2: HEAD is answered by GET without content).
   public func match(_ method: HTTPMethod, _ path: String) -> RouteMatch {
-    let length = path.utf8.count
-    if length < exactLengths.count, exactLengths[length], let entry = exact[path] {
+    // The path's bytes, in place (a request's path is a native string; another is copied once).
+    if let match = path.utf8.withContiguousStorageIfAvailable({ match(method, $0) }) { return match }
+    return Array(path.utf8).withUnsafeBufferPointer { match(method, $0) }
+  }
+
+  /// The route for `method` and the path `bytes`.
+  private func match(_ method: HTTPMethod, _ bytes: UnsafeBufferPointer<UInt8>) -> RouteMatch {
+    if let entry = exact.find(bytes) {
       return Self.pick(method, entry, RouteParameters())
     }
     // The path's segments as byte ranges, matched against each pattern without copying the path;
     // only a match makes the parameters' strings.
-    var path = path
-    return path.withUTF8 { bytes in
-      var count = 1
-      for byte in bytes where byte == UInt8(ascii: "/") { count += 1 }
-      // On the stack for any usual path (the standard library moves a large one to the heap).
-      return withUnsafeTemporaryAllocation(of: Range<Int>.self, capacity: count) { segments in
-        var n = 0
-        var start = 0
-        for i in bytes.indices where bytes[i] == UInt8(ascii: "/") {
-          segments.initializeElement(at: n, to: start..<i)
-          n += 1
-          start = i + 1
-        }
-        segments.initializeElement(at: n, to: start..<bytes.count)
-        let all = UnsafeBufferPointer(segments)
-        for matcher in candidates[min(count, candidates.count - 1)] {
-          if let parameters = Self.bind(matcher, bytes, all) {
-            return Self.pick(method, matcher.entry, parameters)
-          }
-        }
-        return .notFound
+    var count = 1
+    for byte in bytes where byte == UInt8(ascii: "/") { count += 1 }
+    // On the stack for any usual path (the standard library moves a large one to the heap).
+    return withUnsafeTemporaryAllocation(of: Range<Int>.self, capacity: count) { segments in
+      var n = 0
+      var start = 0
+      for i in bytes.indices where bytes[i] == UInt8(ascii: "/") {
+        segments.initializeElement(at: n, to: start..<i)
+        n += 1
+        start = i + 1
       }
+      segments.initializeElement(at: n, to: start..<bytes.count)
+      let all = UnsafeBufferPointer(segments)
+      for matcher in candidates[min(count, candidates.count - 1)] {
+        if let parameters = Self.bind(matcher, bytes, all) {
+          return Self.pick(method, matcher.entry, parameters)
+        }
+      }
+      return .notFound
     }
   }
 
@@ -398,6 +399,76 @@ public struct Router: Sendable {
     guard let base = bytes.baseAddress, !segment.isEmpty else { return segment.isEmpty }
     return literal.withUnsafeBufferPointer { literal in
       literal.baseAddress.map { memcmp($0, base + segment.lowerBound, segment.count) == 0 } ?? false
+    }
+  }
+}
+
+extension Router {
+  /// The exact paths, found by their bytes: open addressing over a 64-bit FNV-1a hash, so a path
+  /// from a request is hashed once, cheaply (no per-process seeded hashing is needed: the table is
+  /// fixed at load, so a path chosen to collide costs at most a probe per path in the table), and
+  /// compared with one memcmp.
+  fileprivate struct ExactPaths: Sendable {
+    private struct Slot: Sendable {
+      var hash: UInt64 = 0
+      var start: Int32 = 0
+      var count: Int32 = -1
+      var entry: Int32 = -1
+    }
+
+    /// A power of two, at least twice as many as the paths (at most half full).
+    private let slots: [Slot]
+    private let bytes: [UInt8]
+    private let entries: [PathEntry]
+
+    init(_ table: [String: PathEntry]) {
+      var size = 8
+      while size < 2 * table.count { size *= 2 }
+      var slots = [Slot](repeating: Slot(), count: size)
+      var bytes: [UInt8] = []
+      var entries: [PathEntry] = []
+      for (path, entry) in table.sorted(by: { $0.key < $1.key }) {
+        let key = Array(path.utf8)
+        let hash = key.withUnsafeBufferPointer(Self.hash)
+        var i = Int(truncatingIfNeeded: hash) & (size - 1)
+        while slots[i].entry >= 0 { i = (i + 1) & (size - 1) }
+        slots[i] = Slot(
+          hash: hash, start: Int32(bytes.count), count: Int32(key.count), entry: Int32(entries.count))
+        bytes += key
+        entries.append(entry)
+      }
+      self.slots = slots
+      self.bytes = bytes
+      self.entries = entries
+    }
+
+    /// FNV-1a, 64 bits.
+    static func hash(_ key: UnsafeBufferPointer<UInt8>) -> UInt64 {
+      var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+      for byte in key { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+      return hash
+    }
+
+    /// The entry of the path `key`, if it is one.
+    func find(_ key: UnsafeBufferPointer<UInt8>) -> PathEntry? {
+      let hash = Self.hash(key)
+      let mask = slots.count - 1
+      var i = Int(truncatingIfNeeded: hash) & mask
+      return slots.withUnsafeBufferPointer { slots in
+        while slots[i].entry >= 0 {
+          let slot = slots[i]
+          if slot.hash == hash && Int(slot.count) == key.count
+            && bytes.withUnsafeBufferPointer({ stored in
+              guard let stored = stored.baseAddress, let key = key.baseAddress else { return slot.count == 0 }
+              return memcmp(stored + Int(slot.start), key, Int(slot.count)) == 0
+            })
+          {
+            return entries[Int(slot.entry)]
+          }
+          i = (i + 1) & mask
+        }
+        return nil
+      }
     }
   }
 }

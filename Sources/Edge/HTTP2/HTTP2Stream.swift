@@ -90,12 +90,14 @@ final class HTTP2Stream: HeadFields {
 
   /// The `date` field for the answer: `value` (an IMF-fixdate, 29 bytes) copied into the record.
   func dateField(_ value: String) -> nghttp2_nv {
-    var value = value
-    let length = value.withUTF8 { utf8 in
+    // The loop's date is a native string: its bytes are read in place (no copy of the string).
+    let copy = { (utf8: UnsafeBufferPointer<UInt8>) -> Int in
       let length = min(utf8.count, 32)
-      if let base = utf8.baseAddress { date.update(from: base, count: length) }
+      if let base = utf8.baseAddress { self.date.update(from: base, count: length) }
       return length
     }
+    let length =
+      value.utf8.withContiguousStorageIfAvailable(copy) ?? Array(value.utf8).withUnsafeBufferPointer(copy)
     return nghttp2_nv(
       name: UnsafeMutablePointer(mutating: Self.dateName.utf8Start), value: date,
       namelen: Self.dateName.utf8CodeUnitCount, valuelen: length, flags: HTTP2PrebuiltFields.flags)

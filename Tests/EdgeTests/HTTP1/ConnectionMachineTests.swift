@@ -515,6 +515,30 @@ struct RouterTests {
     }
   }
 
+  @Test(
+    "exact paths are found by their bytes among many, and nothing else is: a prefix, an extension, one byte off"
+  )
+  func exactPaths() throws {
+    let paths = (0..<300).map { "/assets/file-\($0).js" } + ["/", "/a", "/healthz", "/caf\u{E9}"]
+    let router = try Router(
+      paths.map { Route(.get, $0, cacheClass: .revalidate, name: "exact", handler: ok) })
+    for path in paths {
+      guard case .found(let route, _, _) = router.match(.get, path) else {
+        Issue.record("\(path) not found")
+        continue
+      }
+      #expect(route.pattern == path)
+    }
+    // A path built from other storage (not a native string's bytes) is found the same.
+    let bridged = String(decoding: Array("/assets/file-7.js".utf8), as: UTF8.self)
+    #expect(router.match(.get, bridged).pattern == "/assets/file-7.js")
+    for missing in [
+      "", "/assets/file-300.js", "/assets/file-1.j", "/assets/file-1.jss", "/b", "//", "/Healthz", "/caf",
+    ] {
+      #expect(router.match(.get, missing).pattern == nil, "\(missing)")
+    }
+  }
+
   @Test("HEAD falls back to GET; other methods get 405 with Allow")
   func methods() throws {
     let router = try Router([
@@ -718,5 +742,13 @@ struct OutputQueueTests {
     #expect(h.drainOutput().text.hasPrefix("HTTP/1.1 405 "))
     #expect(h.machine.drain().close == .none)
     #expect(h.send("abcde").close == .now)
+  }
+}
+
+extension RouteMatch {
+  /// The pattern of the route found, if any (for tables).
+  fileprivate var pattern: String? {
+    if case .found(let route, _, _) = self { return route.pattern }
+    return nil
   }
 }
