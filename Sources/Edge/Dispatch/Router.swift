@@ -314,6 +314,13 @@ public struct Router: Sendable {
     method == .get || method == .head || methods.contains(method) || Self.registeredMethods.contains(method)
   }
 
+  /// The path `bytes` (still percent-encoded, no query) as a string: an exact route's own pattern
+  /// when it is one, so the paths most requests ask for cost no copy; else a copy ("/" when empty).
+  public func path(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
+    if bytes.isEmpty { return "/" }
+    return exact.pattern(bytes) ?? String(decoding: bytes, as: UTF8.self)
+  }
+
   /// The route for `method` and `path` (RFC 9110 §9.3.2: HEAD is answered by GET without content).
   public func match(_ method: HTTPMethod, _ path: String) -> RouteMatch {
     // The path's bytes, in place (a request's path is a native string; another is copied once).
@@ -420,6 +427,7 @@ extension Router {
     private let slots: [Slot]
     private let bytes: [UInt8]
     private let entries: [PathEntry]
+    private let patterns: [String]
 
     init(_ table: [String: PathEntry]) {
       var size = 8
@@ -427,6 +435,7 @@ extension Router {
       var slots = [Slot](repeating: Slot(), count: size)
       var bytes: [UInt8] = []
       var entries: [PathEntry] = []
+      var patterns: [String] = []
       for (path, entry) in table.sorted(by: { $0.key < $1.key }) {
         let key = Array(path.utf8)
         let hash = key.withUnsafeBufferPointer(Self.hash)
@@ -436,10 +445,12 @@ extension Router {
           hash: hash, start: Int32(bytes.count), count: Int32(key.count), entry: Int32(entries.count))
         bytes += key
         entries.append(entry)
+        patterns.append(path)
       }
       self.slots = slots
       self.bytes = bytes
       self.entries = entries
+      self.patterns = patterns
     }
 
     /// FNV-1a, 64 bits.
@@ -451,6 +462,16 @@ extension Router {
 
     /// The entry of the path `key`, if it is one.
     func find(_ key: UnsafeBufferPointer<UInt8>) -> PathEntry? {
+      slot(key).map { entries[$0] }
+    }
+
+    /// The path `key` as the table's own string, if it is one.
+    func pattern(_ key: UnsafeBufferPointer<UInt8>) -> String? {
+      slot(key).map { patterns[$0] }
+    }
+
+    /// The index of the path `key`'s entry, if it is one.
+    private func slot(_ key: UnsafeBufferPointer<UInt8>) -> Int? {
       let hash = Self.hash(key)
       let mask = slots.count - 1
       var i = Int(truncatingIfNeeded: hash) & mask
@@ -463,7 +484,7 @@ extension Router {
               return memcmp(stored + Int(slot.start), key, Int(slot.count)) == 0
             })
           {
-            return entries[Int(slot.entry)]
+            return Int(slot.entry)
           }
           i = (i + 1) & mask
         }

@@ -491,7 +491,7 @@ struct ConnectionMachine<Clock: EdgeClock> {
     _ window: UnsafeRawBufferPointer, now: Instant, context: inout ConnectionContext
   ) -> Bool {
     let method = parser.requestMethod
-    let path = parser.path(window)
+    let path = parser.path(window, context.dispatcher.router)
     switch decide(window, path: path, context: context) {
     case .route(let route, let parameters, let headOnly, let limit):
       if let limit { parser.limitBody(to: limit) }
@@ -544,7 +544,7 @@ struct ConnectionMachine<Clock: EdgeClock> {
     _ window: UnsafeRawBufferPointer, now: Instant, context: inout ConnectionContext
   ) -> Dispatch? {
     let method = parser.requestMethod
-    let path = parser.path(window)
+    let path = parser.path(window, context.dispatcher.router)
     let connection = connectionHeader()
     let route: Route
     let parameters: RouteParameters

@@ -171,6 +171,13 @@ public struct HTTP1Parser: Sendable, HTTP1MessageParser {
     Request.splitTarget(buffer.bytes(targetStart..<targetEnd)).path
   }
 
+  /// The request's path (no query), once complete; `router`'s own string when it is one of its
+  /// exact routes (no copy).
+  func path(_ buffer: UnsafeRawBufferPointer, _ router: Router) -> String {
+    let target = buffer.bytes(targetStart..<targetEnd)
+    return router.path(UnsafeBufferPointer(rebasing: target[Request.targetParts(target).path]))
+  }
+
   /// The path and its query (`?` and all, when there is one), once the request line is read.
   func target(_ buffer: UnsafeRawBufferPointer) -> String {
     let split = Request.splitTarget(buffer.bytes(targetStart..<targetEnd))

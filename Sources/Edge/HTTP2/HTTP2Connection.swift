@@ -201,7 +201,7 @@ final class HTTP2Connection<Clock: EdgeClock> {
     _ stream: HTTP2Stream, _ status: Status, _ message: String, headers: [(name: String, value: String)] = [],
     instead: Response? = nil, now: Instant, context: inout ConnectionContext
   ) {
-    let path = stream.path
+    let path = stream.path(dispatcher.router)
     let response =
       instead
       ?? dispatcher.router.errors.refusal(
@@ -227,7 +227,7 @@ final class HTTP2Connection<Clock: EdgeClock> {
     let announcesMore = (announced ?? 0) > limits.http2InitialWindowBytes
     let id = stream.id
     let method = stream.requestMethod
-    let path = stream.path
+    let path = stream.path(dispatcher.router)
     switch decision(stream, path: path, bodyLength: announced) {
     case .answer(let response, let cacheClass, let headOnly, let route):
       session.discardBody(id, resetting: announcesMore)
@@ -276,7 +276,7 @@ final class HTTP2Connection<Clock: EdgeClock> {
     -> ConnectionMachine<Clock>.Dispatch?
   {
     let method = stream.requestMethod
-    let path = stream.path
+    let path = stream.path(dispatcher.router)
     switch decision(stream, path: path, bodyLength: stream.body.count) {
     case .answer(let response, let cacheClass, let headOnly, let route):
       answer(

@@ -212,12 +212,12 @@ final class HTTP2Stream: HeadFields {
   /// The method (GET when the head had none: the library refuses such a request before it ends).
   var requestMethod: HTTPMethod { method ?? .get }
 
-  /// The path part of `:path` (no query), still percent-encoded; "/" when empty.
-  var path: String {
+  /// The path part of `:path` (no query), still percent-encoded; "/" when empty. A path that is
+  /// one of `router`'s exact routes is that route's string (no copy).
+  func path(_ router: Router) -> String {
     guard let target else { return "/" }
     let raw = head(target)
-    let parts = Request.targetParts(raw)
-    return parts.path.isEmpty ? "/" : String(decoding: raw[parts.path], as: UTF8.self)
+    return router.path(UnsafeBufferPointer(rebasing: raw[Request.targetParts(raw).path]))
   }
 
   /// `:path` as received (path and query).

@@ -532,6 +532,12 @@ struct RouterTests {
     // A path built from other storage (not a native string's bytes) is found the same.
     let bridged = String(decoding: Array("/assets/file-7.js".utf8), as: UTF8.self)
     #expect(router.match(.get, bridged).pattern == "/assets/file-7.js")
+    // A request's path as a string: the route's own for an exact path, else a copy; "/" for none.
+    for (bytes, expected) in [
+      ("/assets/file-9.js", "/assets/file-9.js"), ("/nowhere/x", "/nowhere/x"), ("", "/"),
+    ] {
+      #expect(Array(bytes.utf8).withUnsafeBufferPointer { router.path($0) } == expected)
+    }
     for missing in [
       "", "/assets/file-300.js", "/assets/file-1.j", "/assets/file-1.jss", "/b", "//", "/Healthz", "/caf",
     ] {

@@ -304,7 +304,7 @@ struct HTTP2SessionTests {
       Issue.record("expected the head, then bodyTooLarge: \(events)")
       return
     }
-    #expect(request.path == "/echo" && request.body.isEmpty)
+    #expect(request.targetString == "/echo" && request.body.isEmpty)
 
     let other = Self.server()
     let garbage = Array("GET / HTTP/1.1\r\nHost: a\r\n\r\n".utf8)
