@@ -62,6 +62,13 @@ final class HTTP2Connection<Clock: EdgeClock> {
   private var answerQueued = false
   /// A deadline ended the connection.
   private var timedOut = false
+  /// When the connection last read or wrote; once it has been idle `quietDelay` since, the
+  /// library's frame buffer is given back to the kernel (`quieted`) until it writes again.
+  private var lastActive: Instant
+  private var quieted = false
+  /// How long an idle connection keeps its frame buffer's pages: long enough that a client asking
+  /// in bursts does not fault them in again for every burst.
+  static var quietDelay: Duration { .milliseconds(500) }
 
   /// Why the connection is ending (for metrics): a deadline, a GOAWAY for a flood (a limit) or a
   /// protocol error, a drain, or else the peer.
@@ -94,7 +101,9 @@ final class HTTP2Connection<Clock: EdgeClock> {
     session = HTTP2Session(settings: .init(limits), budget: budget, recycler: recycler)
     session.metrics = metrics
     // Like an HTTP/1 connection: its first request within the head timeout.
-    idleDeadline = clock.now().adding(limits.headTimeout)
+    let now = clock.now()
+    idleDeadline = now.adding(limits.headTimeout)
+    lastActive = now
     flushSession()
   }
 
@@ -111,7 +120,10 @@ final class HTTP2Connection<Clock: EdgeClock> {
     if !output.isEmpty || session.sending { next = min(next, writeDeadline) }
     for stream in routed.values { next = min(next, stream.bodyDeadline) }
     for deadline in dropping.values { next = min(next, deadline) }
-    if isIdle { next = min(next, idleDeadline) }
+    if isIdle {
+      next = min(next, idleDeadline)
+      if !quieted { next = min(next, lastActive.adding(Self.quietDelay)) }
+    }
     return next
   }
 
@@ -132,6 +144,7 @@ final class HTTP2Connection<Clock: EdgeClock> {
   func received(_ bytes: UnsafeRawBufferPointer, context: inout ConnectionContext) -> Step {
     var step = Step()
     let now = clock.now()
+    active(now)
     let blockWasOpen = session.openHeaderBlock != nil
     _ = session.received(bytes, now: now)
     for event in session.takeEvents() {
@@ -387,7 +400,9 @@ final class HTTP2Connection<Clock: EdgeClock> {
   /// The loop wrote `count` bytes of `output`; true when the connection should close now.
   func wrote(_ count: Int) -> Bool {
     output.consume(count)
-    writeDeadline = clock.now().adding(limits.writeTimeout)
+    let now = clock.now()
+    active(now)
+    writeDeadline = now.adding(limits.writeTimeout)
     flushSession()
     guard output.isEmpty else { return false }
     // A body still waiting for the peer's window keeps the write deadline from this write on.
@@ -400,6 +415,12 @@ final class HTTP2Connection<Clock: EdgeClock> {
       }
     }
     return session.failed || session.finished || (draining && drained) || inputClosed
+  }
+
+  /// The connection read or wrote at `now`.
+  private func active(_ now: Instant) {
+    lastActive = now
+    quieted = false
   }
 
   /// The peer closed its side: nothing more can arrive; close once what is queued is written.
@@ -433,6 +454,11 @@ final class HTTP2Connection<Clock: EdgeClock> {
       answer(
         stream, response, cacheClass: .private, headOnly: waiting.method == .head, method: waiting.method,
         path: waiting.path, started: now, route: 0, context: &context)
+    }
+    if isIdle && !quieted && now >= lastActive.adding(Self.quietDelay) {
+      // Nothing is being written: the frame buffer holds only what was sent.
+      session.memory.releaseFrameBuffer()
+      quieted = true
     }
     if now >= headerBlockDeadline || (isIdle && now >= idleDeadline) {
       // A header block left open, or a connection with nothing to do: GOAWAY, then close.

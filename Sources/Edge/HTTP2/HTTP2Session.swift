@@ -119,15 +119,16 @@ final class HTTP2Session {
   private var blockFrames = 0
   private var blockBytes = 0
 
-  /// Where the library's small blocks are recycled (its loop's; nil: malloc alone).
-  private let recycler: HTTP2Memory.Recycler?
+  /// The library's memory for this session: its small blocks recycled on the loop (when
+  /// `recycler` is given), its frame buffer known.
+  let memory: HTTP2Memory.Arena
 
   /// A server session announcing and keeping `settings`, its bodies counted against `budget`, its
   /// small blocks recycled through `recycler` (which only the calling thread uses).
   init(settings: Settings, budget: RequestBudget? = nil, recycler: HTTP2Memory.Recycler? = nil) {
     self.settings = settings
     self.budget = budget
-    self.recycler = recycler
+    memory = HTTP2Memory.Arena(recycler: recycler)
     frameGuard = HTTP2FrameGuard(kept: max(64, 2 * settings.maxConcurrentStreams))
     glitchTokens = Double(settings.glitchBurst)
     var callbacks: OpaquePointer?
@@ -143,9 +144,10 @@ final class HTTP2Session {
     nghttp2_option_set_no_closed_streams(options, 1)
     // Its large buffers from pages mapped on demand: an idle connection holds only those written;
     // its small ones recycled on the loop.
-    var memory = HTTP2Memory.allocator(recycler)
+    var allocator = HTTP2Memory.allocator(memory)
     nghttp2_session_server_new3(
-      &session, callbacks, Unmanaged.passUnretained(self).toOpaque(), options, &memory)
+      &session, callbacks, Unmanaged.passUnretained(self).toOpaque(), options, &allocator)
+    memory.made()
     if session == nil || !submitSettings() { failed = true }
   }
 
@@ -239,7 +241,7 @@ final class HTTP2Session {
   }
 
   deinit {
-    pairs.deallocate()
+    pairs?.deallocate()
     nghttp2_session_del(session)
     budget?.release(open.releaseAll())
   }
@@ -726,19 +728,20 @@ final class HTTP2Session {
   }
 
   /// Scratch space of `respond`, kept between answers: fields laid out for answers that are not
-  /// prebuilt, and the pairs passed to the library (which copies them).
+  /// prebuilt, and the pairs passed to the library (which copies them); made at the first answer,
+  /// so a connection that never asks holds none.
   private var scratchFields = HTTP2Fields()
-  private var pairs = UnsafeMutablePointer<nghttp2_nv>.allocate(capacity: 16)
-  private var pairCapacity = 16
+  private var pairs: UnsafeMutablePointer<nghttp2_nv>? = nil
+  private var pairCapacity = 0
 
   /// `pairs`, with room for `count`.
   private func pairBuffer(_ count: Int) -> UnsafeMutablePointer<nghttp2_nv> {
-    if count > pairCapacity {
-      pairs.deallocate()
-      pairCapacity = max(count, 2 * pairCapacity)
-      pairs = .allocate(capacity: pairCapacity)
-    }
-    return pairs
+    if let pairs, count <= pairCapacity { return pairs }
+    pairs?.deallocate()
+    pairCapacity = max(count, 2 * pairCapacity, 16)
+    let made = UnsafeMutablePointer<nghttp2_nv>.allocate(capacity: pairCapacity)
+    pairs = made
+    return made
   }
 
   /// `entry`'s answer has no more body to send.

@@ -1,3 +1,4 @@
+import Glibc
 import Testing
 
 @testable import Edge
@@ -67,5 +68,22 @@ struct HTTP2MemoryTests {
       HTTP2Memory.release(block, recycler)
     }
     #expect((0...HTTP2Memory.classes).allSatisfy { recycler.count($0) == 0 })
+  }
+
+  @Test("a mapped block holds no resident page until the library writes to it (its size is kept aside)")
+  func mappedUntouched() throws {
+    let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+    for size in [4096, 16394] {
+      let block = try #require(HTTP2Memory.allocate(size, zeroed: true))
+      #expect(UInt(bitPattern: block) % UInt(page) == 0)
+      let pages = (size + page - 1) / page
+      var resident = [UInt8](repeating: 0, count: pages)
+      #expect(mincore(block, pages * page, &resident) == 0)
+      #expect(resident.allSatisfy { $0 & 1 == 0 }, "\(size): nothing written, nothing resident")
+      block.storeBytes(of: 1, toByteOffset: size - 1, as: UInt8.self)
+      #expect(mincore(block, pages * page, &resident) == 0)
+      #expect(resident.filter { $0 & 1 == 1 }.count == 1, "\(size): the page written")
+      HTTP2Memory.release(block)
+    }
   }
 }
