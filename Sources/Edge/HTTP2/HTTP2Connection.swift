@@ -62,6 +62,8 @@ final class HTTP2Connection<Clock: EdgeClock> {
   private var answerQueued = false
   /// A deadline ended the connection.
   private var timedOut = false
+  /// The session's events of one read, in a buffer kept between reads.
+  private var events: [HTTP2Session.Event] = []
   /// When the connection last read or wrote; once it has been idle `quietDelay` since, the
   /// library's frame buffer is given back to the kernel (`quieted`) until it writes again.
   private var lastActive: Instant
@@ -147,11 +149,14 @@ final class HTTP2Connection<Clock: EdgeClock> {
     active(now)
     let blockWasOpen = session.openHeaderBlock != nil
     _ = session.received(bytes, now: now)
-    for event in session.takeEvents() {
+    session.takeEvents(into: &events)
+    for event in events {
       if let dispatch = handle(event, now: now, context: &context) {
         step.dispatches.append((event.stream, dispatch))
       }
     }
+    // Handled: the records they hold may serve later streams.
+    events.removeAll(keepingCapacity: true)
     for stream in session.takeProgressed() {
       routed[stream]?.bodyDeadline = now.adding(limits.bodyTimeout)
     }

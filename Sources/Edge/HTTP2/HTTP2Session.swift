@@ -573,8 +573,17 @@ final class HTTP2Session {
 
   /// What happened since the last call, in order.
   func takeEvents() -> [Event] {
-    defer { events.removeAll(keepingCapacity: true) }
-    return events
+    var taken: [Event] = []
+    takeEvents(into: &taken)
+    return taken
+  }
+
+  /// What happened since the last call, in order, in `taken` (emptied first): the two arrays trade
+  /// buffers, so no array is made for a read. The caller empties `taken` once it has handled them
+  /// (a record an event holds is not reused for a later stream).
+  func takeEvents(into taken: inout [Event]) {
+    taken.removeAll(keepingCapacity: true)
+    swap(&events, &taken)
   }
 
   /// The streams whose body grew since the last call.
@@ -757,27 +766,27 @@ final class HTTP2Session {
     _ entry: HTTP2Stream, into buffer: UnsafeMutablePointer<UInt8>, _ length: Int,
     _ flags: UnsafeMutablePointer<UInt32>
   ) -> Int {
-    guard var out = entry.outgoing else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
-    let total = out.body.count
-    let take = min(length, total - out.sent)
-    switch out.body {
-    case .empty: break
-    case .bytes(let bytes):
-      bytes.withUnsafeBytes {
-        UnsafeMutableRawPointer(buffer).copyMemory(from: $0.baseAddress! + out.sent, byteCount: take)
-      }
-    case .shared:
-      flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_NO_COPY.rawValue)
-      out.frameStart = out.sent
+    // The answer is read and advanced in place (no copy of it, and so of its body, per frame).
+    guard let total = entry.outgoing?.count, let sent = entry.outgoing?.sent else {
+      return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
     }
-    out.sent += take
-    if out.sent == total { flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue) }
-    if out.sent == total, case .shared = out.body {
-      entry.outgoing = out  // kept until `sendData` has queued the last frame
-    } else if out.sent == total {
-      finishSending(entry)
-    } else {
-      entry.outgoing = out
+    let take = min(length, total - sent)
+    let shared = entry.outgoing?.shared != nil
+    if shared {
+      flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_NO_COPY.rawValue)
+      entry.outgoing?.frameStart = sent
+    } else if case .bytes(let bytes)? = entry.outgoing?.body, take > 0 {
+      bytes.withUnsafeBytes { source in
+        if let base = source.baseAddress {
+          UnsafeMutableRawPointer(buffer).copyMemory(from: base + sent, byteCount: take)
+        }
+      }
+    }
+    entry.outgoing?.sent = sent + take
+    if sent + take == total {
+      flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue)
+      // A shared body is kept until `sendData` has queued the last frame.
+      if !shared { finishSending(entry) }
     }
     return take
   }
@@ -785,12 +794,16 @@ final class HTTP2Session {
   /// A DATA frame of a shared body: its 9-byte header, then its bytes by reference (this server
   /// never pads).
   private func sendData(_ entry: HTTP2Stream, _ header: UnsafePointer<UInt8>, _ length: Int) -> Int32 {
-    guard let sink, let out = entry.outgoing, case .shared(let bytes) = out.body else {
+    guard let sink, let shared = entry.outgoing?.shared, let frameStart = entry.outgoing?.frameStart else {
       return Int32(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue)
     }
     sink.pointee.append(UnsafeRawBufferPointer(start: header, count: 9))
-    sink.pointee.append(bytes, from: out.frameStart, count: length)
-    if out.frameStart + length == bytes.count { finishSending(entry) }
+    // The body is kept by `outgoing` until `finishSending`: read without retaining it.
+    let ended = shared._withUnsafeGuaranteedRef { bytes in
+      sink.pointee.append(bytes, from: frameStart, count: length)
+      return frameStart + length == bytes.count
+    }
+    if ended { finishSending(entry) }
     return 0
   }
 

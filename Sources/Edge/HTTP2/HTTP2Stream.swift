@@ -69,10 +69,21 @@ final class HTTP2Stream: HeadFields {
 
   /// A response body being sent, and how far.
   struct Outgoing {
+    /// Keeps the bytes until the answer is sent.
     let body: Response.Body
+    /// The same bytes when shared (sent without copying), for reading without retaining them:
+    /// `body` keeps them.
+    let shared: Unmanaged<SharedBytes>?
+    let count: Int
     var sent = 0
     /// Where the DATA frame the library is about to send (without copying) starts.
     var frameStart = 0
+
+    init(body: Response.Body) {
+      self.body = body
+      if case .shared(let bytes) = body { shared = Unmanaged.passUnretained(bytes) } else { shared = nil }
+      count = body.count
+    }
   }
 
   init(id: Int32, bodyLimit: Int) {
