@@ -164,7 +164,7 @@ enum LimitTable {
       \.server.limits.http2HeaderTableBytes),
     count(
       "h2-max-continuation-frames", 0...8,
-      "CONTINUATION frames one header block may take (libnghttp2 stops at 8 itself; the block's bytes are bounded by max-header-bytes); more: GOAWAY ENHANCE_YOUR_CALM",
+      "CONTINUATION frames one header block may take (the block's bytes are bounded by max-header-bytes); more: GOAWAY ENHANCE_YOUR_CALM",
       \.server.limits.http2MaxContinuationFrames),
     bytes(
       "h2-max-queued-bytes", 65536...1_073_741_824,

@@ -156,8 +156,8 @@ public final class PrebuiltResponse: Sendable {
   let head: SharedBytes
   let body: SharedBytes
   /// The same over HTTP/2: `:status`, `cache-control`, the own fields (names lower-cased) and
-  /// `content-length`, laid out for nghttp2 to take without copying, without `date`.
-  let h2Fields: HTTP2PrebuiltFields
+  /// `content-length`, encoded as an HPACK block, without `date`.
+  let h2Block: HTTP2PrebuiltBlock
 
   /// Prebuilds `response` as a route of `cacheClass` serves it.
   public init(_ response: Response, cacheClass: CacheClass) {
@@ -173,7 +173,7 @@ public final class PrebuiltResponse: Sendable {
     self.body = SharedBytes(bodyBytes)
     var fields = HTTP2Fields()
     fields.addHead(of: response, cacheClass: cacheClass, contentLength: bodyBytes.count)
-    h2Fields = HTTP2PrebuiltFields(fields)
+    h2Block = HTTP2PrebuiltBlock(fields)
   }
 
   /// The response, to return from a handler.

@@ -65,7 +65,7 @@ final class HTTP2Connection<Clock: EdgeClock> {
   /// The session's events of one read, in a buffer kept between reads.
   private var events: [HTTP2Session.Event] = []
   /// When the connection last read or wrote; once it has been idle `quietDelay` since, the
-  /// library's frame buffer is given back to the kernel (`quieted`) until it writes again.
+  /// session's read and write buffers are given back (`quieted`) until it is busy again.
   private var lastActive: Instant
   private var quieted = false
   /// How long an idle connection keeps its frame buffer's pages: long enough that a client asking
@@ -93,14 +93,14 @@ final class HTTP2Connection<Clock: EdgeClock> {
   /// A connection whose peer sent the HTTP/2 connection preface (h2c) or chose `h2` by ALPN.
   init(
     clock: Clock, limits: Limits, client: String, secure: Bool, dispatcher: Dispatcher,
-    budget: RequestBudget? = nil, metrics: MetricShard? = nil, recycler: HTTP2Memory.Recycler? = nil
+    budget: RequestBudget? = nil, metrics: MetricShard? = nil
   ) {
     self.clock = clock
     self.dispatcher = dispatcher
     self.limits = limits
     self.client = client
     self.secure = secure
-    session = HTTP2Session(settings: .init(limits), budget: budget, recycler: recycler)
+    session = HTTP2Session(settings: .init(limits), budget: budget)
     session.metrics = metrics
     // Like an HTTP/1 connection: its first request within the head timeout.
     let now = clock.now()
@@ -238,7 +238,7 @@ final class HTTP2Connection<Clock: EdgeClock> {
 
   /// A head whose body follows: answered now (its body then dropped), or routed with its body limit.
   private func decideHead(_ stream: HTTP2Stream, now: Instant, context: inout ConnectionContext) {
-    // nghttp2 has checked that a content-length is a number the DATA frames will match.
+    // The session has checked that a content-length is a number the DATA frames will match.
     let announced = stream.value("content-length").flatMap { Int($0) }
     // A body answered on its head is read and dropped (its frames checked as on any open stream)
     // unless it announces more than the stream's window: that one is reset once answered.
@@ -462,7 +462,7 @@ final class HTTP2Connection<Clock: EdgeClock> {
     }
     if isIdle && !quieted && now >= lastActive.adding(Self.quietDelay) {
       // Nothing is being written: the frame buffer holds only what was sent.
-      session.memory.releaseFrameBuffer()
+      session.releaseBuffers()
       quieted = true
     }
     if now >= headerBlockDeadline || (isIdle && now >= idleDeadline) {

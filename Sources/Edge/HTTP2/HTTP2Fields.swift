@@ -1,8 +1,5 @@
-import CNGHTTP2
-
-/// Header fields laid out for nghttp2: names and values in one buffer (names lower-cased, RFC 9113
-/// §8.2.1) and where each lies. Prebuilt answers keep theirs; others are laid out per answer in a
-/// reused one.
+/// Header fields of an answer: names and values in one buffer (names lower-cased, RFC 9113 §8.2.1)
+/// and where each lies, to be encoded as an HPACK block.
 struct HTTP2Fields: Sendable {
   struct Span: Sendable {
     let name: Int
@@ -58,68 +55,41 @@ struct HTTP2Fields: Sendable {
   /// How many fields there are.
   var count: Int { spans.count }
 
-  /// Calls `body` with the fields' pairs, laid out at `pairs` (room for `count`), for the library
-  /// to copy.
-  func withPairs(
-    into pairs: UnsafeMutablePointer<nghttp2_nv>, _ body: (UnsafePointer<nghttp2_nv>, Int) -> Int32
-  ) -> Int32 {
+  /// Appends the fields as an HPACK block (literals without indexing, RFC 7541 §6.2.2; `:status`
+  /// indexed when the static table has it).
+  func encode(into out: inout [UInt8]) {
     bytes.withUnsafeBufferPointer { bytes in
-      guard let base = bytes.baseAddress.map({ UnsafeMutablePointer(mutating: $0) }) else {
-        return Int32(NGHTTP2_ERR_NOMEM.rawValue)
+      for span in spans {
+        let name = UnsafeBufferPointer(rebasing: bytes[span.name..<(span.name + span.nameLength)])
+        let value = UnsafeBufferPointer(rebasing: bytes[span.value..<(span.value + span.valueLength)])
+        if span.nameLength == 7, name.elementsEqual(":status".utf8), let code = HTTP2Session.decimal(value) {
+          HPACK.appendStatus(code, to: &out)
+        } else {
+          HPACK.appendLiteral(name: name, value: value, to: &out)
+        }
       }
-      for (i, span) in spans.enumerated() {
-        pairs[i] = nghttp2_nv(
-          name: base + span.name, value: base + span.value, namelen: span.nameLength,
-          valuelen: span.valueLength, flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
-      }
-      return body(pairs, spans.count)
     }
   }
 }
 
-/// A prebuilt answer's fields laid out once for the life of the answer, in memory that never moves,
-/// so that nghttp2 takes them without copying a byte (`NGHTTP2_NV_FLAG_NO_COPY_NAME |
-/// NO_COPY_VALUE`): the pairs of its fields, then HSTS for TLS listeners. Whoever submits them keeps
-/// the answer alive until its HEADERS frame is written.
-///
-/// `@unchecked Sendable`, and why that holds: `storage` and `pairs` are written only in `init` and
-/// only read afterwards (by any loop's thread), and freed in `deinit`, when nothing refers to them.
-final class HTTP2PrebuiltFields: @unchecked Sendable {
-  private let storage: UnsafeMutableRawBufferPointer
-  /// The fields' pairs, then `strict-transport-security`.
-  let pairs: UnsafeMutablePointer<nghttp2_nv>
-  /// How many pairs there are without HSTS.
-  let count: Int
+/// A prebuilt answer's header block, encoded once for the life of the answer (HPACK literals that
+/// never index, so the same bytes serve every connection): without `date`, which each answer
+/// appends, and a second time with HSTS for TLS listeners.
+struct HTTP2PrebuiltBlock: Sendable {
+  let plain: [UInt8]
+  let withHSTS: [UInt8]
 
-  /// Without copying: the library must not lower-case or copy what is already lower case and kept.
-  static let flags = UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue | NGHTTP2_NV_FLAG_NO_COPY_VALUE.rawValue)
   static let hstsName: StaticString = "strict-transport-security"
   static let hstsValue: StaticString = "max-age=63072000; includeSubDomains"
 
   init(_ fields: HTTP2Fields) {
-    let storage = UnsafeMutableRawBufferPointer.allocate(byteCount: max(fields.bytes.count, 1), alignment: 1)
-    fields.bytes.withUnsafeBytes { storage.copyMemory(from: $0) }
-    self.storage = storage
-    count = fields.spans.count
-    pairs = .allocate(capacity: count + 1)
-    let base = storage.baseAddress!.assumingMemoryBound(to: UInt8.self)
-    for (i, span) in fields.spans.enumerated() {
-      (pairs + i).initialize(
-        to: nghttp2_nv(
-          name: base + span.name, value: base + span.value, namelen: span.nameLength,
-          valuelen: span.valueLength, flags: Self.flags))
-    }
-    (pairs + count).initialize(
-      to: nghttp2_nv(
-        name: UnsafeMutablePointer(mutating: Self.hstsName.utf8Start),
-        value: UnsafeMutablePointer(
-          mutating: Self.hstsValue.utf8Start), namelen: Self.hstsName.utf8CodeUnitCount,
-        valuelen: Self.hstsValue.utf8CodeUnitCount, flags: Self.flags))
-  }
-
-  deinit {
-    pairs.deinitialize(count: count + 1)
-    pairs.deallocate()
-    storage.deallocate()
+    var block: [UInt8] = []
+    fields.encode(into: &block)
+    plain = block
+    HPACK.appendLiteral(
+      name: UnsafeBufferPointer(start: Self.hstsName.utf8Start, count: Self.hstsName.utf8CodeUnitCount),
+      value: UnsafeBufferPointer(start: Self.hstsValue.utf8Start, count: Self.hstsValue.utf8CodeUnitCount),
+      to: &block)
+    withHSTS = block
   }
 }

@@ -1,14 +1,19 @@
 import CNGHTTP2
 import Glibc
 
-/// The HTTP/2 side of one connection (RFC 9113), through libnghttp2: the framing, HPACK, stream
-/// states and flow control are the library's; this type turns streams into `Request`s — a head as
-/// soon as its header block ends, so it is decided before its body is read — and answers into
-/// HEADERS and DATA. It bounds what the library does not: header blocks (bytes, field count and
-/// CONTINUATION frames), bodies (per stream, as the route allows) and frames that carry no request
-/// (a glitch budget). Driven from the connection's loop only: bytes in with `received`
-/// (`nghttp2_session_mem_recv`), bytes out with `output` (`nghttp2_session_mem_send`); it has no
-/// threads and reads no clock. Not Sendable: one loop owns it.
+/// The HTTP/2 side of one connection (RFC 9113): framing, HPACK (`HPACK`), stream states and flow
+/// control, written for this server's one use — a server answering requests — so that a request
+/// costs no more than the work it needs: header fields are checked and kept as they are decoded,
+/// straight into the stream's record; prebuilt answers go out as HPACK blocks laid out once.
+/// libnghttp2 was the implementation until its own cost per request kept this server above h2o's;
+/// it stays the reference the tests speak to.
+///
+/// This type turns streams into events — a head as soon as its header block ends, so it is
+/// decided before its body is read — and answers into HEADERS and DATA. It bounds header blocks
+/// (bytes, field count and CONTINUATION frames), bodies (per stream, as the route allows) and
+/// frames that carry no request (a glitch budget). Driven from the connection's loop only: bytes in
+/// with `received`, bytes out with `output`; it has no threads and reads no clock. Not Sendable:
+/// one loop owns it.
 final class HTTP2Session {
   /// What the server announces in its first SETTINGS frame, and the bounds it keeps.
   struct Settings: Equatable {
@@ -62,47 +67,62 @@ final class HTTP2Session {
     case overBudget(HTTP2Stream)
   }
 
-  private var session: OpaquePointer?
+  /// Frame types (RFC 9113 §6) and flags.
+  private enum Frame {
+    static let data: UInt8 = 0x0
+    static let headers: UInt8 = 0x1
+    static let priority: UInt8 = 0x2
+    static let rstStream: UInt8 = 0x3
+    static let settings: UInt8 = 0x4
+    static let pushPromise: UInt8 = 0x5
+    static let ping: UInt8 = 0x6
+    static let goaway: UInt8 = 0x7
+    static let windowUpdate: UInt8 = 0x8
+    static let continuation: UInt8 = 0x9
+    static let endStream: UInt8 = 0x1
+    static let ack: UInt8 = 0x1
+    static let endHeaders: UInt8 = 0x4
+    static let padded: UInt8 = 0x8
+    static let priorityFlag: UInt8 = 0x20
+  }
+
+  private static let preface: StaticString = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+  private static let maxWindow = Int(Int32.max)
+
   private let settings: Settings
   /// The process-wide allowance for buffered request bodies (shared with HTTP/1); each open stream
   /// holds its part (`HTTP2Stream.reserved`).
   private let budget: RequestBudget?
-  /// The records of the request streams the library tracks (each also the library's stream user
-  /// data, how callbacks find it); and closed streams' records, kept for new streams.
+  /// The records of the open request streams, and how each is found by its number; closed
+  /// streams' records, kept for new streams.
   private var open = HTTP2Stream.OpenList()
+  private var table = StreamTable()
   private var spare: [HTTP2Stream] = []
   /// How many closed streams' records are kept.
   static let spareLimit = 16
-  /// Open streams whose answer's body is still being sent.
-  private var sendingCount = 0
-  /// How many stream records were made (for tests: streams in turn reuse one).
+  /// Open streams whose answer's body is still being sent, in the order they take turns.
+  private var sendingList: [Unmanaged<HTTP2Stream>] = []
+  /// How many records were made (for tests: streams in turn reuse one).
   private(set) var recordsMade = 0
   /// How many request streams are open (for tests).
   var openStreams: Int { open.count }
   private var events: [Event] = []
   private var progressed: [Int32] = []
-  /// Frames on streams the library no longer tracks (HEADERS below the last stream, DATA after a
-  /// reset), and what the peer broke, if it did: the GOAWAY's code.
-  /// The stream whose request header block is being decoded, and its entry.
-  private var currentStream: Int32 = 0
-  /// Not retained: the record is kept by `open` while its header block is decoded, and
-  /// `currentStream` is cleared when it closes.
-  private var currentEntry: Unmanaged<HTTP2Stream>? = nil
+  /// Streams whose both sides have ended: closed at the next `output` (after the connection has
+  /// handled the events that refer to them, so that their records can serve new streams).
+  private var ending: [Int32] = []
   private var frameGuard: HTTP2FrameGuard
-  private var frameHeaders = HTTP2FrameHeaders()
+  /// The connection error the peer caused, if it did: the GOAWAY's code.
   private var violation: UInt32?
-  /// Where `output` is writing while the library sends (DATA frames go there without copying).
-  private var sink: UnsafeMutablePointer<OutputQueue>?
-  /// Set when the peer broke the protocol or the library failed: the connection is to close once
-  /// what is queued (a GOAWAY) is written.
+  /// Set when the peer broke the protocol: the connection is to close once what is queued (a
+  /// GOAWAY) is written.
   private(set) var failed = false
 
   /// Frames that cost the server work but carry no request (RST_STREAM, PING, SETTINGS, PRIORITY,
-  /// WINDOW_UPDATE while no body is being sent, empty DATA) and frames the library refused,
-  /// counted against a token bucket: `glitchBurst` at once, refilled at `glitchesPerSecond`. Past
-  /// it the connection ends with GOAWAY ENHANCE_YOUR_CALM: rapid reset (CVE-2023-44487), provoked
-  /// resets (CVE-2025-8671, which Debian's 1.52 does not limit itself) and control-frame floods
-  /// cost one budget.
+  /// WINDOW_UPDATE while no body is being sent, empty DATA) and refused streams, counted against a
+  /// token bucket: `glitchBurst` at once, refilled at `glitchesPerSecond`. Past it the connection
+  /// ends with GOAWAY ENHANCE_YOUR_CALM: rapid reset (CVE-2023-44487), provoked resets
+  /// (CVE-2025-8671) and control-frame floods cost one budget.
   private var glitchTokens: Double
   private var glitchesSeen = 0
   private var lastRefill: Instant? = nil
@@ -113,143 +133,88 @@ final class HTTP2Session {
   /// The error code of the last GOAWAY sent, if any.
   private(set) var lastGoaway: UInt32?
 
-  /// The stream whose header block is open (HEADERS without END_HEADERS seen), its CONTINUATION
-  /// frames and bytes so far.
+  // MARK: reading state
+
+  /// Bytes of the connection preface still to match.
+  private var prefaceLeft = 24
+  /// Whether the client's first frame (SETTINGS, §3.4) has come.
+  private var settingsSeen = false
+  /// A frame a read cut short, kept until it is whole.
+  private var partial: [UInt8] = []
+  /// The stream whose header block is open (HEADERS without END_HEADERS), its CONTINUATION frames
+  /// and its fragments so far.
   private(set) var openHeaderBlock: Int32? = nil
   private var blockFrames = 0
-  private var blockBytes = 0
+  private var block: [UInt8] = []
+  private var blockEndStream = false
+  private var decoder: HPACK.Decoder
+  /// The highest stream the client opened.
+  private var lastOpened: Int32 = 0
+  /// The last stream a GOAWAY of this server let finish; a GOAWAY came from the client.
+  private var goawayLastStream: Int32? = nil
+  private var goawayReceived = false
 
-  /// The library's memory for this session: its small blocks recycled on the loop (when
-  /// `recycler` is given), its frame buffer known.
-  let memory: HTTP2Memory.Arena
+  // MARK: flow control
 
-  /// A server session announcing and keeping `settings`, its bodies counted against `budget`, its
-  /// small blocks recycled through `recycler` (which only the calling thread uses).
-  init(settings: Settings, budget: RequestBudget? = nil, recycler: HTTP2Memory.Recycler? = nil) {
+  /// What the client may still send on the connection, and what it sent since the last update.
+  private var receiveWindow = 65535
+  private var receiveConsumed = 0
+  /// What this server may still send on the connection; the client's window for new streams and
+  /// its largest frame.
+  private var sendWindow = 65535
+  private var peerInitialWindow = 65535
+  private var peerMaxFrame = 16384
+  /// The client changed its table size: the next header block starts with a size update to 0
+  /// (this server's blocks never index).
+  private var tableSizeUpdate = false
+
+  // MARK: writing state
+
+  /// Frames ready to be taken by `output`, in order.
+  private var queued: [UInt8] = []
+  /// The date field of the current second, encoded, and the string it was made from.
+  private var dateString = ""
+  private var dateBlock: [UInt8] = []
+  /// Answers that are not prebuilt are encoded here.
+  private var scratch: [UInt8] = []
+
+  /// A server session announcing and keeping `settings`, its bodies counted against `budget`.
+  init(settings: Settings, budget: RequestBudget? = nil) {
     self.settings = settings
     self.budget = budget
-    memory = HTTP2Memory.Arena(recycler: recycler)
     frameGuard = HTTP2FrameGuard(kept: max(64, 2 * settings.maxConcurrentStreams))
     glitchTokens = Double(settings.glitchBurst)
-    var callbacks: OpaquePointer?
-    nghttp2_session_callbacks_new(&callbacks)
-    defer { nghttp2_session_callbacks_del(callbacks) }
-    Self.setReadingCallbacks(callbacks)
-    Self.setWritingCallbacks(callbacks)
-    var options: OpaquePointer?
-    nghttp2_option_new(&options)
-    defer { nghttp2_option_del(options) }
-    nghttp2_option_set_max_deflate_dynamic_table_size(options, settings.headerTableSize)
-    // No closed stream is kept for the priority tree: what is needed of them is in `frameGuard`.
-    nghttp2_option_set_no_closed_streams(options, 1)
-    // Its large buffers from pages mapped on demand: an idle connection holds only those written;
-    // its small ones recycled on the loop.
-    var allocator = HTTP2Memory.allocator(memory)
-    nghttp2_session_server_new3(
-      &session, callbacks, Unmanaged.passUnretained(self).toOpaque(), options, &allocator)
-    memory.made()
-    if session == nil || !submitSettings() { failed = true }
-  }
-
-  /// Queues the server's SETTINGS frame (RFC 9113 §3.4: the first frame it sends); false when the
-  /// library refused it.
-  private func submitSettings() -> Bool {
-    var entries = [
-      (NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, settings.maxConcurrentStreams),
-      (NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, settings.maxHeaderListBytes),
-      (NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, settings.initialWindowSize),
-      (NGHTTP2_SETTINGS_MAX_FRAME_SIZE, settings.maxFrameSize),
-      (NGHTTP2_SETTINGS_HEADER_TABLE_SIZE, settings.headerTableSize),
-      // RFC 9218 §2.1: no RFC 7540 priority tree (PRIORITY frames are checked in `frameHeaders`).
-      (NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1),
-    ].map { nghttp2_settings_entry(settings_id: Int32($0.0.rawValue), value: UInt32(clamping: $0.1)) }
-    return nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count) == 0
-  }
-
-  /// What the library tells of what it reads: frames begun and received, header fields, DATA,
-  /// and frames it refused. Each callback finds its session through `user`.
-  private static func setReadingCallbacks(_ callbacks: OpaquePointer?) {
-    nghttp2_session_callbacks_set_on_begin_frame_callback(callbacks) { _, header, user in
-      guard let header, let user else { return 0 }
-      return HTTP2Session.with(user) { $0.beginFrame(header.pointee) }
-    }
-    nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, user in
-      // A request's first HEADERS opens the stream; a later one (trailers) keeps what was read.
-      guard let frame, let user, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue),
-        frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST
-      else { return 0 }
-      HTTP2Session.with(user) { me in
-        me.currentEntry = Unmanaged.passUnretained(me.openStream(frame.pointee.hd.stream_id))
-        me.currentStream = frame.pointee.hd.stream_id
-        me.metrics?.count(.h2Streams)
-      }
-      return 0
-    }
-    nghttp2_session_callbacks_set_on_header_callback(callbacks) {
-      _, frame, name, nameLength, value, valueLength, _, user in
-      guard let frame, let user, let name, let value else { return 0 }
-      // Trailer fields are not the request's head (and no route reads them).
-      guard frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST else { return 0 }
-      HTTP2Session.with(user) { $0.field(frame.pointee.hd.stream_id, name, nameLength, value, valueLength) }
-      return 0
-    }
-    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) {
-      _, _, stream, data, length, user in
-      guard let user, let data else { return 0 }
-      HTTP2Session.with(user) { $0.data(stream, UnsafeRawBufferPointer(start: data, count: length)) }
-      return 0
-    }
-    nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, user in
-      guard let frame, let user else { return 0 }
-      HTTP2Session.with(user) { $0.frameReceived(frame.pointee) }
-      return 0
-    }
-    nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(callbacks) { _, frame, _, user in
-      guard let user else { return 0 }
-      HTTP2Session.with(user) { me in
-        me.glitchesSeen += 1
-        // A stream error (REFUSED_STREAM past the concurrency limit among them): the library queues
-        // its RST_STREAM now, and frames the client sent meanwhile are to be ignored, also those
-        // that arrive in this same read, before the reset is sent.
-        if let stream = frame?.pointee.hd.stream_id, stream > 0 { me.frameGuard.reset(stream) }
-      }
-      return 0
-    }
-  }
-
-  /// What the library tells of what it sends and of streams ending: frames sent, DATA payloads
-  /// (written from the response's own bytes), and streams closed.
-  private static func setWritingCallbacks(_ callbacks: OpaquePointer?) {
-    nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { session, frame, user in
-      guard let frame, let user else { return 0 }
-      HTTP2Session.with(user) { $0.frameSent(frame.pointee, session) }
-      return 0
-    }
-    nghttp2_session_callbacks_set_send_data_callback(callbacks) { _, _, header, length, source, user in
-      guard let header, let user, let record = source?.pointee.ptr else {
-        return Int32(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue)
-      }
-      return HTTP2Session.with(user) { me in
-        HTTP2Session.withRecord(record) { me.sendData($0, header, length) }
-      }
-    }
-    nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, stream, _, user in
-      guard let user else { return 0 }
-      HTTP2Session.with(user) { $0.closeStream(stream) }
-      return 0
-    }
+    decoder = HPACK.Decoder(limit: settings.headerTableSize)
+    table = StreamTable(capacity: settings.maxConcurrentStreams)
+    submitSettings()
   }
 
   deinit {
-    pairs?.deallocate()
-    nghttp2_session_del(session)
     budget?.release(open.releaseAll())
+  }
+
+  /// Queues the server's SETTINGS frame (RFC 9113 §3.4: the first frame it sends).
+  private func submitSettings() {
+    let entries: [(UInt16, Int)] = [
+      (0x3, settings.maxConcurrentStreams),  // MAX_CONCURRENT_STREAMS
+      (0x6, settings.maxHeaderListBytes),  // MAX_HEADER_LIST_SIZE
+      (0x4, settings.initialWindowSize),  // INITIAL_WINDOW_SIZE
+      (0x5, settings.maxFrameSize),  // MAX_FRAME_SIZE
+      (0x1, settings.headerTableSize),  // HEADER_TABLE_SIZE
+      // RFC 9218 §2.1: no RFC 7540 priority tree.
+      (0x9, 1),  // SETTINGS_NO_RFC7540_PRIORITIES
+    ]
+    frameHeader(length: 6 * entries.count, type: Frame.settings, flags: 0, stream: 0)
+    for (id, value) in entries {
+      queued.append(UInt8(id >> 8))
+      queued.append(UInt8(id & 0xFF))
+      appendUInt32(UInt32(clamping: value))
+    }
   }
 
   // MARK: streams
 
-  /// A request stream's first HEADERS: its record (a closed stream's, reused, when there is one),
-  /// which the library keeps as the stream's user data.
+  /// A request stream's first HEADERS: its record (a closed stream's, reused, when there is one).
   private func openStream(_ id: Int32) -> HTTP2Stream {
     let record: HTTP2Stream
     if let reused = spare.popLast() {
@@ -259,160 +224,259 @@ final class HTTP2Session {
       record = HTTP2Stream(id: id, bodyLimit: settings.maxBodyBytes)
       recordsMade += 1
     }
-    nghttp2_session_set_stream_user_data(session, id, open.insert(record).toOpaque())
+    record.sendWindow = peerInitialWindow
+    record.receiveWindow = settings.initialWindowSize
+    table.insert(id, open.insert(record))
+    metrics?.count(.h2Streams)
     return record
   }
 
-  /// The record of `stream`, while the library tracks it as a request stream.
+  /// The record of `stream`, while it is open.
   private func record(_ stream: Int32) -> HTTP2Stream? {
-    nghttp2_session_get_stream_user_data(session, stream).map {
-      Unmanaged<HTTP2Stream>.fromOpaque($0).takeUnretainedValue()
-    }
+    table.find(stream)?.takeUnretainedValue()
   }
 
-  /// Calls `body` with the record at `pointer` (the library's stream user data, or a data source's
-  /// pointer), without retaining it: `open` keeps it while the library refers to it.
-  private static func withRecord<R>(_ pointer: UnsafeMutableRawPointer, _ body: (HTTP2Stream) -> R) -> R {
-    Unmanaged<HTTP2Stream>.fromOpaque(pointer)._withUnsafeGuaranteedRef(body)
+  /// Calls `body` with `stream`'s record, unretained, if it is open.
+  private func withRecord<R>(_ stream: Int32, _ body: (HTTP2Stream) -> R) -> R? {
+    guard let found = table.find(stream) else { return nil }
+    return found._withUnsafeGuaranteedRef(body)
   }
 
-  /// Calls `body` with `stream`'s record, unretained, if the library tracks it as a request stream.
-  private func withRecord(_ stream: Int32, _ body: (HTTP2Stream) -> Void) {
-    guard let pointer = nghttp2_session_get_stream_user_data(session, stream) else { return }
-    Self.withRecord(pointer, body)
-  }
-
-  /// The library closed `stream`: what it held of the budget comes back, its record is kept for a
-  /// later stream unless something still refers to it.
+  /// `stream` closed: what it held of the budget comes back, its record is kept for a later stream
+  /// unless something still refers to it.
   private func closeStream(_ stream: Int32) {
-    if currentStream == stream { currentStream = 0 }
     frameGuard.close(stream)
     // A stream reset before it was handed on is never answered (rapid reset: no handler runs).
     if !events.isEmpty { events.removeAll { $0.stream == stream } }
-    guard let pointer = nghttp2_session_get_stream_user_data(session, stream) else { return }
-    var record = open.remove(Unmanaged.fromOpaque(pointer))
-    if record.outgoing != nil { sendingCount -= 1 }
+    guard let reference = table.remove(stream) else { return }
+    var record = open.remove(reference)
+    if record.queuedToSend {
+      sendingList.removeAll { $0.toOpaque() == reference.toOpaque() }
+      record.queuedToSend = false
+    }
+    if record.outgoing != nil { record.outgoing = nil }
     if record.reserved > 0 { budget?.release(record.reserved) }
     record.receiving = false
-    record.outgoing = nil
-    record.answerKept = nil
     record.body = []
-    if spare.count < Self.spareLimit && isKnownUniquelyReferenced(&record) { spare.append(record) }
+    guard isKnownUniquelyReferenced(&record) else { return }
+    if spare.count < Self.spareLimit {
+      spare.append(record)
+    } else {
+      // Freed once the call that closed it returns: callers may still hold it unretained.
+      retiring.append(record)
+    }
   }
 
-  /// Calls `body` with the session `user` points at, without retaining it: the library calls back
-  /// only from within the session's own calls, so the session is alive throughout.
-  private static func with<R>(_ user: UnsafeMutableRawPointer, _ body: (HTTP2Session) -> R) -> R {
-    Unmanaged<HTTP2Session>.fromOpaque(user)._withUnsafeGuaranteedRef(body)
+  /// Closed streams' records past `spare`, freed at the end of the public call that closed them.
+  private var retiring: [HTTP2Stream] = []
+
+  /// `entry`'s two sides have ended: it closes at the next `output`.
+  private func bothEnded(_ entry: HTTP2Stream) {
+    ending.append(entry.id)
   }
 
   // MARK: reading
 
-  /// Every frame's header, before its payload: header blocks are bounded here (the library
-  /// gathers CONTINUATION frames without limit).
-  private func beginFrame(_ header: nghttp2_frame_hd) -> Int32 {
-    let endHeaders = header.flags & UInt8(NGHTTP2_FLAG_END_HEADERS.rawValue) != 0
-    switch Int(header.type) {
-    case Int(NGHTTP2_HEADERS.rawValue):
-      if let code = frameGuard.error(
-        isData: false, stream: header.stream_id, lastOpened: lastOpened, state: state(of: header.stream_id))
-      {
-        violation = code
-        return Int32(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue)
+  /// Feeds bytes from the peer that arrived at `now`; false when the connection must close (a
+  /// protocol error, a flood: a GOAWAY is queued, which `output` still returns).
+  func received(_ bytes: UnsafeRawBufferPointer, now: Instant) -> Bool {
+    guard !failed else { return false }
+    var input = bytes
+    if prefaceLeft > 0 {
+      let n = min(prefaceLeft, input.count)
+      let expected = UnsafeRawBufferPointer(
+        start: Self.preface.utf8Start + (24 - prefaceLeft), count: n)
+      guard UnsafeRawBufferPointer(rebasing: input[..<n]).elementsEqual(expected) else {
+        terminate(NGHTTP2_PROTOCOL_ERROR)
+        return false
       }
-      blockFrames = 0
-      blockBytes = header.length
-      openHeaderBlock = endHeaders ? nil : header.stream_id
-    case Int(NGHTTP2_CONTINUATION.rawValue):
-      blockFrames += 1
-      blockBytes += header.length
-      if endHeaders { openHeaderBlock = nil }
-    default:
-      return 0
+      prefaceLeft -= n
+      input = UnsafeRawBufferPointer(rebasing: input[n...])
     }
-    // A block's bytes never need to pass the field limit by more than HPACK's framing and padding.
-    guard blockFrames <= settings.maxContinuationFrames, blockBytes <= settings.maxHeaderListBytes + 256
-    else {
-      calmedDown = true
-      return Int32(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue)
+    readFrames(input)
+    retiring.removeAll()
+    countGlitches(now: now)
+    if calmedDown {
+      terminate(NGHTTP2_ENHANCE_YOUR_CALM)
+    } else if let violation {
+      terminate(nghttp2_error_code(violation))
     }
-    return 0
+    return !failed
   }
 
-  private func field(
-    _ stream: Int32, _ name: UnsafePointer<UInt8>, _ nameLength: Int, _ value: UnsafePointer<UInt8>,
-    _ valueLength: Int
-  ) {
-    // The header block being decoded is the one just begun (no lookup per field).
-    if currentStream == stream, let current = currentEntry {
-      current._withUnsafeGuaranteedRef { field($0, name, nameLength, value, valueLength) }
-    } else {
-      withRecord(stream) { field($0, name, nameLength, value, valueLength) }
+  /// Reads every whole frame in `input` (after any kept from the last read), keeping the rest.
+  private func readFrames(_ input: UnsafeRawBufferPointer) {
+    var at = 0
+    if !partial.isEmpty {
+      // Complete the kept frame first: its header, then its payload.
+      let need = partial.count < 9 ? 9 - partial.count : 0
+      let headerPart = min(need, input.count)
+      partial.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[..<headerPart]))
+      at = headerPart
+      guard partial.count >= 9 else { return }
+      let length = Int(partial[0]) << 16 | Int(partial[1]) << 8 | Int(partial[2])
+      guard length <= settings.maxFrameSize else {
+        violation = NGHTTP2_FRAME_SIZE_ERROR.rawValue
+        return
+      }
+      let take = min(9 + length - partial.count, input.count - at)
+      partial.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[at..<(at + take)]))
+      at += take
+      guard partial.count == 9 + length else { return }
+      let whole = partial
+      partial.removeAll(keepingCapacity: false)
+      guard whole.withUnsafeBytes({ frame($0) }) else { return }
     }
-  }
-
-  private func field(
-    _ entry: HTTP2Stream, _ name: UnsafePointer<UInt8>, _ nameLength: Int, _ value: UnsafePointer<UInt8>,
-    _ valueLength: Int
-  ) {
-    guard entry.receiving, !entry.fieldsTooLarge else { return }
-    entry.fieldBytes += nameLength + valueLength + 32
-    let pseudo = nameLength > 0 && name[0] == UInt8(ascii: ":")
-    if !pseudo { entry.fieldCount += 1 }
-    // Past a bound the block is still decoded (HPACK's state must stay in step) but not kept.
-    if entry.fieldBytes > settings.maxHeaderListBytes || entry.fieldCount > settings.maxHeaderCount {
-      entry.fieldsTooLarge = true
-      entry.dropFields()
-      return
+    while violation == nil && !calmedDown {
+      let left = input.count - at
+      guard left >= 9 else { break }
+      let length = Int(input[at]) << 16 | Int(input[at + 1]) << 8 | Int(input[at + 2])
+      guard length <= settings.maxFrameSize else {
+        violation = NGHTTP2_FRAME_SIZE_ERROR.rawValue
+        return
+      }
+      guard left >= 9 + length else { break }
+      guard frame(UnsafeRawBufferPointer(rebasing: input[at..<(at + 9 + length)])) else { return }
+      at += 9 + length
     }
-    guard pseudo else {
-      // The library has checked names (lower case, token characters) and values.
-      let v = entry.addField(name, nameLength, value, valueLength)
-      if nameLength == 4 && memcmp(name, "host", 4) == 0 && entry.host == nil { entry.host = v }
-      if nameLength == 6 && memcmp(name, "cookie", 6) == 0 { entry.cookies += 1 }
-      return
-    }
-    switch (nameLength, name[1]) {
-    case (7, UInt8(ascii: "m")): entry.method = Self.method(value, valueLength)
-    case (5, UInt8(ascii: "p")): entry.target = entry.append(value, valueLength)
-    case (10, UInt8(ascii: "a")): entry.authority = entry.append(value, valueLength)
-    default: break  // :scheme (the library checked the pseudo-fields' names and presence)
+    if violation == nil && !calmedDown && at < input.count {
+      partial.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[at...]))
     }
   }
 
-  /// The method: the common ones without making a string.
-  private static func method(_ value: UnsafePointer<UInt8>, _ length: Int) -> HTTPMethod {
-    switch length {
-    case 3 where memcmp(value, "GET", 3) == 0: .get
-    case 4 where memcmp(value, "HEAD", 4) == 0: .head
-    case 4 where memcmp(value, "POST", 4) == 0: .post
-    default: HTTPMethod(String(decoding: UnsafeBufferPointer(start: value, count: length), as: UTF8.self))
+  /// One whole frame (header and payload); false when it broke the connection.
+  private func frame(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    let type = bytes[3]
+    let flags = bytes[4]
+    let stream =
+      Int32(
+        bitPattern: (UInt32(bytes[5]) << 24 | UInt32(bytes[6]) << 16 | UInt32(bytes[7]) << 8
+          | UInt32(bytes[8])))
+      & 0x7FFF_FFFF
+    let payload = UnsafeRawBufferPointer(rebasing: bytes[9...])
+    // §6.10: while a header block is open, only its CONTINUATION frames may come.
+    if let blockStream = openHeaderBlock, type != Frame.continuation || stream != blockStream {
+      return connectionError(NGHTTP2_PROTOCOL_ERROR)
+    }
+    if !settingsSeen {
+      guard type == Frame.settings, flags & Frame.ack == 0 else {
+        return connectionError(NGHTTP2_PROTOCOL_ERROR)
+      }
+      settingsSeen = true
+    }
+    switch type {
+    case Frame.data: return data(flags, stream, payload)
+    case Frame.headers: return headers(flags, stream, payload)
+    case Frame.priority: return priority(stream, payload)
+    case Frame.rstStream: return resetReceived(stream, payload)
+    case Frame.settings: return settingsReceived(flags, stream, payload)
+    case Frame.pushPromise: return connectionError(NGHTTP2_PROTOCOL_ERROR)
+    case Frame.ping: return ping(flags, stream, payload)
+    case Frame.goaway: return goawayReceived(stream, payload)
+    case Frame.windowUpdate: return windowUpdate(stream, payload)
+    case Frame.continuation: return continuation(flags, stream, payload)
+    default: return true  // §5.5: unknown frame types are ignored
     }
   }
 
-  private func data(_ stream: Int32, _ bytes: UnsafeRawBufferPointer) {
-    withRecord(stream) { data($0, stream, bytes) }
+  private func connectionError(_ code: nghttp2_error_code) -> Bool {
+    violation = code.rawValue
+    return false
   }
 
-  private func data(_ entry: HTTP2Stream, _ stream: Int32, _ bytes: UnsafeRawBufferPointer) {
+  /// The payload without its padding (§6.1, §6.2); nil when the padding is longer than the frame.
+  private func unpadded(_ flags: UInt8, _ payload: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
+    guard flags & Frame.padded != 0 else { return payload }
+    guard payload.count >= 1 else { return nil }
+    let pad = Int(payload[0])
+    guard pad < payload.count else { return nil }
+    return UnsafeRawBufferPointer(rebasing: payload[1..<(payload.count - pad)])
+  }
+
+  // MARK: DATA
+
+  private func data(_ flags: UInt8, _ stream: Int32, _ payload: UnsafeRawBufferPointer) -> Bool {
+    guard stream != 0 else { return connectionError(NGHTTP2_PROTOCOL_ERROR) }
+    guard stream <= lastOpened else { return connectionError(NGHTTP2_PROTOCOL_ERROR) }  // idle (§5.1)
+    // The connection's window counts every DATA frame, padding too (§6.9.1).
+    guard payload.count <= receiveWindow else { return connectionError(NGHTTP2_FLOW_CONTROL_ERROR) }
+    receiveWindow -= payload.count
+    receiveConsumed += payload.count
+    let endStream = flags & Frame.endStream != 0
+    if payload.isEmpty && !endStream { glitchesSeen += 1 }
+    guard let body = unpadded(flags, payload) else { return connectionError(NGHTTP2_PROTOCOL_ERROR) }
+    guard let found = table.find(stream) else {
+      updateConnectionWindow()
+      if let code = frameGuard.error(isData: true, stream: stream, lastOpened: lastOpened, state: .unknown) {
+        violation = code
+        return false
+      }
+      return true
+    }
+    let ok = found._withUnsafeGuaranteedRef { entry -> Bool in
+      guard !entry.remoteEnded else {
+        // Half-closed (remote): a stream error (§5.1), unless this server reset it.
+        if !frameGuard.isReset(stream) { streamError(entry, NGHTTP2_STREAM_CLOSED) }
+        return true
+      }
+      guard payload.count <= entry.receiveWindow else {
+        streamError(entry, NGHTTP2_FLOW_CONTROL_ERROR)
+        return true
+      }
+      entry.receiveWindow -= payload.count
+      entry.receiveConsumed += payload.count
+      entry.dataReceived += body.count
+      if let length = entry.contentLength,
+        entry.dataReceived > length || (endStream && entry.dataReceived != length)
+      {
+        // §8.1.1: a body that disagrees with its content-length is malformed.
+        streamError(entry, NGHTTP2_PROTOCOL_ERROR)
+        return true
+      }
+      if !body.isEmpty { received(entry, body) }
+      if endStream {
+        entry.remoteEnded = true
+        if entry.receiving { complete(entry) }
+        if entry.answerEnded { bothEnded(entry) }
+      } else if entry.receiving && entry.receiveConsumed >= settings.initialWindowSize / 2 {
+        windowUpdateFrame(stream: stream, increment: entry.receiveConsumed)
+        entry.receiveWindow += entry.receiveConsumed
+        entry.receiveConsumed = 0
+      }
+      return true
+    }
+    updateConnectionWindow()
+    return ok
+  }
+
+  /// Opens the connection's window again once half of it is spent.
+  private func updateConnectionWindow() {
+    guard receiveConsumed >= 32768 else { return }
+    windowUpdateFrame(stream: 0, increment: receiveConsumed)
+    receiveWindow += receiveConsumed
+    receiveConsumed = 0
+  }
+
+  /// A request body's bytes on `entry`.
+  private func received(_ entry: HTTP2Stream, _ bytes: UnsafeRawBufferPointer) {
     guard entry.receiving else { return }
     guard !entry.discarding else {
       entry.dropped += bytes.count
       // More than the window the stream was given: the client means to send a large body. Past
       // twice that with the answer still not whole (the client does not read it), the stream is
-      // reset at once (CANCEL): the library's window updates would keep the body coming.
+      // reset at once (CANCEL): window updates would keep the body coming.
       if entry.dropped > 2 * settings.initialWindowSize && entry.answered && !entry.answerEnded {
         entry.resetAfterAnswer = false
         entry.receiving = false
-        nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream, NGHTTP2_CANCEL.rawValue)
+        resetStream(entry.id, NGHTTP2_CANCEL)
       } else if entry.dropped > settings.initialWindowSize {
-        wantReset(stream, entry)
+        wantReset(entry)
       }
       return
     }
     if !entry.progressed {
       entry.progressed = true
-      progressed.append(stream)
+      progressed.append(entry.id)
     }
     guard entry.body.count + bytes.count <= entry.bodyLimit else {
       entry.discarding = true
@@ -434,54 +498,279 @@ final class HTTP2Session {
     entry.body.append(contentsOf: bytes)
   }
 
-  private func frameReceived(_ frame: nghttp2_frame) {
-    let type = frame.hd.type
-    let endStream = frame.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
-    switch Int(type) {
-    case Int(NGHTTP2_RST_STREAM.rawValue):
-      metrics?.count(.h2ResetsReceived)
-      glitchesSeen += 1
-    case Int(NGHTTP2_PING.rawValue), Int(NGHTTP2_SETTINGS.rawValue), Int(NGHTTP2_PRIORITY_UPDATE.rawValue):
-      glitchesSeen += 1
-    case Int(NGHTTP2_WINDOW_UPDATE.rawValue):
-      // A client opens windows while it receives a body (many, for a large one): only updates
-      // while nothing is being sent count.
-      if sendingCount == 0 { glitchesSeen += 1 }
-    case Int(NGHTTP2_DATA.rawValue) where frame.hd.length == 0 && !endStream:
-      glitchesSeen += 1
-    case Int(NGHTTP2_HEADERS.rawValue):
-      openHeaderBlock = nil
-      let stream = frame.hd.stream_id
-      let decoded = currentStream == stream ? currentEntry : nil
-      currentStream = 0
-      guard frame.headers.cat == NGHTTP2_HCAT_REQUEST else { break }
-      if let decoded {
-        decoded._withUnsafeGuaranteedRef { headersEnded($0, stream, endStream: endStream) }
-      } else {
-        withRecord(stream) { headersEnded($0, stream, endStream: endStream) }
+  // MARK: HEADERS and CONTINUATION
+
+  private func headers(_ flags: UInt8, _ stream: Int32, _ payload: UnsafeRawBufferPointer) -> Bool {
+    guard stream != 0, stream & 1 == 1 else { return connectionError(NGHTTP2_PROTOCOL_ERROR) }
+    guard var fragment = unpadded(flags, payload) else { return connectionError(NGHTTP2_PROTOCOL_ERROR) }
+    var dependsOnItself = false
+    if flags & Frame.priorityFlag != 0 {
+      guard fragment.count >= 5 else { return connectionError(NGHTTP2_FRAME_SIZE_ERROR) }
+      let dependency =
+        (UInt32(fragment[0]) << 24 | UInt32(fragment[1]) << 16 | UInt32(fragment[2]) << 8
+          | UInt32(fragment[3]))
+        & 0x7FFF_FFFF
+      dependsOnItself = dependency == UInt32(stream)
+      fragment = UnsafeRawBufferPointer(rebasing: fragment[5...])
+    }
+    // HEADERS on a number at or below one already opened: trailers of an open stream, or §5.1.1.
+    if stream <= lastOpened && table.find(stream) == nil {
+      if let code = frameGuard.error(isData: false, stream: stream, lastOpened: lastOpened, state: .unknown) {
+        violation = code
+        return false
       }
+    }
+    blockEndStream = flags & Frame.endStream != 0
+    blockFrames = 0
+    if dependsOnItself {
+      pendingSelfDependency = stream
+    }
+    guard flags & Frame.endHeaders != 0 else {
+      guard fragment.count <= settings.maxHeaderListBytes + 256 else {
+        calmedDown = true
+        return false
+      }
+      openHeaderBlock = stream
+      block.removeAll(keepingCapacity: true)
+      block.append(contentsOf: fragment)
+      return true
+    }
+    return headerBlock(stream, fragment)
+  }
+
+  /// A stream whose HEADERS named itself as its dependency (§5.3.1): a stream error once its block
+  /// is decoded.
+  private var pendingSelfDependency: Int32 = 0
+
+  private func continuation(_ flags: UInt8, _ stream: Int32, _ payload: UnsafeRawBufferPointer) -> Bool {
+    guard openHeaderBlock == stream else { return connectionError(NGHTTP2_PROTOCOL_ERROR) }
+    blockFrames += 1
+    // A block's bytes never need to pass the field limit by more than HPACK's framing and padding.
+    guard blockFrames <= settings.maxContinuationFrames,
+      block.count + payload.count <= settings.maxHeaderListBytes + 256
+    else {
+      calmedDown = true
+      return false
+    }
+    block.append(contentsOf: payload)
+    guard flags & Frame.endHeaders != 0 else { return true }
+    openHeaderBlock = nil
+    let whole = block
+    defer { block.removeAll(keepingCapacity: false) }
+    return whole.withUnsafeBytes { headerBlock(stream, $0) }
+  }
+
+  /// A whole header block on `stream`: a new request, trailers, or a block to decode and drop (a
+  /// stream this server reset or refused): HPACK's state must stay in step either way.
+  private func headerBlock(_ stream: Int32, _ fragment: UnsafeRawBufferPointer) -> Bool {
+    let endStream = blockEndStream
+    let selfDependent = pendingSelfDependency == stream
+    pendingSelfDependency = 0
+    if let found = table.find(stream) {
+      return found._withUnsafeGuaranteedRef { trailers($0, endStream, fragment) }
+    }
+    guard stream > lastOpened else { return decodeDropped(fragment) }  // a stream reset or closed
+    lastOpened = stream
+    if goawayLastStream != nil || goawayReceived || selfDependent
+      || open.count >= settings.maxConcurrentStreams
+    {
+      guard decodeDropped(fragment) else { return false }
+      if selfDependent {
+        glitchesSeen += 1
+        resetStream(stream, NGHTTP2_PROTOCOL_ERROR)
+      } else if goawayLastStream == nil && !goawayReceived {
+        // Past the concurrency limit (§5.1.2).
+        glitchesSeen += 1
+        resetStream(stream, NGHTTP2_REFUSED_STREAM)
+      }
+      return true
+    }
+    let entry = openStream(stream)
+    do {
+      try decoder.decode(fragment) { name, value in field(entry, name, value) }
+    } catch {
+      return connectionError(NGHTTP2_COMPRESSION_ERROR)
+    }
+    headersEnded(entry, endStream: endStream)
+    return true
+  }
+
+  private func decodeDropped(_ fragment: UnsafeRawBufferPointer) -> Bool {
+    do {
+      try decoder.decode(fragment) { _, _ in }
+      return true
+    } catch {
+      return connectionError(NGHTTP2_COMPRESSION_ERROR)
+    }
+  }
+
+  /// A second header block on an open stream: trailers (§8.1), which end the request; no route reads
+  /// them, but they must be well formed.
+  private func trailers(_ entry: HTTP2Stream, _ endStream: Bool, _ fragment: UnsafeRawBufferPointer) -> Bool {
+    var broken = false
+    do {
+      try decoder.decode(fragment) { name, value in
+        if name.first == UInt8(ascii: ":") || !Self.validName(name) || !Self.validValue(value) {
+          broken = true
+        }
+      }
+    } catch {
+      return connectionError(NGHTTP2_COMPRESSION_ERROR)
+    }
+    guard !entry.remoteEnded else {
+      if !frameGuard.isReset(entry.id) { streamError(entry, NGHTTP2_STREAM_CLOSED) }
+      return true
+    }
+    guard endStream, !broken else {
+      streamError(entry, NGHTTP2_PROTOCOL_ERROR)
+      return true
+    }
+    if let length = entry.contentLength, length != entry.dataReceived {
+      streamError(entry, NGHTTP2_PROTOCOL_ERROR)
+      return true
+    }
+    entry.remoteEnded = true
+    if entry.receiving { complete(entry) }
+    if entry.answerEnded { bothEnded(entry) }
+    return true
+  }
+
+  /// Pseudo-fields, one bit each.
+  private static let methodBit: UInt8 = 1
+  private static let schemeBit: UInt8 = 2
+  private static let pathBit: UInt8 = 4
+  private static let authorityBit: UInt8 = 8
+
+  /// One field of a request's header block, checked (§8.2, §8.3) and kept in `entry`.
+  private func field(
+    _ entry: HTTP2Stream, _ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>
+  ) {
+    guard !entry.malformed else { return }
+    guard let first = name.first else {
+      entry.malformed = true
       return
+    }
+    guard Self.validValue(value) else {
+      entry.malformed = true
+      return
+    }
+    entry.fieldBytes += name.count + value.count + 32
+    let pseudo = first == UInt8(ascii: ":")
+    if !pseudo { entry.fieldCount += 1 }
+    if pseudo {
+      pseudoField(entry, name, value)
+    } else {
+      regularField(entry, name, value)
+    }
+  }
+
+  private func pseudoField(
+    _ entry: HTTP2Stream, _ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>
+  ) {
+    let bit: UInt8
+    switch name.count {
+    case 7 where memcmp(name.baseAddress!, ":method", 7) == 0: bit = Self.methodBit
+    case 7 where memcmp(name.baseAddress!, ":scheme", 7) == 0: bit = Self.schemeBit
+    case 5 where memcmp(name.baseAddress!, ":path", 5) == 0: bit = Self.pathBit
+    case 10 where memcmp(name.baseAddress!, ":authority", 10) == 0: bit = Self.authorityBit
+    default: bit = 0
+    }
+    // Unknown, repeated, or after a regular field: malformed (§8.3).
+    guard bit != 0, entry.pseudoSeen & bit == 0, !entry.regularSeen,
+      !value.isEmpty || bit == Self.authorityBit
+    else {
+      entry.malformed = true
+      return
+    }
+    entry.pseudoSeen |= bit
+    guard !entry.fieldsTooLarge else { return }
+    if entry.fieldBytes > settings.maxHeaderListBytes {
+      tooLarge(entry)
+      return
+    }
+    let base = value.baseAddress!
+    switch bit {
+    case Self.methodBit:
+      guard value.allSatisfy(Self.isToken) else {
+        entry.malformed = true
+        return
+      }
+      entry.method = Self.method(base, value.count)
+    case Self.pathBit:
+      guard value.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+        entry.malformed = true
+        return
+      }
+      entry.target = entry.append(base, value.count)
+    case Self.authorityBit:
+      guard value.allSatisfy(Self.isAuthority) else {
+        entry.malformed = true
+        return
+      }
+      entry.authority = entry.append(base, value.count)
     default:
       break
     }
-    guard type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue), endStream else {
-      return
-    }
-    withRecord(frame.hd.stream_id) { if $0.receiving { complete($0) } }
   }
 
-  /// A request's header block ended on `stream` (`endStream`: and its request).
-  private func headersEnded(_ entry: HTTP2Stream, _ stream: Int32, endStream: Bool) {
-    guard entry.receiving else { return }
-    if entry.authorityDisagrees {
-      // RFC 9113 §8.3.1: `host` and `:authority` must name the same; a request whose two differ
-      // is malformed (§8.1.1), never answered on either, never forwarded.
-      entry.receiving = false
-      glitchesSeen += 1
-      nghttp2_submit_rst_stream(
-        session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream, NGHTTP2_PROTOCOL_ERROR.rawValue)
+  private func regularField(
+    _ entry: HTTP2Stream, _ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>
+  ) {
+    entry.regularSeen = true
+    guard Self.validName(name), !Self.connectionSpecific(name, value) else {
+      entry.malformed = true
       return
-    } else if entry.fieldsTooLarge {
+    }
+    if name.count == 14 && memcmp(name.baseAddress!, "content-length", 14) == 0 {
+      guard let length = Self.decimal(value), entry.contentLength == nil || entry.contentLength == length
+      else {
+        entry.malformed = true
+        return
+      }
+      entry.contentLength = length
+    }
+    guard !entry.fieldsTooLarge else { return }
+    // Past a bound the block is still decoded (HPACK's state must stay in step) but not kept.
+    if entry.fieldBytes > settings.maxHeaderListBytes || entry.fieldCount > settings.maxHeaderCount {
+      tooLarge(entry)
+      return
+    }
+    let v = entry.addField(name.baseAddress!, name.count, value.baseAddress ?? name.baseAddress!, value.count)
+    if name.count == 4 && memcmp(name.baseAddress!, "host", 4) == 0 && entry.host == nil { entry.host = v }
+    if name.count == 6 && memcmp(name.baseAddress!, "cookie", 6) == 0 { entry.cookies += 1 }
+  }
+
+  private func tooLarge(_ entry: HTTP2Stream) {
+    entry.fieldsTooLarge = true
+    entry.dropFields()
+  }
+
+  /// A request's header block ended on `entry` (`endStream`: and its request).
+  private func headersEnded(_ entry: HTTP2Stream, endStream: Bool) {
+    let required = Self.methodBit | Self.schemeBit | Self.pathBit
+    let isConnect = entry.method == .connect
+    if !entry.malformed && !isConnect && entry.pseudoSeen & required != required { entry.malformed = true }
+    if !entry.malformed, isConnect,
+      entry.pseudoSeen & Self.authorityBit == 0 || entry.pseudoSeen & (Self.schemeBit | Self.pathBit) != 0
+    {
+      entry.malformed = true
+    }
+    if !entry.malformed, let target = entry.target, !entry.fieldsTooLarge {
+      // §8.3.1: a path begins with "/", or is "*" for OPTIONS.
+      let startsWithSlash = entry.targetFirstByte == UInt8(ascii: "/")
+      let asterisk =
+        target.count == 1 && entry.targetFirstByte == UInt8(ascii: "*") && entry.method == .options
+      if !startsWithSlash && !asterisk { entry.malformed = true }
+    }
+    if !entry.malformed, endStream, let length = entry.contentLength, length != 0 { entry.malformed = true }
+    if entry.malformed || entry.authorityDisagrees {
+      // RFC 9113 §8.1.1: a malformed request is a stream error; §8.3.1: `host` and `:authority`
+      // must name the same; never answered on either, never forwarded.
+      glitchesSeen += 1
+      streamError(entry, NGHTTP2_PROTOCOL_ERROR)
+      return
+    }
+    if entry.fieldsTooLarge {
       entry.discarding = true
       entry.resetWanted = true
       events.append(.fieldsTooLarge(entry))
@@ -489,13 +778,10 @@ final class HTTP2Session {
       entry.headFirst = true
       events.append(.head(entry))
     }
-    if endStream { complete(entry) }
-  }
-
-  /// The record of `stream` while the client may still send on it.
-  private func receiving(_ stream: Int32) -> HTTP2Stream? {
-    guard let entry = record(stream), entry.receiving else { return nil }
-    return entry
+    if endStream {
+      entry.remoteEnded = true
+      complete(entry)
+    }
   }
 
   /// A stream's request is complete.
@@ -506,40 +792,116 @@ final class HTTP2Session {
     events.append(.request(entry, headFirst: entry.headFirst))
   }
 
-  /// Feeds bytes from the peer that arrived at `now`; false when the connection must close (a
-  /// protocol error, a flood: a GOAWAY is queued, which `output` still returns).
-  func received(_ bytes: UnsafeRawBufferPointer, now: Instant) -> Bool {
-    guard !failed, let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return !failed }
-    // Each DATA frame is checked before the library reads it (`HTTP2FrameGuard`), and PRIORITY
-    // frames, which it skips unread (`HTTP2FrameHeaders`).
-    var fed = 0
-    var n = 0
-    frameHeaders.forEach(in: bytes) { start, found in
-      if case .priority = found {
-        glitchesSeen += 1
-        return true
-      }
-      if start > fed {
-        n = nghttp2_session_mem_recv(session, base + fed, start - fed)
-        guard n >= 0 else { return false }
-        fed = start
-      }
-      switch found {
-      case .data(let stream):
-        violation = frameGuard.error(
-          isData: true, stream: stream, lastOpened: lastOpened, state: state(of: stream))
-      case .malformed(let code): violation = code
-      case .priority: break
-      }
-      return violation == nil
+  // MARK: the other frames
+
+  private func priority(_ stream: Int32, _ payload: UnsafeRawBufferPointer) -> Bool {
+    guard stream != 0 else { return connectionError(NGHTTP2_PROTOCOL_ERROR) }
+    guard payload.count == 5 else { return connectionError(NGHTTP2_FRAME_SIZE_ERROR) }
+    let dependency =
+      (UInt32(payload[0]) << 24 | UInt32(payload[1]) << 16 | UInt32(payload[2]) << 8 | UInt32(payload[3]))
+      & 0x7FFF_FFFF
+    guard dependency != UInt32(stream) else { return connectionError(NGHTTP2_PROTOCOL_ERROR) }
+    glitchesSeen += 1
+    return true
+  }
+
+  private func resetReceived(_ stream: Int32, _ payload: UnsafeRawBufferPointer) -> Bool {
+    guard stream != 0 else { return connectionError(NGHTTP2_PROTOCOL_ERROR) }
+    guard payload.count == 4 else { return connectionError(NGHTTP2_FRAME_SIZE_ERROR) }
+    guard stream <= lastOpened else { return connectionError(NGHTTP2_PROTOCOL_ERROR) }  // idle
+    metrics?.count(.h2ResetsReceived)
+    glitchesSeen += 1
+    // The client's own reset: frames it sent before are not answered; a stream this server
+    // forgets, so later DATA on it is STREAM_CLOSED (§5.1).
+    if table.find(stream) != nil { closeStream(stream) }
+    return true
+  }
+
+  private func settingsReceived(_ flags: UInt8, _ stream: Int32, _ payload: UnsafeRawBufferPointer) -> Bool {
+    guard stream == 0 else { return connectionError(NGHTTP2_PROTOCOL_ERROR) }
+    glitchesSeen += 1
+    if flags & Frame.ack != 0 {
+      guard payload.isEmpty else { return connectionError(NGHTTP2_FRAME_SIZE_ERROR) }
+      return true
     }
-    if n >= 0 && violation == nil && fed < bytes.count {
-      n = nghttp2_session_mem_recv(session, base + fed, bytes.count - fed)
+    guard payload.count % 6 == 0 else { return connectionError(NGHTTP2_FRAME_SIZE_ERROR) }
+    var at = 0
+    while at < payload.count {
+      let id = UInt16(payload[at]) << 8 | UInt16(payload[at + 1])
+      let value = Int(
+        UInt32(payload[at + 2]) << 24 | UInt32(payload[at + 3]) << 16 | UInt32(payload[at + 4]) << 8
+          | UInt32(payload[at + 5]))
+      at += 6
+      switch id {
+      case 0x1: tableSizeUpdate = true  // HEADER_TABLE_SIZE
+      case 0x2: guard value <= 1 else { return connectionError(NGHTTP2_PROTOCOL_ERROR) }  // ENABLE_PUSH
+      case 0x4:  // INITIAL_WINDOW_SIZE: every stream's window moves by the change (§6.9.2)
+        guard value <= Self.maxWindow else { return connectionError(NGHTTP2_FLOW_CONTROL_ERROR) }
+        let delta = value - peerInitialWindow
+        peerInitialWindow = value
+        var overflow = false
+        open.forEach { entry in
+          entry.sendWindow += delta
+          if entry.sendWindow > Self.maxWindow { overflow = true }
+        }
+        if overflow { return connectionError(NGHTTP2_FLOW_CONTROL_ERROR) }
+      case 0x5:  // MAX_FRAME_SIZE
+        guard value >= 16384 && value <= 16_777_215 else { return connectionError(NGHTTP2_PROTOCOL_ERROR) }
+        peerMaxFrame = value
+      case 0x9:  // NO_RFC7540_PRIORITIES (RFC 9218 §2.1)
+        guard value <= 1 else { return connectionError(NGHTTP2_PROTOCOL_ERROR) }
+      default: break
+      }
     }
-    // The library's own bounds on floods (CONTINUATION frames, queued control frames).
-    if n == Int(NGHTTP2_ERR_FLOODED.rawValue) || n == Int(NGHTTP2_ERR_TOO_MANY_CONTINUATIONS.rawValue) {
-      calmedDown = true
+    frameHeader(length: 0, type: Frame.settings, flags: Frame.ack, stream: 0)
+    return true
+  }
+
+  private func ping(_ flags: UInt8, _ stream: Int32, _ payload: UnsafeRawBufferPointer) -> Bool {
+    guard stream == 0 else { return connectionError(NGHTTP2_PROTOCOL_ERROR) }
+    guard payload.count == 8 else { return connectionError(NGHTTP2_FRAME_SIZE_ERROR) }
+    glitchesSeen += 1
+    guard flags & Frame.ack == 0 else { return true }
+    frameHeader(length: 8, type: Frame.ping, flags: Frame.ack, stream: 0)
+    queued.append(contentsOf: payload)
+    return true
+  }
+
+  private func goawayReceived(_ stream: Int32, _ payload: UnsafeRawBufferPointer) -> Bool {
+    guard stream == 0 else { return connectionError(NGHTTP2_PROTOCOL_ERROR) }
+    guard payload.count >= 8 else { return connectionError(NGHTTP2_FRAME_SIZE_ERROR) }
+    goawayReceived = true
+    return true
+  }
+
+  private func windowUpdate(_ stream: Int32, _ payload: UnsafeRawBufferPointer) -> Bool {
+    guard payload.count == 4 else { return connectionError(NGHTTP2_FRAME_SIZE_ERROR) }
+    let increment = Int(
+      (UInt32(payload[0]) << 24 | UInt32(payload[1]) << 16 | UInt32(payload[2]) << 8 | UInt32(payload[3]))
+        & 0x7FFF_FFFF)
+    // A client opens windows while it receives a body (many, for a large one): only updates while
+    // nothing is being sent count.
+    if sendingList.isEmpty { glitchesSeen += 1 }
+    guard stream != 0 else {
+      guard increment > 0 else { return connectionError(NGHTTP2_PROTOCOL_ERROR) }
+      sendWindow += increment
+      guard sendWindow <= Self.maxWindow else { return connectionError(NGHTTP2_FLOW_CONTROL_ERROR) }
+      return true
     }
+    guard stream <= lastOpened else { return connectionError(NGHTTP2_PROTOCOL_ERROR) }  // idle
+    withRecord(stream) { entry in
+      guard increment > 0 else {
+        streamError(entry, NGHTTP2_PROTOCOL_ERROR)
+        return
+      }
+      entry.sendWindow += increment
+      if entry.sendWindow > Self.maxWindow { streamError(entry, NGHTTP2_FLOW_CONTROL_ERROR) }
+    }
+    return true
+  }
+
+  /// Counts this read's glitches against the budget.
+  private func countGlitches(now: Instant) {
     if glitchesSeen > 0 {
       let elapsed = lastRefill.map { Double(now.nanoseconds &- $0.nanoseconds) / 1e9 } ?? 0
       lastRefill = now
@@ -551,16 +913,26 @@ final class HTTP2Session {
     } else if lastRefill == nil {
       lastRefill = now
     }
-    if calmedDown {
-      terminate(NGHTTP2_ENHANCE_YOUR_CALM)
-    } else if let violation {
-      terminate(nghttp2_error_code(violation))
-    } else if n < 0 {
-      // RFC 9113 §3.4, §5.4.1: say why before closing (the library has not always queued it:
-      // not for a bad connection preface).
-      terminate(NGHTTP2_PROTOCOL_ERROR)
-    }
-    return !failed
+  }
+
+  // MARK: errors and resets
+
+  /// A stream error (§5.4.2): RST_STREAM with `code`; the stream is closed.
+  private func streamError(_ entry: HTTP2Stream, _ code: nghttp2_error_code) {
+    entry.receiving = false
+    entry.resetAfterAnswer = false
+    glitchesSeen += 1
+    resetStream(entry.id, code)
+  }
+
+  /// Sends RST_STREAM on `stream` and closes it (frames the client sent before it learns of it are
+  /// ignored).
+  private func resetStream(_ stream: Int32, _ code: nghttp2_error_code) {
+    frameHeader(length: 4, type: Frame.rstStream, flags: 0, stream: stream)
+    appendUInt32(code.rawValue)
+    frameGuard.reset(stream)
+    metrics?.count(.h2ResetsSent)
+    if table.find(stream) != nil { closeStream(stream) }
   }
 
   /// Ends the connection: GOAWAY with `code`, no stream answered from now on.
@@ -568,7 +940,20 @@ final class HTTP2Session {
     guard !failed else { return }
     failed = true
     events.removeAll()
-    nghttp2_session_terminate_session(session, code.rawValue)
+    goaway(code.rawValue)
+  }
+
+  private func goaway(_ code: UInt32) {
+    frameHeader(length: 8, type: Frame.goaway, flags: 0, stream: 0)
+    appendUInt32(UInt32(lastOpened))
+    appendUInt32(code)
+    lastGoaway = code
+    if goawayLastStream == nil { goawayLastStream = lastOpened }
+    if let metrics {
+      // RFC 9113 §7's codes are 0 to 13, in the order `goawayReasons` lists them.
+      let last = MetricFamily.goawayReasons.count - 1
+      metrics.count(.h2GoawaysSent, Int(code) < last ? Int(code) : last)
+    }
   }
 
   /// What happened since the last call, in order.
@@ -594,6 +979,12 @@ final class HTTP2Session {
     return progressed
   }
 
+  /// The record of `stream` while the client may still send on it.
+  private func receiving(_ stream: Int32) -> HTTP2Stream? {
+    guard let entry = record(stream), entry.receiving else { return nil }
+    return entry
+  }
+
   /// The head handed on for `stream` was routed: at most `bytes` of body are read.
   func limitBody(_ stream: Int32, to bytes: Int) { receiving(stream)?.bodyLimit = bytes }
 
@@ -604,30 +995,17 @@ final class HTTP2Session {
     entry.discarding = true
     // Nothing reads the head or the body of a discarded stream again.
     entry.dropHead()
-    if resetting { wantReset(stream, entry) }
+    if resetting { wantReset(entry) }
   }
 
-  /// Resets `stream` (NO_ERROR) as soon as its answer has ended.
-  private func wantReset(_ stream: Int32, _ entry: HTTP2Stream) {
+  /// Resets `entry` (NO_ERROR) as soon as its answer has ended.
+  private func wantReset(_ entry: HTTP2Stream) {
     guard !entry.resetWanted else { return }
     entry.resetWanted = true
     if entry.answerEnded {
-      nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream, NGHTTP2_NO_ERROR.rawValue)
+      resetStream(entry.id, NGHTTP2_NO_ERROR)
     } else if entry.answered {
       entry.resetAfterAnswer = true
-    }
-  }
-
-  /// The highest stream the client opened.
-  private var lastOpened: Int32 { nghttp2_session_get_last_proc_stream_id(session) }
-
-  /// What the library knows of `stream`.
-  private func state(of stream: Int32) -> HTTP2FrameGuard.StreamState {
-    guard let known = nghttp2_session_find_stream(session, stream) else { return .unknown }
-    switch nghttp2_stream_get_state(known) {
-    case NGHTTP2_STREAM_STATE_CLOSED: return .closed
-    case NGHTTP2_STREAM_STATE_IDLE: return .unknown
-    default: return .open
     }
   }
 
@@ -646,39 +1024,36 @@ final class HTTP2Session {
   func respond(
     stream: Int32, _ response: Response, cacheClass: CacheClass, headOnly: Bool, date: String, hsts: Bool
   ) {
-    // A stream the library no longer tracks (reset meanwhile) is not answered.
-    guard let entry = record(stream) else { return }
-    let sendsBody = begin(entry, status: response.status, body: response.body, headOnly: headOnly)
-    let result: Int32
+    // A stream no longer open (reset meanwhile) is not answered.
+    guard !failed, let entry = record(stream), !entry.answered else { return }
     if let prebuilt = response.prebuilt, prebuilt.cacheClass == cacheClass {
-      result = submit(entry, prebuilt, date: date, hsts: hsts, body: sendsBody)
-    } else {
-      // Others are laid out in a reused buffer, which nghttp2 copies before `submit` returns.
-      var own = HTTP2Fields()
-      swap(&own, &scratchFields)
-      own.removeAll()
-      own.addHead(of: response, cacheClass: cacheClass, contentLength: response.body.count)
-      own.add("date", date)
-      if hsts {
-        own.add(HTTP2PrebuiltFields.hstsName, HTTP2PrebuiltFields.hstsValue.description)
-      }
-      result = own.withPairs(into: pairBuffer(own.count)) { submit(entry, $0, $1, body: sendsBody) }
-      scratchFields = own
+      respond(entry, prebuilt: prebuilt, headOnly: headOnly, date: date, hsts: hsts)
+      return
     }
-    ended(entry, result)
+    var fields = HTTP2Fields()
+    fields.addHead(of: response, cacheClass: cacheClass, contentLength: response.body.count)
+    if hsts {
+      fields.add(HTTP2PrebuiltBlock.hstsName, HTTP2PrebuiltBlock.hstsValue.description)
+    }
+    scratch.removeAll(keepingCapacity: true)
+    fields.encode(into: &scratch)
+    let sendsBody = begin(entry, status: response.status, body: response.body, headOnly: headOnly)
+    let block = scratch
+    block.withUnsafeBufferPointer { headersFrame(entry, $0, date: date, endStream: !sendsBody) }
   }
 
   /// Answers the request on `entry` (decided on its head, in the batch of events just taken) with
   /// `prebuilt`, served by a route of its own cache class: no `Response` is made of it.
   func respond(_ entry: HTTP2Stream, prebuilt: PrebuiltResponse, headOnly: Bool, date: String, hsts: Bool) {
-    // Only a stream the library still tracks is answered (the record of a stream reset meanwhile
-    // is no longer its user data).
-    guard
-      nghttp2_session_get_stream_user_data(session, entry.id) == Unmanaged.passUnretained(entry).toOpaque()
+    // Only a stream still open is answered (the record of a stream reset meanwhile is no longer in
+    // the table, or serves another stream).
+    guard !failed, !entry.answered, let found = table.find(entry.id),
+      found.toOpaque() == Unmanaged.passUnretained(entry).toOpaque()
     else { return }
     let body = Response.Body.shared(prebuilt.body)
     let sendsBody = begin(entry, status: prebuilt.status, body: body, headOnly: headOnly)
-    ended(entry, submit(entry, prebuilt, date: date, hsts: hsts, body: sendsBody))
+    let block = hsts ? prebuilt.h2Block.withHSTS : prebuilt.h2Block.plain
+    block.withUnsafeBufferPointer { headersFrame(entry, $0, date: date, endStream: !sendsBody) }
   }
 
   /// Marks `entry` answered; true when its answer sends `body` (not for HEAD, nor for statuses that
@@ -686,188 +1061,269 @@ final class HTTP2Session {
   private func begin(_ entry: HTTP2Stream, status: Status, body: Response.Body, headOnly: Bool) -> Bool {
     let sendsBody = !headOnly && !status.forbidsContent && body.count > 0
     if sendsBody {
-      if entry.outgoing == nil { sendingCount += 1 }
       entry.outgoing = .init(body: body)
+      entry.queuedToSend = true
+      sendingList.append(Unmanaged.passUnretained(entry))
     }
     entry.answered = true
     if entry.receiving && entry.resetWanted { entry.resetAfterAnswer = true }
     return sendsBody
   }
 
-  /// `entry`'s answer was queued (`result` 0) or refused by the library.
-  private func ended(_ entry: HTTP2Stream, _ result: Int32) {
-    if result != 0 {
-      finishSending(entry)
-      entry.resetAfterAnswer = false
+  /// Queues `entry`'s HEADERS: `block`, then `date`; CONTINUATION frames when it passes the client's
+  /// frame size.
+  private func headersFrame(
+    _ entry: HTTP2Stream, _ block: UnsafeBufferPointer<UInt8>, date: String, endStream: Bool
+  ) {
+    if date != dateString {
+      dateString = date
+      dateBlock.removeAll(keepingCapacity: true)
+      // A literal without indexing, its name the static table's `date` (33: 15 + 18).
+      dateBlock.append(0x0F)
+      dateBlock.append(0x12)
+      HPACK.appendInteger(date.utf8.count, prefix: 7, flags: 0, to: &dateBlock)
+      dateBlock.append(contentsOf: date.utf8)
     }
-  }
-
-  /// Queues `prebuilt`'s fields (laid out already, HSTS too, taken without copying) and `date` in
-  /// `entry`'s own bytes; the stream keeps the answer until it closes (after its HEADERS are written).
-  private func submit(
-    _ entry: HTTP2Stream, _ prebuilt: PrebuiltResponse, date: String, hsts: Bool, body: Bool
-  )
-    -> Int32
-  {
-    entry.answerKept = prebuilt
-    let fields = prebuilt.h2Fields
-    let count = fields.count + (hsts ? 1 : 0)
-    let pairs = pairBuffer(count + 1)
-    pairs.update(from: fields.pairs, count: count)
-    pairs[count] = entry.dateField(date)
-    return submit(entry, pairs, count + 1, body: body)
-  }
-
-  /// Queues `entry`'s HEADERS (`count` pairs at `pairs`), with its body as DATA when `body`.
-  private func submit(_ entry: HTTP2Stream, _ pairs: UnsafePointer<nghttp2_nv>, _ count: Int, body: Bool)
-    -> Int32
-  {
-    guard body else { return nghttp2_submit_response(session, entry.id, pairs, count, nil) }
-    var provider = nghttp2_data_provider(
-      source: nghttp2_data_source(ptr: Unmanaged.passUnretained(entry).toOpaque()),
-      read_callback: { _, _, buffer, length, flags, source, user in
-        guard let user, let buffer, let flags, let record = source?.pointee.ptr else {
-          return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue)
-        }
-        return HTTP2Session.with(user) { me in
-          HTTP2Session.withRecord(record) { me.read($0, into: buffer, length, flags) }
-        }
-      })
-    return nghttp2_submit_response(session, entry.id, pairs, count, &provider)
-  }
-
-  /// Scratch space of `respond`, kept between answers: fields laid out for answers that are not
-  /// prebuilt, and the pairs passed to the library (which copies them); made at the first answer,
-  /// so a connection that never asks holds none.
-  private var scratchFields = HTTP2Fields()
-  private var pairs: UnsafeMutablePointer<nghttp2_nv>? = nil
-  private var pairCapacity = 0
-
-  /// `pairs`, with room for `count`.
-  private func pairBuffer(_ count: Int) -> UnsafeMutablePointer<nghttp2_nv> {
-    if let pairs, count <= pairCapacity { return pairs }
-    pairs?.deallocate()
-    pairCapacity = max(count, 2 * pairCapacity, 16)
-    let made = UnsafeMutablePointer<nghttp2_nv>.allocate(capacity: pairCapacity)
-    pairs = made
-    return made
-  }
-
-  /// `entry`'s answer has no more body to send.
-  private func finishSending(_ entry: HTTP2Stream) {
-    guard entry.outgoing != nil else { return }
-    entry.outgoing = nil
-    sendingCount -= 1
-  }
-
-  /// The data provider: the next part of `entry`'s body. Shared bytes are not copied: the frame
-  /// goes out through `sendData`; others are copied into the library's frame buffer.
-  private func read(
-    _ entry: HTTP2Stream, into buffer: UnsafeMutablePointer<UInt8>, _ length: Int,
-    _ flags: UnsafeMutablePointer<UInt32>
-  ) -> Int {
-    // The answer is read and advanced in place (no copy of it, and so of its body, per frame).
-    guard let total = entry.outgoing?.count, let sent = entry.outgoing?.sent else {
-      return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
-    }
-    let take = min(length, total - sent)
-    let shared = entry.outgoing?.shared != nil
-    if shared {
-      flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_NO_COPY.rawValue)
-      entry.outgoing?.frameStart = sent
-    } else if case .bytes(let bytes)? = entry.outgoing?.body, take > 0 {
-      bytes.withUnsafeBytes { source in
-        if let base = source.baseAddress {
-          UnsafeMutableRawPointer(buffer).copyMemory(from: base + sent, byteCount: take)
-        }
+    let update = tableSizeUpdate ? 1 : 0
+    tableSizeUpdate = false
+    let length = update + block.count + dateBlock.count
+    let flags = endStream ? Frame.endStream : 0
+    if length <= peerMaxFrame {
+      frameHeader(length: length, type: Frame.headers, flags: flags | Frame.endHeaders, stream: entry.id)
+      if update == 1 { queued.append(0x20) }
+      queued.append(contentsOf: block)
+      queued.append(contentsOf: dateBlock)
+    } else {
+      var whole: [UInt8] = update == 1 ? [0x20] : []
+      whole.append(contentsOf: block)
+      whole.append(contentsOf: dateBlock)
+      var at = 0
+      var type = Frame.headers
+      while at < whole.count {
+        let n = min(peerMaxFrame, whole.count - at)
+        let last = at + n == whole.count
+        frameHeader(
+          length: n, type: type, flags: (type == Frame.headers ? flags : 0) | (last ? Frame.endHeaders : 0),
+          stream: entry.id)
+        queued.append(contentsOf: whole[at..<(at + n)])
+        at += n
+        type = Frame.continuation
       }
     }
-    entry.outgoing?.sent = sent + take
-    if sent + take == total {
-      flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue)
-      // A shared body is kept until `sendData` has queued the last frame.
-      if !shared { finishSending(entry) }
-    }
-    return take
+    if endStream { answerEnded(entry) }
   }
 
-  /// A DATA frame of a shared body: its 9-byte header, then its bytes by reference (this server
-  /// never pads).
-  private func sendData(_ entry: HTTP2Stream, _ header: UnsafePointer<UInt8>, _ length: Int) -> Int32 {
-    guard let sink, let shared = entry.outgoing?.shared, let frameStart = entry.outgoing?.frameStart else {
-      return Int32(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue)
-    }
-    sink.pointee.append(UnsafeRawBufferPointer(start: header, count: 9))
-    // The body is kept by `outgoing` until `finishSending`: read without retaining it.
-    let ended = shared._withUnsafeGuaranteedRef { bytes in
-      sink.pointee.append(bytes, from: frameStart, count: length)
-      return frameStart + length == bytes.count
-    }
-    if ended { finishSending(entry) }
-    return 0
-  }
-
-  private func frameSent(_ frame: nghttp2_frame, _ session: OpaquePointer?) {
-    let stream = frame.hd.stream_id
-    if frame.hd.type == UInt8(NGHTTP2_RST_STREAM.rawValue) { frameGuard.reset(stream) }
-    if frame.hd.type == UInt8(NGHTTP2_GOAWAY.rawValue) { lastGoaway = frame.goaway.error_code }
-    if let metrics {
-      switch Int(frame.hd.type) {
-      case Int(NGHTTP2_RST_STREAM.rawValue): metrics.count(.h2ResetsSent)
-      case Int(NGHTTP2_GOAWAY.rawValue):
-        // RFC 9113 §7's codes are 0 to 13, in the order `goawayReasons` lists them.
-        let code = Int(frame.goaway.error_code)
-        metrics.count(
-          .h2GoawaysSent,
-          code < MetricFamily.goawayReasons.count - 1 ? code : MetricFamily.goawayReasons.count - 1)
-      default: break
-      }
-    }
-    guard frame.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 else { return }
-    withRecord(stream) { entry in
-      guard entry.resetAfterAnswer else {
-        entry.answerEnded = true
-        return
-      }
+  /// `entry`'s END_STREAM is queued: a reset asked for follows; a stream whose request has ended
+  /// closes.
+  private func answerEnded(_ entry: HTTP2Stream) {
+    entry.answerEnded = true
+    if entry.resetAfterAnswer {
       entry.resetAfterAnswer = false
       // RFC 9113 §8.1: the answer is whole; the client may stop sending the request's body.
-      nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream, NGHTTP2_NO_ERROR.rawValue)
+      resetStream(entry.id, NGHTTP2_NO_ERROR)
+    } else if entry.remoteEnded {
+      bothEnded(entry)
     }
   }
 
   /// Whether an answer's body is still to be sent (waiting for the peer's flow-control window,
   /// when nothing is queued).
-  var sending: Bool { sendingCount > 0 }
+  var sending: Bool { !sendingList.isEmpty }
 
-  /// Appends every frame the session has ready to `out`.
+  /// Appends every frame the session has ready to `out`: what is queued, then the bodies' DATA as
+  /// far as the windows allow, each sending stream a frame in turn.
   func output(into out: inout OutputQueue) {
-    withUnsafeMutablePointer(to: &out) { queue in
-      sink = queue
-      defer { sink = nil }
-      while true {
-        var data: UnsafePointer<UInt8>?
-        let n = nghttp2_session_mem_send(session, &data)
-        if n < 0 {
-          failed = true
-          return
-        }
-        guard n > 0, let data else { return }
-        queue.pointee.append(UnsafeRawBufferPointer(start: data, count: n))
-      }
+    if !ending.isEmpty {
+      for stream in ending { closeStream(stream) }
+      ending.removeAll(keepingCapacity: true)
     }
+    flushQueued(into: &out)
+    guard !failed else { return }
+    while sendWindow > 0 && !sendingList.isEmpty {
+      var progress = false
+      var i = 0
+      while i < sendingList.count && sendWindow > 0 {
+        let reference = sendingList[i]
+        let (sent, done) = reference._withUnsafeGuaranteedRef { dataFrame($0, into: &out) }
+        if sent { progress = true }
+        if done {
+          sendingList.remove(at: i)
+          reference._withUnsafeGuaranteedRef { entry in
+            entry.queuedToSend = false
+            entry.outgoing = nil
+            answerEnded(entry)
+          }
+        } else {
+          i += 1
+        }
+      }
+      if !progress { break }
+    }
+    if !ending.isEmpty {
+      for stream in ending { closeStream(stream) }
+      ending.removeAll(keepingCapacity: true)
+    }
+    flushQueued(into: &out)
+    retiring.removeAll()
+  }
+
+  private func flushQueued(into out: inout OutputQueue) {
+    guard !queued.isEmpty else { return }
+    queued.withUnsafeBytes { out.append($0) }
+    queued.removeAll(keepingCapacity: true)
+  }
+
+  /// One DATA frame of `entry`'s body, if its window allows: whether one was sent, and whether the
+  /// body has ended.
+  private func dataFrame(_ entry: HTTP2Stream, into out: inout OutputQueue) -> (sent: Bool, done: Bool) {
+    guard let total = entry.outgoing?.count, let sent = entry.outgoing?.sent else { return (false, true) }
+    let take = min(peerMaxFrame, entry.sendWindow, sendWindow, total - sent)
+    guard take > 0 || sent == total else { return (false, false) }
+    flushQueued(into: &out)
+    let last = sent + take == total
+    var header = (
+      UInt8(take >> 16), UInt8(take >> 8 & 0xFF), UInt8(take & 0xFF), Frame.data,
+      last ? Frame.endStream : 0, UInt8(entry.id >> 24 & 0x7F), UInt8(entry.id >> 16 & 0xFF),
+      UInt8(entry.id >> 8 & 0xFF), UInt8(entry.id & 0xFF)
+    )
+    withUnsafeBytes(of: &header) { out.append($0) }
+    if let shared = entry.outgoing?.shared {
+      // The body is kept by `outgoing` until the stream's last frame: read without retaining it.
+      shared._withUnsafeGuaranteedRef { out.append($0, from: sent, count: take) }
+    } else if case .bytes(let bytes)? = entry.outgoing?.body {
+      bytes.withUnsafeBytes { out.append(UnsafeRawBufferPointer(rebasing: $0[sent..<(sent + take)])) }
+    }
+    entry.outgoing?.sent = sent + take
+    entry.sendWindow -= take
+    sendWindow -= take
+    return (true, last)
   }
 
   /// Whether the session has nothing more to read or write (GOAWAY exchanged, or a fatal error
   /// written): the connection may close.
-  var finished: Bool { nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 }
+  var finished: Bool {
+    queued.isEmpty && (failed || ((goawayLastStream != nil || goawayReceived) && open.count == 0))
+  }
 
   /// Starts a graceful stop: GOAWAY with the last stream seen; streams in flight still finish.
   func drain() {
-    nghttp2_submit_goaway(
-      session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nghttp2_session_get_last_proc_stream_id(session),
-      NGHTTP2_NO_ERROR.rawValue, nil, 0)
+    guard goawayLastStream == nil, !failed else { return }
+    goaway(NGHTTP2_NO_ERROR.rawValue)
   }
 
+  /// Gives back what an idle connection does not need: its read and write buffers.
+  func releaseBuffers() {
+    if partial.isEmpty && partial.capacity > 0 { partial = [] }
+    if queued.isEmpty && queued.capacity > 0 { queued = [] }
+    if block.isEmpty && block.capacity > 0 { block = [] }
+    if scratch.capacity > 0 { scratch = [] }
+  }
+
+  /// The bytes the session's buffers hold room for (for tests).
+  var bufferBytes: Int { partial.capacity + queued.capacity + block.capacity + scratch.capacity }
+
+  // MARK: frame bytes
+
+  private func frameHeader(length: Int, type: UInt8, flags: UInt8, stream: Int32) {
+    queued.append(UInt8(length >> 16 & 0xFF))
+    queued.append(UInt8(length >> 8 & 0xFF))
+    queued.append(UInt8(length & 0xFF))
+    queued.append(type)
+    queued.append(flags)
+    appendUInt32(UInt32(bitPattern: stream) & 0x7FFF_FFFF)
+  }
+
+  private func appendUInt32(_ value: UInt32) {
+    queued.append(UInt8(value >> 24))
+    queued.append(UInt8(value >> 16 & 0xFF))
+    queued.append(UInt8(value >> 8 & 0xFF))
+    queued.append(UInt8(value & 0xFF))
+  }
+
+  private func windowUpdateFrame(stream: Int32, increment: Int) {
+    frameHeader(length: 4, type: Frame.windowUpdate, flags: 0, stream: stream)
+    appendUInt32(UInt32(increment))
+  }
+}
+
+// MARK: checks of fields (RFC 9113 §8.2, RFC 9110 §5.1, §5.5)
+
+extension HTTP2Session {
+  /// A field name: token characters, lower case (§8.2.1), not empty.
+  static func validName(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+    !name.isEmpty && name.allSatisfy { isToken($0) && !($0 >= 0x41 && $0 <= 0x5A) }
+  }
+
+  /// A field value: no NUL, CR or LF; no leading or trailing space or tab (§8.2.1).
+  static func validValue(_ value: UnsafeBufferPointer<UInt8>) -> Bool {
+    if let first = value.first, first == 0x20 || first == 0x09 { return false }
+    if let last = value.last, last == 0x20 || last == 0x09 { return false }
+    return !value.contains { $0 == 0 || $0 == 0x0A || $0 == 0x0D }
+  }
+
+  /// RFC 9110 §5.6.2's tchar.
+  static func isToken(_ c: UInt8) -> Bool {
+    switch c {
+    case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: true
+    case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"),
+      UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."),
+      UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
+      true
+    default: false
+    }
+  }
+
+  /// What an authority may hold (RFC 3986 §3.2: userinfo, host, IP literal, port).
+  static func isAuthority(_ c: UInt8) -> Bool {
+    switch c {
+    case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: true
+    case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "%"),
+      UInt8(ascii: "!"), UInt8(ascii: "$"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "("),
+      UInt8(ascii: ")"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: ","), UInt8(ascii: ";"),
+      UInt8(ascii: "="), UInt8(ascii: ":"), UInt8(ascii: "@"), UInt8(ascii: "["), UInt8(ascii: "]"):
+      true
+    default: false
+    }
+  }
+
+  /// Connection-specific fields (§8.2.2), and `te` other than "trailers".
+  static func connectionSpecific(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>)
+    -> Bool
+  {
+    func named(_ s: StaticString) -> Bool {
+      name.count == s.utf8CodeUnitCount && memcmp(name.baseAddress!, s.utf8Start, name.count) == 0
+    }
+    switch name.count {
+    case 2 where named("te"):
+      return !(value.count == 8 && memcmp(value.baseAddress!, "trailers", 8) == 0)
+    case 7: return named("upgrade")
+    case 10: return named("connection") || named("keep-alive")
+    case 16: return named("proxy-connection")
+    case 17: return named("transfer-encoding")
+    default: return false
+    }
+  }
+
+  /// A decimal of at most 15 digits.
+  static func decimal(_ value: UnsafeBufferPointer<UInt8>) -> Int? {
+    guard !value.isEmpty, value.count <= 15 else { return nil }
+    var n = 0
+    for c in value {
+      guard c >= 0x30 && c <= 0x39 else { return nil }
+      n = n * 10 + Int(c - 0x30)
+    }
+    return n
+  }
+
+  /// The method: the common ones without making a string.
+  static func method(_ value: UnsafePointer<UInt8>, _ length: Int) -> HTTPMethod {
+    switch length {
+    case 3 where memcmp(value, "GET", 3) == 0: .get
+    case 4 where memcmp(value, "HEAD", 4) == 0: .head
+    case 4 where memcmp(value, "POST", 4) == 0: .post
+    default: HTTPMethod(String(decoding: UnsafeBufferPointer(start: value, count: length), as: UTF8.self))
+    }
+  }
 }
 
 extension HTTP2Session.Event {
@@ -877,5 +1333,67 @@ extension HTTP2Session.Event {
     case .head(let s), .request(let s, _), .bodyTooLarge(let s), .fieldsTooLarge(let s), .overBudget(let s):
       s.id
     }
+  }
+}
+
+/// Open streams by number: open addressing over the number's odd half, with linear probing and
+/// deletion by shifting back (no tombstones), sized for twice the concurrency limit. Client streams
+/// are odd and rising, so neighbours rarely collide.
+struct StreamTable {
+  private var keys: [Int32]
+  private var values: [Unmanaged<HTTP2Stream>?]
+  private var mask: Int
+
+  init(capacity: Int = 8) {
+    var size = 16
+    while size < 2 * capacity { size <<= 1 }
+    keys = Array(repeating: 0, count: size)
+    values = Array(repeating: nil, count: size)
+    mask = size - 1
+  }
+
+  private func slot(_ id: Int32) -> Int { Int(id >> 1) & mask }
+
+  func find(_ id: Int32) -> Unmanaged<HTTP2Stream>? {
+    var i = slot(id)
+    while keys[i] != 0 {
+      if keys[i] == id { return values[i] }
+      i = (i + 1) & mask
+    }
+    return nil
+  }
+
+  mutating func insert(_ id: Int32, _ value: Unmanaged<HTTP2Stream>) {
+    var i = slot(id)
+    while keys[i] != 0 && keys[i] != id { i = (i + 1) & mask }
+    keys[i] = id
+    values[i] = value
+  }
+
+  mutating func remove(_ id: Int32) -> Unmanaged<HTTP2Stream>? {
+    var i = slot(id)
+    while keys[i] != id {
+      guard keys[i] != 0 else { return nil }
+      i = (i + 1) & mask
+    }
+    let removed = values[i]
+    keys[i] = 0
+    values[i] = nil
+    // Shift back the entries after it that probed past `i`.
+    var j = (i + 1) & mask
+    while keys[j] != 0 {
+      let home = slot(keys[j])
+      let distanceToJ = (j - home) & mask
+      let distanceToI = (i - home) & mask
+      if distanceToI < distanceToJ {
+        keys[i] = keys[j]
+        values[i] = values[j]
+        keys[j] = 0
+        values[j] = nil
+        i = j
+      }
+      j = (j + 1) & mask
+    }
+    return removed
   }
 }

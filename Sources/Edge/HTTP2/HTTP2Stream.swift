@@ -1,13 +1,11 @@
-import CNGHTTP2
 import Glibc
 
-/// One request stream, from its first HEADERS until the library closes it: its head (every name and
+/// One request stream, from its first HEADERS until the session closes it: its head (every name and
 /// value laid out in one buffer, as HTTP/1's parser does, so no string is made for a field nobody
 /// reads), its body so far, and its answer's body being sent. The dispatcher decides a head from it
 /// directly (`HeadFields`, `path`); a `Request` is built (`request()`) only for a route that reads
-/// one. The session reaches it through the library's stream user data and the data source's
-/// pointer (no table keyed by stream ID), and reuses it for a later stream (`reuse`), buffers and
-/// all. A class, so the session's callbacks change it in place.
+/// one. The session finds it by number in its `StreamTable` (unretained), and reuses it for a later
+/// stream (`reuse`), buffers and all. A class, so the session changes it in place.
 final class HTTP2Stream: HeadFields {
   private(set) var id: Int32
   /// Its neighbours among the open streams (`OpenList`).
@@ -23,12 +21,6 @@ final class HTTP2Stream: HeadFields {
   /// Answered before its request ended, with a body that is large or refused: a RST_STREAM NO_ERROR
   /// follows the answer's end (RFC 9113 §8.1), so the client stops sending it.
   var resetAfterAnswer = false
-  /// The prebuilt answer whose fields the library takes without copying: kept until the stream
-  /// closes, after its HEADERS are written.
-  var answerKept: PrebuiltResponse?
-  /// The answer's `date`, in bytes that stay put until the stream closes (the library takes them
-  /// without copying).
-  private let date = UnsafeMutablePointer<UInt8>.allocate(capacity: 32)
   /// The head's bytes and where each regular field lies in them, in memory the record owns (no
   /// reference counting when a field is read; kept across streams, trimmed when a head was large).
   private var bytes: UnsafeMutablePointer<UInt8>
@@ -66,6 +58,24 @@ final class HTTP2Stream: HeadFields {
   var answered = false
   var answerEnded = false
   var progressed = false
+  /// The client ended its side (END_STREAM received, or its request was cut off).
+  var remoteEnded = false
+  /// Flow control (RFC 9113 §6.9): what this server may still send on the stream, what the client
+  /// may still send, and what it sent since the last WINDOW_UPDATE.
+  var sendWindow = 0
+  var receiveWindow = 0
+  var receiveConsumed = 0
+  /// `content-length` as the request gave it, and the DATA bytes received (§8.1.1).
+  var contentLength: Int? = nil
+  var dataReceived = 0
+  /// The header block being read broke §8.1.1/§8.2 (a stream error), or announced a bad length.
+  var malformed = false
+  /// A regular field has been read in the block (pseudo-fields must come first, §8.3).
+  var regularSeen = false
+  /// The pseudo-fields read in the block, one bit each (:method, :scheme, :path, :authority).
+  var pseudoSeen: UInt8 = 0
+  /// Waiting in the session's list of streams with a body to send.
+  var queuedToSend = false
 
   /// A response body being sent, and how far.
   struct Outgoing {
@@ -76,8 +86,6 @@ final class HTTP2Stream: HeadFields {
     let shared: Unmanaged<SharedBytes>?
     let count: Int
     var sent = 0
-    /// Where the DATA frame the library is about to send (without copying) starts.
-    var frameStart = 0
 
     init(body: Response.Body) {
       self.body = body
@@ -94,27 +102,9 @@ final class HTTP2Stream: HeadFields {
   }
 
   deinit {
-    date.deallocate()
     bytes.deallocate()
     fields.deallocate()
   }
-
-  /// The `date` field for the answer: `value` (an IMF-fixdate, 29 bytes) copied into the record.
-  func dateField(_ value: String) -> nghttp2_nv {
-    // The loop's date is a native string: its bytes are read in place (no copy of the string).
-    let copy = { (utf8: UnsafeBufferPointer<UInt8>) -> Int in
-      let length = min(utf8.count, 32)
-      if let base = utf8.baseAddress { self.date.update(from: base, count: length) }
-      return length
-    }
-    let length =
-      value.utf8.withContiguousStorageIfAvailable(copy) ?? Array(value.utf8).withUnsafeBufferPointer(copy)
-    return nghttp2_nv(
-      name: UnsafeMutablePointer(mutating: Self.dateName.utf8Start), value: date,
-      namelen: Self.dateName.utf8CodeUnitCount, valuelen: length, flags: HTTP2PrebuiltFields.flags)
-  }
-
-  private static let dateName: StaticString = "date"
 
   /// Makes a closed stream's record that of a new stream, keeping its buffers' capacity.
   func reuse(id: Int32, bodyLimit: Int) {
@@ -123,7 +113,6 @@ final class HTTP2Stream: HeadFields {
     receiving = true
     reserved = 0
     outgoing = nil
-    answerKept = nil
     resetAfterAnswer = false
     clearHead()
     body = []
@@ -142,6 +131,16 @@ final class HTTP2Stream: HeadFields {
     answered = false
     answerEnded = false
     progressed = false
+    remoteEnded = false
+    sendWindow = 0
+    receiveWindow = 0
+    receiveConsumed = 0
+    contentLength = nil
+    dataReceived = 0
+    malformed = false
+    regularSeen = false
+    pseudoSeen = 0
+    queuedToSend = false
   }
 
   /// The head's bytes in `range`.
@@ -170,7 +169,7 @@ final class HTTP2Stream: HeadFields {
     return (byteCount - count)..<byteCount
   }
 
-  /// Keeps a regular field (name and value as the library checked them).
+  /// Keeps a regular field (name and value as the session checked them).
   func addField(
     _ name: UnsafePointer<UInt8>, _ nameLength: Int, _ value: UnsafePointer<UInt8>, _ valueLength: Int
   ) -> Range<Int> {
@@ -220,7 +219,7 @@ final class HTTP2Stream: HeadFields {
 
   // MARK: the head, as the dispatcher reads it
 
-  /// The method (GET when the head had none: the library refuses such a request before it ends).
+  /// The method (GET when the head had none: the session refuses such a request before it ends).
   var requestMethod: HTTPMethod { method ?? .get }
 
   /// The path part of `:path` (no query), still percent-encoded; "/" when empty. A path that is
@@ -232,9 +231,13 @@ final class HTTP2Stream: HeadFields {
   }
 
   /// `:path` as received (path and query).
+  /// The target's first byte (0 without a target).
+  var targetFirstByte: UInt8 { target.map { bytes[$0.lowerBound] } ?? 0 }
+
   var targetString: String { target.map { String(decoding: head($0), as: UTF8.self) } ?? "/" }
 
-  /// The library has lower-cased every name (RFC 9113 §8.2.1), so names compare byte for byte.
+  /// The session refuses names that are not lower case (RFC 9113 §8.2.1), so names compare byte for
+  /// byte.
   func value(_ name: StaticString) -> String? {
     let length = name.utf8CodeUnitCount
     var found: String? = nil
@@ -300,15 +303,15 @@ final class HTTP2Stream: HeadFields {
 }
 
 extension HTTP2Stream {
-  /// The records of the streams the library tracks, linked through the records themselves: the list
-  /// owns one reference to each (taken on `insert`, handed back by `remove`), so that opening and
-  /// closing a stream costs no array traffic, and the library's stream user data (an unretained
-  /// pointer) stays valid while the stream is open.
+  /// The records of the open streams, linked through the records themselves: the list owns one
+  /// reference to each (taken on `insert`, handed back by `remove`), so that opening and closing a
+  /// stream costs no array traffic, and the session's table (unretained pointers) stays valid while
+  /// the stream is open.
   struct OpenList {
     private var first: Unmanaged<HTTP2Stream>?
     private(set) var count = 0
 
-    /// Keeps `record` until `remove`; returns the pointer the library is given.
+    /// Keeps `record` until `remove`; returns the pointer the session's table keeps.
     mutating func insert(_ record: HTTP2Stream) -> Unmanaged<HTTP2Stream> {
       let reference = Unmanaged.passRetained(record)
       record.previous = nil
@@ -336,6 +339,17 @@ extension HTTP2Stream {
     }
 
     /// Lets go of every record (the session is ending); returns the budget bytes they held.
+    /// Calls `body` with every record on the list.
+    func forEach(_ body: (HTTP2Stream) -> Void) {
+      var at = first
+      while let reference = at {
+        at = reference._withUnsafeGuaranteedRef { record in
+          body(record)
+          return record.next
+        }
+      }
+    }
+
     mutating func releaseAll() -> Int {
       var held = 0
       while let reference = first {

@@ -123,9 +123,6 @@ final class EventLoop {
   private let http2Cleartext: Bool
   /// The process-wide allowance for buffered request bodies, shared by every loop.
   private let budget: RequestBudget
-  /// The small blocks libnghttp2 freed on this loop, for its next streams (only this loop's thread
-  /// uses it: its connections are made, driven and ended here).
-  private let h2Memory = HTTP2Memory.Recycler()
   private let clock = MonotonicClock()
   private var context: ConnectionContext
   private var connections: [Connection?] = []
@@ -353,7 +350,7 @@ final class EventLoop {
           connection.protocolChosen = true
           connection.h2 = HTTP2Connection(
             clock: clock, limits: limits, client: connection.machine.client, secure: true,
-            dispatcher: context.dispatcher, budget: budget, metrics: metrics, recycler: h2Memory)
+            dispatcher: context.dispatcher, budget: budget, metrics: metrics)
           chose(.h2, connection)
         } else if connection.transport is TLSTransport {
           connection.protocolChosen = true
@@ -485,7 +482,7 @@ final class EventLoop {
       if http2Cleartext && Self.opensWithPreface(bytes) {
         connection.h2 = HTTP2Connection(
           clock: clock, limits: limits, client: connection.machine.client, secure: false,
-          dispatcher: context.dispatcher, budget: budget, metrics: metrics, recycler: h2Memory)
+          dispatcher: context.dispatcher, budget: budget, metrics: metrics)
       }
       chose(connection.h2 == nil ? .http1 : .h2, connection)
     }
@@ -496,7 +493,7 @@ final class EventLoop {
   }
 
   /// RFC 9113 §3.4: "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", or as much of it as has arrived (at least
-  /// its first four bytes; nghttp2 checks the rest).
+  /// its first four bytes; the HTTP/2 session checks the rest).
   static func opensWithPreface(_ bytes: UnsafeRawBufferPointer) -> Bool {
     let preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8
     let n = min(bytes.count, preface.count)
