@@ -1,24 +1,81 @@
+import Glibc
+
 /// HPACK (RFC 7541): the request side's decoder with its dynamic table, and the response side's
 /// encoder, which never indexes (every field a literal without indexing, its name from the static
 /// table where it is there), so the peer's decoder keeps no state of ours and an answer's block can
 /// be laid out once and sent as it is.
 enum HPACK {
-  /// The static table (Appendix A), 1-based: `staticTable[i - 1]`.
-  static let staticTable: [(name: StaticString, value: StaticString)] = [
-    (":authority", ""), (":method", "GET"), (":method", "POST"), (":path", "/"), (":path", "/index.html"),
-    (":scheme", "http"), (":scheme", "https"), (":status", "200"), (":status", "204"), (":status", "206"),
-    (":status", "304"), (":status", "400"), (":status", "404"), (":status", "500"), ("accept-charset", ""),
-    ("accept-encoding", "gzip, deflate"), ("accept-language", ""), ("accept-ranges", ""), ("accept", ""),
-    ("access-control-allow-origin", ""), ("age", ""), ("allow", ""), ("authorization", ""),
-    ("cache-control", ""), ("content-disposition", ""), ("content-encoding", ""), ("content-language", ""),
-    ("content-length", ""), ("content-location", ""), ("content-range", ""), ("content-type", ""),
-    ("cookie", ""), ("date", ""), ("etag", ""), ("expect", ""), ("expires", ""), ("from", ""), ("host", ""),
-    ("if-match", ""), ("if-modified-since", ""), ("if-none-match", ""), ("if-range", ""),
-    ("if-unmodified-since", ""), ("last-modified", ""), ("link", ""), ("location", ""), ("max-forwards", ""),
-    ("proxy-authenticate", ""), ("proxy-authorization", ""), ("range", ""), ("referer", ""), ("refresh", ""),
-    ("retry-after", ""), ("server", ""), ("set-cookie", ""), ("strict-transport-security", ""),
-    ("transfer-encoding", ""), ("user-agent", ""), ("vary", ""), ("via", ""), ("www-authenticate", ""),
-  ]
+  /// How many entries the static table has (Appendix A).
+  static let staticCount = 61
+
+  /// The static table's entry `index` (1 to 61): a switch over constants, so a lookup costs no
+  /// array access.
+  static func staticEntry(_ index: Int) -> (name: StaticString, value: StaticString) {
+    switch index {
+    case 1: (":authority", "")
+    case 2: (":method", "GET")
+    case 3: (":method", "POST")
+    case 4: (":path", "/")
+    case 5: (":path", "/index.html")
+    case 6: (":scheme", "http")
+    case 7: (":scheme", "https")
+    case 8: (":status", "200")
+    case 9: (":status", "204")
+    case 10: (":status", "206")
+    case 11: (":status", "304")
+    case 12: (":status", "400")
+    case 13: (":status", "404")
+    case 14: (":status", "500")
+    case 15: ("accept-charset", "")
+    case 16: ("accept-encoding", "gzip, deflate")
+    case 17: ("accept-language", "")
+    case 18: ("accept-ranges", "")
+    case 19: ("accept", "")
+    case 20: ("access-control-allow-origin", "")
+    case 21: ("age", "")
+    case 22: ("allow", "")
+    case 23: ("authorization", "")
+    case 24: ("cache-control", "")
+    case 25: ("content-disposition", "")
+    case 26: ("content-encoding", "")
+    case 27: ("content-language", "")
+    case 28: ("content-length", "")
+    case 29: ("content-location", "")
+    case 30: ("content-range", "")
+    case 31: ("content-type", "")
+    case 32: ("cookie", "")
+    case 33: ("date", "")
+    case 34: ("etag", "")
+    case 35: ("expect", "")
+    case 36: ("expires", "")
+    case 37: ("from", "")
+    case 38: ("host", "")
+    case 39: ("if-match", "")
+    case 40: ("if-modified-since", "")
+    case 41: ("if-none-match", "")
+    case 42: ("if-range", "")
+    case 43: ("if-unmodified-since", "")
+    case 44: ("last-modified", "")
+    case 45: ("link", "")
+    case 46: ("location", "")
+    case 47: ("max-forwards", "")
+    case 48: ("proxy-authenticate", "")
+    case 49: ("proxy-authorization", "")
+    case 50: ("range", "")
+    case 51: ("referer", "")
+    case 52: ("refresh", "")
+    case 53: ("retry-after", "")
+    case 54: ("server", "")
+    case 55: ("set-cookie", "")
+    case 56: ("strict-transport-security", "")
+    case 57: ("transfer-encoding", "")
+    case 58: ("user-agent", "")
+    case 59: ("vary", "")
+    case 60: ("via", "")
+    case 61: ("www-authenticate", "")
+    default: ("", "")
+    }
+  }
 
   /// What breaks a header block: the connection ends with COMPRESSION_ERROR (RFC 7541 §2.4).
   struct CompressionError: Error {}
@@ -98,9 +155,12 @@ enum HPACK {
 
   /// The static table's first entry named `name`.
   static func staticNameIndex(_ name: UnsafeBufferPointer<UInt8>) -> Int? {
-    for (i, entry) in staticTable.enumerated() where entry.name.utf8CodeUnitCount == name.count {
-      if UnsafeBufferPointer(start: entry.name.utf8Start, count: name.count).elementsEqual(name) {
-        return i + 1
+    for i in 1...staticCount {
+      let entry = staticEntry(i).name
+      if entry.utf8CodeUnitCount == name.count
+        && UnsafeBufferPointer(start: entry.utf8Start, count: name.count).elementsEqual(name)
+      {
+        return i
       }
     }
     return nil
@@ -133,13 +193,16 @@ enum HPACK {
   ]
 
   /// The canonical code's decoding tables: per length, the first code and where its symbols start
-  /// in `symbols` (sorted by length, then symbol), and how many there are.
+  /// in `symbols` (sorted by length, then symbol), and how many there are; and for every byte, the
+  /// symbol whose code of 8 bits or fewer begins it (most of what requests carry), as
+  /// `symbol << 4 | length`, 0 for none.
   struct HuffmanTable: Sendable {
     var firstCode = [UInt32](repeating: 0, count: 31)
     var start = [Int](repeating: 0, count: 31)
     var count = [Int](repeating: 0, count: 31)
     var symbols: [UInt16] = []
-    /// Each byte's code, for tests and the encoder of tests.
+    var short = [UInt16](repeating: 0, count: 256)
+    /// Each byte's code, for the encoder of tests.
     var codes = [UInt32](repeating: 0, count: 257)
 
     init(lengths: [UInt8]) {
@@ -158,44 +221,65 @@ enum HPACK {
         }
         count[length] += 1
         codes[Int(symbol)] = code
+        if length <= 8 {
+          let first = Int(code) << (8 - length)
+          for byte in first..<(first + (1 << (8 - length))) { short[byte] = symbol << 4 | UInt16(length) }
+        }
       }
     }
   }
 
   static let huffman = HuffmanTable(lengths: codeLengths)
 
-  /// Decodes `bytes` into `out` (appended); nil when the code is broken: EOS decoded, padding longer
-  /// than 7 bits or not all ones (§5.2).
+  /// Decodes `bytes` into `out` (appended); false when the code is broken: EOS decoded, padding
+  /// longer than 7 bits or not all ones (§5.2). Codes of 8 bits or fewer take one lookup; longer
+  /// ones are found length by length.
   static func huffmanDecode(_ bytes: UnsafeRawBufferPointer, into out: inout [UInt8]) -> Bool {
-    huffman.firstCode.withUnsafeBufferPointer { firstCode in
-      huffman.count.withUnsafeBufferPointer { count in
-        huffman.start.withUnsafeBufferPointer { start in
-          huffman.symbols.withUnsafeBufferPointer { symbols in
-            var code: UInt32 = 0
-            var length = 0
-            for byte in bytes {
-              for bit in stride(from: 7, through: 0, by: -1) {
-                code = code << 1 | UInt32(byte >> UInt8(bit) & 1)
-                length += 1
-                guard length >= 5 else { continue }
-                let offset = Int(code) - Int(firstCode[length])
-                if offset >= 0 && offset < count[length] {
-                  let symbol = symbols[start[length] + offset]
-                  guard symbol < 256 else { return false }  // EOS
-                  out.append(UInt8(symbol))
-                  code = 0
-                  length = 0
-                } else if length == 30 {
-                  return false
-                }
-              }
-            }
-            // What is left must be a prefix of EOS (all ones), shorter than a byte.
-            return length < 8 && code == (1 << UInt32(length)) - 1
-          }
+    huffman.short.withUnsafeBufferPointer { short in
+      var bits: UInt64 = 0
+      var held = 0
+      var at = 0
+      while true {
+        while held < 30 && at < bytes.count {
+          bits = bits &<< 8 | UInt64(bytes[at])
+          held += 8
+          at += 1
         }
+        guard held > 0 else { return true }
+        // The next 8 bits; past the end, padded with ones (a prefix of EOS).
+        let peek =
+          held >= 8
+          ? Int(truncatingIfNeeded: bits >> UInt64(held - 8)) & 0xFF
+          : Int(truncatingIfNeeded: bits << UInt64(8 - held)) & 0xFF | ((1 << (8 - held)) - 1)
+        let found = short[peek]
+        if found != 0 && Int(found & 0xF) <= held {
+          out.append(UInt8(truncatingIfNeeded: found >> 4))
+          held -= Int(found & 0xF)
+          continue
+        }
+        guard held >= 8 else {
+          // What is left must be a prefix of EOS (all ones), shorter than a byte.
+          let mask: UInt64 = (1 << UInt64(held)) - 1
+          return bits & mask == mask
+        }
+        guard let (symbol, length) = longCode(bits, held), symbol < 256 else { return false }
+        out.append(UInt8(symbol))
+        held -= length
       }
     }
+  }
+
+  /// The code of 9 to 30 bits that begins the `held` bits at the bottom of `bits`, if any.
+  private static func longCode(_ bits: UInt64, _ held: Int) -> (UInt16, Int)? {
+    guard held >= 9 else { return nil }
+    for length in 9...min(30, held) {
+      let code = Int(truncatingIfNeeded: bits >> UInt64(held - length)) & ((1 << length) - 1)
+      let offset = code - Int(huffman.firstCode[length])
+      if offset >= 0 && offset < huffman.count[length] {
+        return (huffman.symbols[huffman.start[length] + offset], length)
+      }
+    }
+    return nil
   }
 
   /// Huffman-codes `bytes` (for tests: the server never sends Huffman-coded strings).
@@ -220,16 +304,27 @@ enum HPACK {
 extension HPACK {
   /// A request side's decoder (§3): its dynamic table, bounded by the size this server announced
   /// (SETTINGS_HEADER_TABLE_SIZE) and by the peer's size updates.
-  struct Decoder {
-    /// An entry: its name and value in one buffer, split at `nameCount`.
-    private struct Entry {
-      let bytes: [UInt8]
-      let nameCount: Int
-      var size: Int { bytes.count + 32 }
+  ///
+  /// The table's fields lie in one buffer, oldest first, each entry's place in a ring of slots; a
+  /// lookup hands out pointers into it (no array copied, nothing counted). The buffer is made at the
+  /// first field indexed, and grows as needed up to twice the table's size.
+  final class Decoder {
+    /// Where an entry's name and value lie in `storage`.
+    private struct Slot {
+      var offset: Int32
+      var nameCount: Int32
+      var valueCount: Int32
     }
 
-    /// Entries oldest first (the newest is index 62).
-    private var entries: [Entry] = []
+    private var storage: UnsafeMutablePointer<UInt8>? = nil
+    private var storageCapacity = 0
+    /// Where the next entry goes in `storage`; the oldest entry's bytes start at its slot's offset.
+    private var storageEnd = 0
+    private let slots: UnsafeMutablePointer<Slot>
+    private let slotCapacity: Int
+    /// The oldest entry's slot, and how many entries there are (the newest is index 62).
+    private var oldest = 0
+    private(set) var entryCount = 0
     private var size = 0
     private var maxSize: Int
     /// The bound this server announced: size updates above it are errors.
@@ -241,14 +336,22 @@ extension HPACK {
     init(limit: Int) {
       self.limit = limit
       maxSize = limit
+      // Every entry costs 32 bytes besides its name and value (§4.1).
+      slotCapacity = limit / 32 + 1
+      slots = .allocate(capacity: slotCapacity)
     }
 
-    /// How many entries the dynamic table holds (for tests).
-    var entryCount: Int { entries.count }
+    deinit {
+      storage?.deallocate()
+      slots.deallocate()
+    }
+
+    /// The bytes the table's buffer holds room for (for tests).
+    var storageBytes: Int { storageCapacity }
 
     /// Decodes a whole header block, calling `field` with each field's name and value in order;
     /// throws when the block breaks HPACK (the connection must end with COMPRESSION_ERROR).
-    mutating func decode(
+    func decode(
       _ block: UnsafeRawBufferPointer,
       _ field: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void
     ) throws(CompressionError) {
@@ -278,7 +381,7 @@ extension HPACK {
       }
     }
 
-    private mutating func literal(
+    private func literal(
       _ block: UnsafeRawBufferPointer, _ at: inout Int, nameIndex: Int, indexing: Bool,
       _ field: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void
     ) throws(CompressionError) {
@@ -288,44 +391,37 @@ extension HPACK {
         (nameRange, nameHuffman) = try Self.string(block, &at)
       }
       let (valueRange, valueHuffman) = try Self.string(block, &at)
+      var value = UnsafeRawBufferPointer(rebasing: block[valueRange]).assumingMemoryBound(to: UInt8.self)
       if valueHuffman {
         valueScratch.removeAll(keepingCapacity: true)
-        guard HPACK.huffmanDecode(UnsafeRawBufferPointer(rebasing: block[valueRange]), into: &valueScratch)
-        else {
+        guard HPACK.huffmanDecode(UnsafeRawBufferPointer(value), into: &valueScratch) else {
           throw CompressionError()
         }
       }
-      func withValue(_ name: UnsafeBufferPointer<UInt8>) {
-        if valueHuffman {
-          valueScratch.withUnsafeBufferPointer { field(name, $0) }
-          if indexing { insert(name, valueScratch) }
-        } else {
-          let value = UnsafeRawBufferPointer(rebasing: block[valueRange]).assumingMemoryBound(to: UInt8.self)
-          field(name, value)
-          if indexing { insert(name, value) }
-        }
-      }
+      var name: UnsafeBufferPointer<UInt8>
       if let nameRange {
+        name = UnsafeRawBufferPointer(rebasing: block[nameRange]).assumingMemoryBound(to: UInt8.self)
         if nameHuffman {
           nameScratch.removeAll(keepingCapacity: true)
-          guard HPACK.huffmanDecode(UnsafeRawBufferPointer(rebasing: block[nameRange]), into: &nameScratch)
-          else {
+          guard HPACK.huffmanDecode(UnsafeRawBufferPointer(name), into: &nameScratch) else {
             throw CompressionError()
           }
-          let name = nameScratch
-          name.withUnsafeBufferPointer { withValue($0) }
-        } else {
-          withValue(UnsafeRawBufferPointer(rebasing: block[nameRange]).assumingMemoryBound(to: UInt8.self))
         }
-      } else if nameIndex <= HPACK.staticTable.count {
-        let name = HPACK.staticTable[nameIndex - 1].name
-        withValue(UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+      } else if nameIndex <= HPACK.staticCount {
+        let entry = HPACK.staticEntry(nameIndex).name
+        name = UnsafeBufferPointer(start: entry.utf8Start, count: entry.utf8CodeUnitCount)
       } else {
-        let i = entries.count - (nameIndex - HPACK.staticTable.count)
-        guard i >= 0 else { throw CompressionError() }
-        let entry = entries[i]
-        entry.bytes.withUnsafeBufferPointer {
-          withValue(UnsafeBufferPointer(rebasing: $0[..<entry.nameCount]))
+        guard let entry = entry(nameIndex) else { throw CompressionError() }
+        name = entry.name
+      }
+      // The scratch buffers are read in place while the field is handed on and indexed; an entry's
+      // name is copied before the table can move.
+      nameScratch.withUnsafeBufferPointer { decodedName in
+        valueScratch.withUnsafeBufferPointer { decodedValue in
+          if nameHuffman { name = decodedName }
+          if valueHuffman { value = decodedValue }
+          field(name, value)
+          if indexing { insert(name, value) }
         }
       }
     }
@@ -343,52 +439,92 @@ extension HPACK {
       return ((at - length)..<at, huffman)
     }
 
+    /// The dynamic table's entry at `index` (62 and up), its bytes in place.
+    private func entry(_ index: Int) -> (name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>)?
+    {
+      let back = index - HPACK.staticCount
+      guard back >= 1 && back <= entryCount, let storage else { return nil }
+      let slot = slots[(oldest + entryCount - back) % slotCapacity]
+      let start = storage + Int(slot.offset)
+      return (
+        UnsafeBufferPointer(start: start, count: Int(slot.nameCount)),
+        UnsafeBufferPointer(start: start + Int(slot.nameCount), count: Int(slot.valueCount))
+      )
+    }
+
     private func emitIndexed(
       _ index: Int, _ field: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void
     ) throws(CompressionError) {
       guard index > 0 else { throw CompressionError() }
-      if index <= HPACK.staticTable.count {
-        let (name, value) = HPACK.staticTable[index - 1]
+      if index <= HPACK.staticCount {
+        let (name, value) = HPACK.staticEntry(index)
         field(
           UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount),
           UnsafeBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount))
         return
       }
-      let i = entries.count - (index - HPACK.staticTable.count)
-      guard i >= 0 else { throw CompressionError() }
-      let entry = entries[i]
-      entry.bytes.withUnsafeBufferPointer {
-        field(
-          UnsafeBufferPointer(rebasing: $0[..<entry.nameCount]),
-          UnsafeBufferPointer(rebasing: $0[entry.nameCount...]))
-      }
+      guard let entry = entry(index) else { throw CompressionError() }
+      field(entry.name, entry.value)
     }
 
     /// Adds a field to the table (§4.4): older entries are evicted to make room; one larger than the
     /// whole table empties it and is not added.
-    private mutating func insert(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) {
+    private func insert(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) {
       let entrySize = name.count + value.count + 32
+      // The name may lie in the table itself (an indexed name): it is kept before anything moves.
+      let nameCopy = [UInt8](name)
       evict(toFit: entrySize)
       guard entrySize <= maxSize else { return }
-      var bytes = [UInt8]()
-      bytes.reserveCapacity(name.count + value.count)
-      bytes.append(contentsOf: name)
-      bytes.append(contentsOf: value)
-      entries.append(Entry(bytes: bytes, nameCount: name.count))
+      let bytes = name.count + value.count
+      room(for: bytes)
+      guard let storage else { return }
+      nameCopy.withUnsafeBufferPointer {
+        (storage + storageEnd).update(from: $0.baseAddress!, count: $0.count)
+      }
+      if let base = value.baseAddress {
+        (storage + storageEnd + name.count).update(from: base, count: value.count)
+      }
+      slots[(oldest + entryCount) % slotCapacity] = Slot(
+        offset: Int32(storageEnd), nameCount: Int32(name.count), valueCount: Int32(value.count))
+      entryCount += 1
+      storageEnd += bytes
       size += entrySize
     }
 
-    private mutating func insert(_ name: UnsafeBufferPointer<UInt8>, _ value: [UInt8]) {
-      value.withUnsafeBufferPointer { insert(name, $0) }
+    /// Makes room for `bytes` more at `storageEnd`: the live entries moved to the front, or the
+    /// buffer grown.
+    private func room(for bytes: Int) {
+      if storageEnd + bytes <= storageCapacity { return }
+      let liveStart = entryCount > 0 ? Int(slots[oldest].offset) : storageEnd
+      let live = storageEnd - liveStart
+      if let storage, live + bytes <= storageCapacity {
+        if liveStart > 0 {
+          memmove(storage, storage + liveStart, live)  // the two may overlap
+          for i in 0..<entryCount { slots[(oldest + i) % slotCapacity].offset -= Int32(liveStart) }
+        }
+        storageEnd = live
+        return
+      }
+      let capacity = max(256, 2 * (live + bytes))
+      let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity)
+      if let storage {
+        grown.update(from: storage + liveStart, count: live)
+        storage.deallocate()
+        for i in 0..<entryCount { slots[(oldest + i) % slotCapacity].offset -= Int32(liveStart) }
+      }
+      storage = grown
+      storageCapacity = capacity
+      storageEnd = live
     }
 
-    private mutating func evict(toFit incoming: Int) {
-      var drop = 0
-      while drop < entries.count && size + incoming > maxSize {
-        size -= entries[drop].size
-        drop += 1
+    private func evict(toFit incoming: Int) {
+      while entryCount > 0 && size + incoming > maxSize {
+        let slot = slots[oldest]
+        size -= Int(slot.nameCount + slot.valueCount) + 32
+        oldest = (oldest + 1) % slotCapacity
+        entryCount -= 1
       }
-      if drop > 0 { entries.removeFirst(drop) }
+      if entryCount == 0 { storageEnd = 0 }
     }
   }
 }

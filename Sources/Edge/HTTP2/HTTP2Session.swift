@@ -147,7 +147,7 @@ final class HTTP2Session {
   private var blockFrames = 0
   private var block: [UInt8] = []
   private var blockEndStream = false
-  private var decoder: HPACK.Decoder
+  private let decoder: HPACK.Decoder
   /// The highest stream the client opened.
   private var lastOpened: Int32 = 0
   /// The last stream a GOAWAY of this server let finish; a GOAWAY came from the client.

@@ -95,8 +95,16 @@ struct HPACKTests {
     #expect(again.entryCount == 1)
   }
 
-  @Test("Huffman coding round-trips every byte", arguments: [0, 1, 7, 100])
+  @Test("Huffman coding round-trips every byte, alone, twice and among others", arguments: [0, 1, 7, 100])
   func huffman(seed: Int) {
+    // Every symbol as the last one, before each length of padding.
+    for b in 0...255 {
+      for text in (1...8).map({ [UInt8](repeating: UInt8(b), count: $0) }) + [[UInt8(seed), UInt8(b)]] {
+        var decoded: [UInt8] = []
+        #expect(HPACK.huffmanEncode(text).withUnsafeBytes { HPACK.huffmanDecode($0, into: &decoded) })
+        #expect(decoded == text)
+      }
+    }
     var generator = SplitMix(seed: UInt64(seed))
     let bytes = (0..<300).map { _ in UInt8(truncatingIfNeeded: generator.next()) } + Array(0...255)
     let coded = HPACK.huffmanEncode(bytes)
