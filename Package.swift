@@ -18,6 +18,7 @@ let package = Package(
     .executable(name: "band-edge", targets: ["band-edge"]),
     .executable(name: "EdgeFuzz", targets: ["EdgeFuzz"]),
     .executable(name: "EdgeFuzzResponse", targets: ["EdgeFuzzResponse"]),
+    .executable(name: "EdgeFuzzH2", targets: ["EdgeFuzzH2"]),
   ],
   targets: [
     // System-library shims: Debian's -dev packages (and Linux headers Glibc leaves out).
@@ -75,10 +76,11 @@ let package = Package(
     .plugin(name: "EmbedFiles", capability: .buildTool(), dependencies: ["EmbedTool"]),
     .executableTarget(name: "EmbedTool"),
 
-    // libFuzzer targets for the HTTP/1.1 request and response parsers: build/fuzz builds one
-    // with --sanitize=fuzzer.
+    // libFuzzer targets for the HTTP/1.1 request and response parsers and the HTTP/2 session:
+    // build/fuzz builds one with --sanitize=fuzzer.
     .executableTarget(name: "EdgeFuzz", dependencies: ["Edge"]),
     .executableTarget(name: "EdgeFuzzResponse", dependencies: ["Edge"]),
+    .executableTarget(name: "EdgeFuzzH2", dependencies: ["Edge"]),
 
     .testTarget(name: "EdgeTests", dependencies: ["Edge", "EdgeTesting", "CLinux", "COpenSSL", "CNGHTTP2"]),
     .testTarget(name: "ShellTests", dependencies: ["Shell", "Edge"]),

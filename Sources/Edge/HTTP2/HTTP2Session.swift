@@ -190,7 +190,9 @@ final class HTTP2Session {
   }
 
   deinit {
-    budget?.release(open.releaseAll())
+    // Released whether or not there is a budget (an optional call would skip its argument).
+    let held = open.releaseAll()
+    budget?.release(held)
   }
 
   /// Queues the server's SETTINGS frame (RFC 9113 §3.4: the first frame it sends).
