@@ -320,7 +320,8 @@ extension HPACK {
     private var storageCapacity = 0
     /// Where the next entry goes in `storage`; the oldest entry's bytes start at its slot's offset.
     private var storageEnd = 0
-    private let slots: UnsafeMutablePointer<Slot>
+    /// Made with the buffer, at the first field indexed.
+    private var slots: UnsafeMutablePointer<Slot>! = nil
     private let slotCapacity: Int
     /// The oldest entry's slot, and how many entries there are (the newest is index 62).
     private var oldest = 0
@@ -338,12 +339,11 @@ extension HPACK {
       maxSize = limit
       // Every entry costs 32 bytes besides its name and value (§4.1).
       slotCapacity = limit / 32 + 1
-      slots = .allocate(capacity: slotCapacity)
     }
 
     deinit {
       storage?.deallocate()
-      slots.deallocate()
+      slots?.deallocate()
     }
 
     /// The bytes the table's buffer holds room for (for tests).
@@ -505,6 +505,7 @@ extension HPACK {
         storageEnd = live
         return
       }
+      if slots == nil { slots = .allocate(capacity: slotCapacity) }
       let capacity = max(256, 2 * (live + bytes))
       let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity)
       if let storage {

@@ -1213,16 +1213,24 @@ final class HTTP2Session {
     goaway(NGHTTP2_NO_ERROR.rawValue)
   }
 
-  /// Gives back what an idle connection does not need: its read and write buffers.
+  /// Gives back what an idle connection does not need: its read and write buffers, the date it
+  /// last wrote, and the stream table when no stream is open.
   func releaseBuffers() {
     if partial.isEmpty && partial.capacity > 0 { partial = [] }
     if queued.isEmpty && queued.capacity > 0 { queued = [] }
     if block.isEmpty && block.capacity > 0 { block = [] }
     if scratch.capacity > 0 { scratch = [] }
+    table.release()
+    if dateBlock.capacity > 0 {
+      dateBlock = []
+      dateString = ""
+    }
   }
 
   /// The bytes the session's buffers hold room for (for tests).
-  var bufferBytes: Int { partial.capacity + queued.capacity + block.capacity + scratch.capacity }
+  var bufferBytes: Int {
+    partial.capacity + queued.capacity + block.capacity + scratch.capacity + table.bytes + dateBlock.capacity
+  }
 
   // MARK: frame bytes
 
@@ -1340,23 +1348,25 @@ extension HTTP2Session.Event {
 
 /// Open streams by number: open addressing over the number's odd half, with linear probing and
 /// deletion by shifting back (no tombstones), sized for twice the concurrency limit. Client streams
-/// are odd and rising, so neighbours rarely collide.
+/// are odd and rising, so neighbours rarely collide. Its arrays are made at the first stream and
+/// given back when no stream is open (`release`), so an idle connection holds none.
 struct StreamTable {
-  private var keys: [Int32]
-  private var values: [Unmanaged<HTTP2Stream>?]
-  private var mask: Int
+  private var keys: [Int32] = []
+  private var values: [Unmanaged<HTTP2Stream>?] = []
+  private var mask = 0
+  private let size: Int
+  private var count = 0
 
   init(capacity: Int = 8) {
     var size = 16
     while size < 2 * capacity { size <<= 1 }
-    keys = Array(repeating: 0, count: size)
-    values = Array(repeating: nil, count: size)
-    mask = size - 1
+    self.size = size
   }
 
   private func slot(_ id: Int32) -> Int { Int(id >> 1) & mask }
 
   func find(_ id: Int32) -> Unmanaged<HTTP2Stream>? {
+    guard count > 0 else { return nil }
     var i = slot(id)
     while keys[i] != 0 {
       if keys[i] == id { return values[i] }
@@ -1366,13 +1376,20 @@ struct StreamTable {
   }
 
   mutating func insert(_ id: Int32, _ value: Unmanaged<HTTP2Stream>) {
+    if keys.isEmpty {
+      keys = Array(repeating: 0, count: size)
+      values = Array(repeating: nil, count: size)
+      mask = size - 1
+    }
     var i = slot(id)
     while keys[i] != 0 && keys[i] != id { i = (i + 1) & mask }
+    if keys[i] == 0 { count += 1 }
     keys[i] = id
     values[i] = value
   }
 
   mutating func remove(_ id: Int32) -> Unmanaged<HTTP2Stream>? {
+    guard count > 0 else { return nil }
     var i = slot(id)
     while keys[i] != id {
       guard keys[i] != 0 else { return nil }
@@ -1381,13 +1398,12 @@ struct StreamTable {
     let removed = values[i]
     keys[i] = 0
     values[i] = nil
+    count -= 1
     // Shift back the entries after it that probed past `i`.
     var j = (i + 1) & mask
     while keys[j] != 0 {
       let home = slot(keys[j])
-      let distanceToJ = (j - home) & mask
-      let distanceToI = (i - home) & mask
-      if distanceToI < distanceToJ {
+      if (i - home) & mask < (j - home) & mask {
         keys[i] = keys[j]
         values[i] = values[j]
         keys[j] = 0
@@ -1398,4 +1414,14 @@ struct StreamTable {
     }
     return removed
   }
+
+  /// Gives the arrays back when no stream is in the table.
+  mutating func release() {
+    guard count == 0, !keys.isEmpty else { return }
+    keys = []
+    values = []
+  }
+
+  /// The bytes the arrays hold (for tests).
+  var bytes: Int { keys.capacity * 4 + values.capacity * 8 }
 }
