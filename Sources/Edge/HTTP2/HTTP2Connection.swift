@@ -40,7 +40,7 @@ final class HTTP2Connection<Clock: EdgeClock> {
   /// opens a new connection for the next.
   private let dispatcher: Dispatcher
   private let clock: Clock
-  private let limits: Limits
+  private let limits: Bounds
   private let client: String
   private let secure: Bool
   private var inFlight: [Int32: InFlight] = [:]
@@ -97,7 +97,7 @@ final class HTTP2Connection<Clock: EdgeClock> {
   ) {
     self.clock = clock
     self.dispatcher = dispatcher
-    self.limits = limits
+    self.limits = Bounds(limits)
     self.client = client
     self.secure = secure
     session = HTTP2Session(settings: .init(limits), budget: budget)
@@ -463,6 +463,7 @@ final class HTTP2Connection<Clock: EdgeClock> {
     if isIdle && !quieted && now >= lastActive.adding(Self.quietDelay) {
       // Nothing is being written: the frame buffer holds only what was sent.
       session.releaseBuffers()
+      if output.isEmpty { output = OutputQueue() }
       quieted = true
     }
     if now >= headerBlockDeadline || (isIdle && now >= idleDeadline) {
@@ -482,5 +483,29 @@ final class HTTP2Connection<Clock: EdgeClock> {
     session.drain()
     flushSession()
     return output.isEmpty && drained
+  }
+
+  /// The limits a connection reads after it is made (a `Limits` is larger: each connection keeps
+  /// only these).
+  private struct Bounds {
+    let headTimeout: Duration
+    let bodyTimeout: Duration
+    let idleTimeout: Duration
+    let writeTimeout: Duration
+    let maxBodyBytes: Int
+    let http2InitialWindowBytes: Int
+    let http2MaxConcurrentStreams: Int
+    let http2MaxQueuedBytes: Int
+
+    init(_ limits: Limits) {
+      headTimeout = limits.headTimeout
+      bodyTimeout = limits.bodyTimeout
+      idleTimeout = limits.idleTimeout
+      writeTimeout = limits.writeTimeout
+      maxBodyBytes = limits.maxBodyBytes
+      http2InitialWindowBytes = limits.http2InitialWindowBytes
+      http2MaxConcurrentStreams = limits.http2MaxConcurrentStreams
+      http2MaxQueuedBytes = limits.http2MaxQueuedBytes
+    }
   }
 }

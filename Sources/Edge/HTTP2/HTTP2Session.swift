@@ -147,7 +147,14 @@ final class HTTP2Session {
   private var blockFrames = 0
   private var block: [UInt8] = []
   private var blockEndStream = false
-  private let decoder: HPACK.Decoder
+  /// Made at the first header block: a connection that never asks holds none.
+  private var decoderMade: HPACK.Decoder? = nil
+  private var decoder: HPACK.Decoder {
+    if let decoderMade { return decoderMade }
+    let made = HPACK.Decoder(limit: settings.headerTableSize)
+    decoderMade = made
+    return made
+  }
   /// The highest stream the client opened.
   private var lastOpened: Int32 = 0
   /// The last stream a GOAWAY of this server let finish; a GOAWAY came from the client.
@@ -184,7 +191,6 @@ final class HTTP2Session {
     self.budget = budget
     frameGuard = HTTP2FrameGuard(kept: max(64, 2 * settings.maxConcurrentStreams))
     glitchTokens = Double(settings.glitchBurst)
-    decoder = HPACK.Decoder(limit: settings.headerTableSize)
     table = StreamTable(capacity: settings.maxConcurrentStreams)
     submitSettings()
   }
