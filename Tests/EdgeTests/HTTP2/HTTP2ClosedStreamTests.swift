@@ -3,7 +3,7 @@ import Testing
 
 @testable import Edge
 
-/// Frames on streams the library no longer tracks (`HTTP2FrameGuard`), and streams answered before
+/// Frames on streams the session no longer has open (`HTTP2FrameGuard`), and streams answered before
 /// their body (kept open, so that what still arrives on them is checked): RFC 9113 §5.1, §5.1.1,
 /// §6.1, §8.1, with raw frames into an `HTTP2Session`.
 @Suite("HTTP/2 closed streams and early answers (in memory)")
@@ -54,20 +54,20 @@ struct HTTP2ClosedStreamTests {
   }
 
   @Test(
-    "the guard's verdict on HEADERS and DATA by stream, the last stream opened and the library's state",
+    "the guard's verdict on HEADERS and DATA by stream, the last stream opened and the session's state",
     arguments: [
       // (DATA?, stream, last opened, state, reset by the server?, expected code)
       (false, Int32(7), Int32(5), HTTP2FrameGuard.StreamState.unknown, false, UInt32?.none),  // a new stream
       (false, 3, 5, .unknown, false, NGHTTP2_PROTOCOL_ERROR.rawValue),  // below the last, never used
       (false, 3, 5, .closed, false, NGHTTP2_STREAM_CLOSED.rawValue),  // a closed stream on record
-      (false, 5, 5, .open, false, nil),  // trailers: the library's
+      (false, 5, 5, .open, false, nil),  // trailers: the session's
       (false, 3, 5, .unknown, true, nil),  // after this server's reset: ignored
       (true, 3, 5, .unknown, false, NGHTTP2_STREAM_CLOSED.rawValue),
       (true, 3, 5, .closed, false, NGHTTP2_STREAM_CLOSED.rawValue),
       (true, 5, 5, .open, false, nil),
       (true, 3, 5, .closed, true, nil),
-      (true, 9, 5, .unknown, false, nil),  // an idle stream: the library's PROTOCOL_ERROR
-      (true, 0, 5, .unknown, false, nil),  // stream 0: the library's
+      (true, 9, 5, .unknown, false, nil),  // an idle stream: the session's PROTOCOL_ERROR
+      (true, 0, 5, .unknown, false, nil),  // stream 0: the session's
     ])
   func verdict(
     isData: Bool, stream: Int32, lastOpened: Int32, state: HTTP2FrameGuard.StreamState, resetHere: Bool,

@@ -42,7 +42,7 @@ enum RawFrames {
   }
 }
 
-/// HTTP/2 defences and settings in the session: what the library does not bound.
+/// HTTP/2 defences and settings in the session: what it bounds beyond RFC 9113.
 @Suite("HTTP/2 defences (in memory)")
 struct HTTP2DefenceTests {
   static func feed(_ server: HTTP2Session, _ bytes: [UInt8], at seconds: UInt64 = 1) -> [UInt8] {
@@ -138,8 +138,8 @@ struct HTTP2DefenceTests {
     let server = HTTP2Session(settings: settings)
     // HEADERS (stream 1, END_STREAM, no END_HEADERS) with `:method GET`, then CONTINUATION frames
     // of `:scheme http`, `:path /`, `:authority a.test` and `accept-encoding: gzip, deflate`
-    // (static table entries), the last one ending the block. Debian's libnghttp2 (1.52.0-1+deb12u3,
-    // the CVE-2024-28182 fix) also stops at 8 itself; the configured bound may be lower.
+    // (static table entries), the last one ending the block (CVE-2024-28182's class: the bound is
+    // the configured one).
     var wire = RawFrames.preface + RawFrames.frame(0x04)
     wire += RawFrames.frame(0x01, flags: 0x01, stream: 1, [0x82])
     for i in 0..<count {

@@ -107,7 +107,7 @@ final class H2TestClient {
   }
 }
 
-@Suite("HTTP/2 session (libnghttp2, in memory)")
+@Suite("HTTP/2 session (with libnghttp2 as the client, in memory)")
 struct HTTP2SessionTests {
   static let date = "Thu, 01 Jan 1970 00:00:00 GMT"
 
