@@ -643,6 +643,9 @@ final class HTTP2Session {
     return true
   }
 
+  /// How many request fields were read (for tests: those past a bound are not).
+  private(set) var fieldsRead = 0
+
   /// Pseudo-fields, one bit each.
   private static let methodBit: UInt8 = 1
   private static let schemeBit: UInt8 = 2
@@ -653,18 +656,26 @@ final class HTTP2Session {
   private func field(
     _ entry: HTTP2Stream, _ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>
   ) {
-    guard !entry.malformed else { return }
+    // Past a bound the block is still decoded (HPACK's state must stay in step) but its fields are
+    // neither read nor checked: a block of small references to a large table entry costs no more
+    // than the bound.
+    guard !entry.malformed, !entry.fieldsTooLarge else { return }
+    fieldsRead += 1
+    entry.fieldBytes += name.count + value.count + 32
     guard let first = name.first else {
       entry.malformed = true
+      return
+    }
+    let pseudo = first == UInt8(ascii: ":")
+    if !pseudo { entry.fieldCount += 1 }
+    if entry.fieldBytes > settings.maxHeaderListBytes || entry.fieldCount > settings.maxHeaderCount {
+      tooLarge(entry)
       return
     }
     guard Self.validValue(value) else {
       entry.malformed = true
       return
     }
-    entry.fieldBytes += name.count + value.count + 32
-    let pseudo = first == UInt8(ascii: ":")
-    if !pseudo { entry.fieldCount += 1 }
     if pseudo {
       pseudoField(entry, name, value)
     } else {
@@ -691,11 +702,6 @@ final class HTTP2Session {
       return
     }
     entry.pseudoSeen |= bit
-    guard !entry.fieldsTooLarge else { return }
-    if entry.fieldBytes > settings.maxHeaderListBytes {
-      tooLarge(entry)
-      return
-    }
     let base = value.baseAddress!
     switch bit {
     case Self.methodBit:
@@ -737,12 +743,6 @@ final class HTTP2Session {
       }
       entry.contentLength = length
     }
-    guard !entry.fieldsTooLarge else { return }
-    // Past a bound the block is still decoded (HPACK's state must stay in step) but not kept.
-    if entry.fieldBytes > settings.maxHeaderListBytes || entry.fieldCount > settings.maxHeaderCount {
-      tooLarge(entry)
-      return
-    }
     let v = entry.addField(name.baseAddress!, name.count, value.baseAddress ?? name.baseAddress!, value.count)
     if name.count == 4 && memcmp(name.baseAddress!, "host", 4) == 0 && entry.host == nil { entry.host = v }
     if name.count == 6 && memcmp(name.baseAddress!, "cookie", 6) == 0 { entry.cookies += 1 }
@@ -757,8 +757,10 @@ final class HTTP2Session {
   private func headersEnded(_ entry: HTTP2Stream, endStream: Bool) {
     let required = Self.methodBit | Self.schemeBit | Self.pathBit
     let isConnect = entry.method == .connect
-    if !entry.malformed && !isConnect && entry.pseudoSeen & required != required { entry.malformed = true }
-    if !entry.malformed, isConnect,
+    // A head cut at the bounds is refused (431) for its size, whatever it lacks after the cut.
+    let whole = !entry.malformed && !entry.fieldsTooLarge
+    if whole && !isConnect && entry.pseudoSeen & required != required { entry.malformed = true }
+    if whole, isConnect,
       entry.pseudoSeen & Self.authorityBit == 0 || entry.pseudoSeen & (Self.schemeBit | Self.pathBit) != 0
     {
       entry.malformed = true
@@ -1185,8 +1187,9 @@ final class HTTP2Session {
   /// body has ended.
   private func dataFrame(_ entry: HTTP2Stream, into out: inout OutputQueue) -> (sent: Bool, done: Bool) {
     guard let total = entry.outgoing?.count, let sent = entry.outgoing?.sent else { return (false, true) }
-    let take = min(peerMaxFrame, entry.sendWindow, sendWindow, total - sent)
-    guard take > 0 || sent == total else { return (false, false) }
+    // A window may be negative (a smaller SETTINGS_INITIAL_WINDOW_SIZE, §6.9.2): nothing is sent.
+    let take = max(0, min(peerMaxFrame, entry.sendWindow, sendWindow, total - sent))
+    guard take > 0 else { return (false, sent == total) }
     flushQueued(into: &out)
     let last = sent + take == total
     var header = (

@@ -168,6 +168,64 @@ struct HTTP2DefenceTests {
     #expect(arrived.first?.request.headers["x-other"] == (fields.count > 1 ? "y" : nil))
   }
 
+  @Test(
+    "a block of many references to one large table entry is cut at the header limit (431), not read on; HPACK stays in step"
+  )
+  func referenceBomb() {
+    let server = HTTP2Session(settings: .init())
+    // Stream 1 indexes `x-big` with 4,000 bytes (literal with incremental indexing, new name).
+    var first: [UInt8] = [0x82, 0x86, 0x84, 0x01, 0x01, 0x61, 0x40, 0x05] + Array("x-big".utf8)
+    first += [0x7F, 0xA1, 0x1E] + [UInt8](repeating: 0x61, count: 4000)  // length 127 + 0x21 + 30 << 7
+    var wire = RawFrames.preface + RawFrames.frame(0x04)
+    wire += RawFrames.frame(0x01, flags: 0x05, stream: 1, first)
+    // Stream 3: the entry (index 62) referenced 3,000 times: 12 MB if every field were read.
+    let bomb: [UInt8] = [0x82, 0x86, 0x84, 0x01, 0x01, 0x61] + [UInt8](repeating: 0xBE, count: 3000)
+    wire += RawFrames.frame(0x01, flags: 0x05, stream: 3, bomb)
+    wire += RawFrames.frame(0x01, flags: 0x05, stream: 5, [0x82, 0x86, 0x84, 0x01, 0x01, 0x61])
+    let out = Self.feed(server, wire)
+    #expect(RawFrames.goAway(out) == nil)
+    let events = server.takeEvents()
+    let streams = events.map { event -> String in
+      switch event {
+      case .fieldsTooLarge(let s): "\(s.id) too large"
+      case .request(let s, _): "\(s.id) request"
+      default: "\(event.stream) other"
+      }
+    }
+    #expect(streams == ["1 request", "3 too large", "5 request"])
+    // Stream 1's 5 fields; stream 3's 4 pseudo-fields and 5 references, the fifth passing 16 KiB
+    // (none after it is read); stream 5's 4.
+    #expect(server.fieldsRead == 5 + 9 + 4)
+  }
+
+  @Test(
+    "a window made negative by a smaller SETTINGS_INITIAL_WINDOW_SIZE sends nothing until reopened (§6.9.2)")
+  func negativeWindow() {
+    let server = HTTP2Session(settings: .init())
+    var wire = RawFrames.preface + RawFrames.frame(0x04)
+    wire += RawFrames.frame(0x01, flags: 0x05, stream: 1, [0x82, 0x86, 0x84, 0x41, 0x01, 0x61])
+    _ = Self.feed(server, wire)
+    _ = server.takeEvents()
+    server.respond(
+      stream: 1, Response(status: .ok, body: .bytes([UInt8](repeating: 7, count: 100_000))),
+      cacheClass: .private,
+      headOnly: false,
+      date: HTTP2SessionTests.date, hsts: false)
+    var out: [UInt8] = []
+    server.output(into: &out)
+    let sent = RawFrames.parse(out).filter { $0.type == 0 }.reduce(0) { $0 + $1.payload.count }
+    #expect(sent == 65535, "the default windows")
+    // The client's window for streams drops to 0: stream 1's is now -65535.
+    out = Self.feed(server, RawFrames.frame(0x04, [0, 4, 0, 0, 0, 0]))
+    #expect(RawFrames.parse(out).filter { $0.type == 0 }.isEmpty && server.sending)
+    out = Self.feed(
+      server, RawFrames.frame(0x08, stream: 1, [0, 1, 0, 0]) + RawFrames.frame(0x08, [0, 1, 0, 0]))
+    #expect(RawFrames.parse(out).map(\.payload.count) == [1], "65,536 opened: the window is 1")
+    out = Self.feed(server, RawFrames.frame(0x08, stream: 1, [0, 0, 0x80, 0]))
+    let more = RawFrames.parse(out).filter { $0.type == 0 }.reduce(0) { $0 + $1.payload.count }
+    #expect(more == 32768)
+  }
+
   @Test("a header block's bytes are bounded by the header limit, whatever its frames")
   func blockBytes() {
     var settings = HTTP2Session.Settings()
