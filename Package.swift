@@ -34,7 +34,7 @@ let package = Package(
 
     // The HTTP engine. Knows nothing about Band Licence.
     .target(
-      name: "Edge", dependencies: ["CLinux", "COpenSSL", "CNGHTTP2"],
+      name: "Edge", dependencies: ["CLinux", "COpenSSL"],
       // Exclusivity stays checked at compile time; the per-access runtime check on the
       // loop-owned connection objects is dropped in release builds (each is touched by one thread).
       swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),

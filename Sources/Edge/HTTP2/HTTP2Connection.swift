@@ -1,5 +1,3 @@
-import CNGHTTP2
-
 /// One HTTP/2 connection as its loop drives it: the session's frames in and out, every stream
 /// through the same `Dispatcher` as HTTP/1 — decided on its head, so 404, 405, 413 and 415 come
 /// before its body is read; then inline, a fast path or the pool — answers written on their own
@@ -77,8 +75,8 @@ final class HTTP2Connection<Clock: EdgeClock> {
   var closeReason: CloseReason {
     if timedOut { return .timeout }
     switch session.lastGoaway {
-    case nil, NGHTTP2_NO_ERROR.rawValue?: return draining ? .drain : .normal
-    case NGHTTP2_ENHANCE_YOUR_CALM.rawValue?: return .limit
+    case nil, HTTP2Error.noError.rawValue?: return draining ? .drain : .normal
+    case HTTP2Error.enhanceYourCalm.rawValue?: return .limit
     default: return .parseError
     }
   }
@@ -468,7 +466,7 @@ final class HTTP2Connection<Clock: EdgeClock> {
     }
     if now >= headerBlockDeadline || (isIdle && now >= idleDeadline) {
       // A header block left open, or a connection with nothing to do: GOAWAY, then close.
-      session.terminate(NGHTTP2_NO_ERROR)
+      session.terminate(.noError)
       headerBlockDeadline = .never
       timedOut = true
     }

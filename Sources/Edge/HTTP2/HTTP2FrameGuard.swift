@@ -1,5 +1,3 @@
-import CNGHTTP2
-
 /// What becomes of frames on streams the session no longer has open (RFC 9113 §5.1):
 /// - HEADERS on a stream number at or below one the client already opened: a connection error,
 ///   `PROTOCOL_ERROR` for a number never used (§5.1.1), `STREAM_CLOSED` for a stream that has
@@ -46,8 +44,8 @@ struct HTTP2FrameGuard {
   /// `state` what the session knows of `stream`.
   func error(isData: Bool, stream: Int32, lastOpened: Int32, state: StreamState) -> UInt32? {
     guard stream > 0, stream <= lastOpened, state != .open, !resets.contains(stream) else { return nil }
-    if isData || state == .closed || closed.contains(stream) { return NGHTTP2_STREAM_CLOSED.rawValue }
-    return NGHTTP2_PROTOCOL_ERROR.rawValue
+    if isData || state == .closed || closed.contains(stream) { return HTTP2Error.streamClosed.rawValue }
+    return HTTP2Error.protocolError.rawValue
   }
 }
 

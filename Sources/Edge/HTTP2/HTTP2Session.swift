@@ -1,4 +1,3 @@
-import CNGHTTP2
 import Glibc
 
 /// The HTTP/2 side of one connection (RFC 9113): framing, HPACK (`HPACK`), stream states and flow
@@ -295,7 +294,7 @@ final class HTTP2Session {
       let expected = UnsafeRawBufferPointer(
         start: Self.preface.utf8Start + (24 - prefaceLeft), count: n)
       guard UnsafeRawBufferPointer(rebasing: input[..<n]).elementsEqual(expected) else {
-        terminate(NGHTTP2_PROTOCOL_ERROR)
+        terminate(.protocolError)
         return false
       }
       prefaceLeft -= n
@@ -305,9 +304,9 @@ final class HTTP2Session {
     retiring.removeAll()
     countGlitches(now: now)
     if calmedDown {
-      terminate(NGHTTP2_ENHANCE_YOUR_CALM)
+      terminate(.enhanceYourCalm)
     } else if let violation {
-      terminate(nghttp2_error_code(violation))
+      terminate(HTTP2Error(rawValue: violation) ?? .protocolError)
     }
     return !failed
   }
@@ -324,7 +323,7 @@ final class HTTP2Session {
       guard partial.count >= 9 else { return }
       let length = Int(partial[0]) << 16 | Int(partial[1]) << 8 | Int(partial[2])
       guard length <= settings.maxFrameSize else {
-        violation = NGHTTP2_FRAME_SIZE_ERROR.rawValue
+        violation = HTTP2Error.frameSizeError.rawValue
         return
       }
       let take = min(9 + length - partial.count, input.count - at)
@@ -340,7 +339,7 @@ final class HTTP2Session {
       guard left >= 9 else { break }
       let length = Int(input[at]) << 16 | Int(input[at + 1]) << 8 | Int(input[at + 2])
       guard length <= settings.maxFrameSize else {
-        violation = NGHTTP2_FRAME_SIZE_ERROR.rawValue
+        violation = HTTP2Error.frameSizeError.rawValue
         return
       }
       guard left >= 9 + length else { break }
@@ -364,11 +363,11 @@ final class HTTP2Session {
     let payload = UnsafeRawBufferPointer(rebasing: bytes[9...])
     // §6.10: while a header block is open, only its CONTINUATION frames may come.
     if let blockStream = openHeaderBlock, type != Frame.continuation || stream != blockStream {
-      return connectionError(NGHTTP2_PROTOCOL_ERROR)
+      return connectionError(.protocolError)
     }
     if !settingsSeen {
       guard type == Frame.settings, flags & Frame.ack == 0 else {
-        return connectionError(NGHTTP2_PROTOCOL_ERROR)
+        return connectionError(.protocolError)
       }
       settingsSeen = true
     }
@@ -378,7 +377,7 @@ final class HTTP2Session {
     case Frame.priority: return priority(stream, payload)
     case Frame.rstStream: return resetReceived(stream, payload)
     case Frame.settings: return settingsReceived(flags, stream, payload)
-    case Frame.pushPromise: return connectionError(NGHTTP2_PROTOCOL_ERROR)
+    case Frame.pushPromise: return connectionError(.protocolError)
     case Frame.ping: return ping(flags, stream, payload)
     case Frame.goaway: return goawayReceived(stream, payload)
     case Frame.windowUpdate: return windowUpdate(stream, payload)
@@ -387,7 +386,7 @@ final class HTTP2Session {
     }
   }
 
-  private func connectionError(_ code: nghttp2_error_code) -> Bool {
+  private func connectionError(_ code: HTTP2Error) -> Bool {
     violation = code.rawValue
     return false
   }
@@ -404,15 +403,15 @@ final class HTTP2Session {
   // MARK: DATA
 
   private func data(_ flags: UInt8, _ stream: Int32, _ payload: UnsafeRawBufferPointer) -> Bool {
-    guard stream != 0 else { return connectionError(NGHTTP2_PROTOCOL_ERROR) }
-    guard stream <= lastOpened else { return connectionError(NGHTTP2_PROTOCOL_ERROR) }  // idle (§5.1)
+    guard stream != 0 else { return connectionError(.protocolError) }
+    guard stream <= lastOpened else { return connectionError(.protocolError) }  // idle (§5.1)
     // The connection's window counts every DATA frame, padding too (§6.9.1).
-    guard payload.count <= receiveWindow else { return connectionError(NGHTTP2_FLOW_CONTROL_ERROR) }
+    guard payload.count <= receiveWindow else { return connectionError(.flowControlError) }
     receiveWindow -= payload.count
     receiveConsumed += payload.count
     let endStream = flags & Frame.endStream != 0
     if payload.isEmpty && !endStream { glitchesSeen += 1 }
-    guard let body = unpadded(flags, payload) else { return connectionError(NGHTTP2_PROTOCOL_ERROR) }
+    guard let body = unpadded(flags, payload) else { return connectionError(.protocolError) }
     guard let found = table.find(stream) else {
       updateConnectionWindow()
       if let code = frameGuard.error(isData: true, stream: stream, lastOpened: lastOpened, state: .unknown) {
@@ -424,11 +423,11 @@ final class HTTP2Session {
     let ok = found._withUnsafeGuaranteedRef { entry -> Bool in
       guard !entry.remoteEnded else {
         // Half-closed (remote): a stream error (§5.1), unless this server reset it.
-        if !frameGuard.isReset(stream) { streamError(entry, NGHTTP2_STREAM_CLOSED) }
+        if !frameGuard.isReset(stream) { streamError(entry, .streamClosed) }
         return true
       }
       guard payload.count <= entry.receiveWindow else {
-        streamError(entry, NGHTTP2_FLOW_CONTROL_ERROR)
+        streamError(entry, .flowControlError)
         return true
       }
       entry.receiveWindow -= payload.count
@@ -438,7 +437,7 @@ final class HTTP2Session {
         entry.dataReceived > length || (endStream && entry.dataReceived != length)
       {
         // §8.1.1: a body that disagrees with its content-length is malformed.
-        streamError(entry, NGHTTP2_PROTOCOL_ERROR)
+        streamError(entry, .protocolError)
         return true
       }
       if !body.isEmpty { received(entry, body) }
@@ -476,7 +475,7 @@ final class HTTP2Session {
       if entry.dropped > 2 * settings.initialWindowSize && entry.answered && !entry.answerEnded {
         entry.resetAfterAnswer = false
         entry.receiving = false
-        resetStream(entry.id, NGHTTP2_CANCEL)
+        resetStream(entry.id, .cancel)
       } else if entry.dropped > settings.initialWindowSize {
         wantReset(entry)
       }
@@ -509,11 +508,11 @@ final class HTTP2Session {
   // MARK: HEADERS and CONTINUATION
 
   private func headers(_ flags: UInt8, _ stream: Int32, _ payload: UnsafeRawBufferPointer) -> Bool {
-    guard stream != 0, stream & 1 == 1 else { return connectionError(NGHTTP2_PROTOCOL_ERROR) }
-    guard var fragment = unpadded(flags, payload) else { return connectionError(NGHTTP2_PROTOCOL_ERROR) }
+    guard stream != 0, stream & 1 == 1 else { return connectionError(.protocolError) }
+    guard var fragment = unpadded(flags, payload) else { return connectionError(.protocolError) }
     var dependsOnItself = false
     if flags & Frame.priorityFlag != 0 {
-      guard fragment.count >= 5 else { return connectionError(NGHTTP2_FRAME_SIZE_ERROR) }
+      guard fragment.count >= 5 else { return connectionError(.frameSizeError) }
       let dependency =
         (UInt32(fragment[0]) << 24 | UInt32(fragment[1]) << 16 | UInt32(fragment[2]) << 8
           | UInt32(fragment[3]))
@@ -551,7 +550,7 @@ final class HTTP2Session {
   private var pendingSelfDependency: Int32 = 0
 
   private func continuation(_ flags: UInt8, _ stream: Int32, _ payload: UnsafeRawBufferPointer) -> Bool {
-    guard openHeaderBlock == stream else { return connectionError(NGHTTP2_PROTOCOL_ERROR) }
+    guard openHeaderBlock == stream else { return connectionError(.protocolError) }
     blockFrames += 1
     // A block's bytes never need to pass the field limit by more than HPACK's framing and padding.
     guard blockFrames <= settings.maxContinuationFrames,
@@ -585,11 +584,11 @@ final class HTTP2Session {
       guard decodeDropped(fragment) else { return false }
       if selfDependent {
         glitchesSeen += 1
-        resetStream(stream, NGHTTP2_PROTOCOL_ERROR)
+        resetStream(stream, .protocolError)
       } else if goawayLastStream == nil && !goawayReceived {
         // Past the concurrency limit (§5.1.2).
         glitchesSeen += 1
-        resetStream(stream, NGHTTP2_REFUSED_STREAM)
+        resetStream(stream, .refusedStream)
       }
       return true
     }
@@ -597,7 +596,7 @@ final class HTTP2Session {
     do {
       try decoder.decode(fragment) { name, value in field(entry, name, value) }
     } catch {
-      return connectionError(NGHTTP2_COMPRESSION_ERROR)
+      return connectionError(.compressionError)
     }
     headersEnded(entry, endStream: endStream)
     return true
@@ -608,7 +607,7 @@ final class HTTP2Session {
       try decoder.decode(fragment) { _, _ in }
       return true
     } catch {
-      return connectionError(NGHTTP2_COMPRESSION_ERROR)
+      return connectionError(.compressionError)
     }
   }
 
@@ -623,18 +622,18 @@ final class HTTP2Session {
         }
       }
     } catch {
-      return connectionError(NGHTTP2_COMPRESSION_ERROR)
+      return connectionError(.compressionError)
     }
     guard !entry.remoteEnded else {
-      if !frameGuard.isReset(entry.id) { streamError(entry, NGHTTP2_STREAM_CLOSED) }
+      if !frameGuard.isReset(entry.id) { streamError(entry, .streamClosed) }
       return true
     }
     guard endStream, !broken else {
-      streamError(entry, NGHTTP2_PROTOCOL_ERROR)
+      streamError(entry, .protocolError)
       return true
     }
     if let length = entry.contentLength, length != entry.dataReceived {
-      streamError(entry, NGHTTP2_PROTOCOL_ERROR)
+      streamError(entry, .protocolError)
       return true
     }
     entry.remoteEnded = true
@@ -777,7 +776,7 @@ final class HTTP2Session {
       // RFC 9113 §8.1.1: a malformed request is a stream error; §8.3.1: `host` and `:authority`
       // must name the same; never answered on either, never forwarded.
       glitchesSeen += 1
-      streamError(entry, NGHTTP2_PROTOCOL_ERROR)
+      streamError(entry, .protocolError)
       return
     }
     if entry.fieldsTooLarge {
@@ -805,20 +804,20 @@ final class HTTP2Session {
   // MARK: the other frames
 
   private func priority(_ stream: Int32, _ payload: UnsafeRawBufferPointer) -> Bool {
-    guard stream != 0 else { return connectionError(NGHTTP2_PROTOCOL_ERROR) }
-    guard payload.count == 5 else { return connectionError(NGHTTP2_FRAME_SIZE_ERROR) }
+    guard stream != 0 else { return connectionError(.protocolError) }
+    guard payload.count == 5 else { return connectionError(.frameSizeError) }
     let dependency =
       (UInt32(payload[0]) << 24 | UInt32(payload[1]) << 16 | UInt32(payload[2]) << 8 | UInt32(payload[3]))
       & 0x7FFF_FFFF
-    guard dependency != UInt32(stream) else { return connectionError(NGHTTP2_PROTOCOL_ERROR) }
+    guard dependency != UInt32(stream) else { return connectionError(.protocolError) }
     glitchesSeen += 1
     return true
   }
 
   private func resetReceived(_ stream: Int32, _ payload: UnsafeRawBufferPointer) -> Bool {
-    guard stream != 0 else { return connectionError(NGHTTP2_PROTOCOL_ERROR) }
-    guard payload.count == 4 else { return connectionError(NGHTTP2_FRAME_SIZE_ERROR) }
-    guard stream <= lastOpened else { return connectionError(NGHTTP2_PROTOCOL_ERROR) }  // idle
+    guard stream != 0 else { return connectionError(.protocolError) }
+    guard payload.count == 4 else { return connectionError(.frameSizeError) }
+    guard stream <= lastOpened else { return connectionError(.protocolError) }  // idle
     metrics?.count(.h2ResetsReceived)
     glitchesSeen += 1
     // The client's own reset: frames it sent before are not answered; a stream this server
@@ -828,13 +827,13 @@ final class HTTP2Session {
   }
 
   private func settingsReceived(_ flags: UInt8, _ stream: Int32, _ payload: UnsafeRawBufferPointer) -> Bool {
-    guard stream == 0 else { return connectionError(NGHTTP2_PROTOCOL_ERROR) }
+    guard stream == 0 else { return connectionError(.protocolError) }
     glitchesSeen += 1
     if flags & Frame.ack != 0 {
-      guard payload.isEmpty else { return connectionError(NGHTTP2_FRAME_SIZE_ERROR) }
+      guard payload.isEmpty else { return connectionError(.frameSizeError) }
       return true
     }
-    guard payload.count % 6 == 0 else { return connectionError(NGHTTP2_FRAME_SIZE_ERROR) }
+    guard payload.count % 6 == 0 else { return connectionError(.frameSizeError) }
     var at = 0
     while at < payload.count {
       let id = UInt16(payload[at]) << 8 | UInt16(payload[at + 1])
@@ -844,9 +843,9 @@ final class HTTP2Session {
       at += 6
       switch id {
       case 0x1: tableSizeUpdate = true  // HEADER_TABLE_SIZE
-      case 0x2: guard value <= 1 else { return connectionError(NGHTTP2_PROTOCOL_ERROR) }  // ENABLE_PUSH
+      case 0x2: guard value <= 1 else { return connectionError(.protocolError) }  // ENABLE_PUSH
       case 0x4:  // INITIAL_WINDOW_SIZE: every stream's window moves by the change (§6.9.2)
-        guard value <= Self.maxWindow else { return connectionError(NGHTTP2_FLOW_CONTROL_ERROR) }
+        guard value <= Self.maxWindow else { return connectionError(.flowControlError) }
         let delta = value - peerInitialWindow
         peerInitialWindow = value
         var overflow = false
@@ -854,12 +853,12 @@ final class HTTP2Session {
           entry.sendWindow += delta
           if entry.sendWindow > Self.maxWindow { overflow = true }
         }
-        if overflow { return connectionError(NGHTTP2_FLOW_CONTROL_ERROR) }
+        if overflow { return connectionError(.flowControlError) }
       case 0x5:  // MAX_FRAME_SIZE
-        guard value >= 16384 && value <= 16_777_215 else { return connectionError(NGHTTP2_PROTOCOL_ERROR) }
+        guard value >= 16384 && value <= 16_777_215 else { return connectionError(.protocolError) }
         peerMaxFrame = value
       case 0x9:  // NO_RFC7540_PRIORITIES (RFC 9218 §2.1)
-        guard value <= 1 else { return connectionError(NGHTTP2_PROTOCOL_ERROR) }
+        guard value <= 1 else { return connectionError(.protocolError) }
       default: break
       }
     }
@@ -868,8 +867,8 @@ final class HTTP2Session {
   }
 
   private func ping(_ flags: UInt8, _ stream: Int32, _ payload: UnsafeRawBufferPointer) -> Bool {
-    guard stream == 0 else { return connectionError(NGHTTP2_PROTOCOL_ERROR) }
-    guard payload.count == 8 else { return connectionError(NGHTTP2_FRAME_SIZE_ERROR) }
+    guard stream == 0 else { return connectionError(.protocolError) }
+    guard payload.count == 8 else { return connectionError(.frameSizeError) }
     glitchesSeen += 1
     guard flags & Frame.ack == 0 else { return true }
     frameHeader(length: 8, type: Frame.ping, flags: Frame.ack, stream: 0)
@@ -878,14 +877,14 @@ final class HTTP2Session {
   }
 
   private func goawayReceived(_ stream: Int32, _ payload: UnsafeRawBufferPointer) -> Bool {
-    guard stream == 0 else { return connectionError(NGHTTP2_PROTOCOL_ERROR) }
-    guard payload.count >= 8 else { return connectionError(NGHTTP2_FRAME_SIZE_ERROR) }
+    guard stream == 0 else { return connectionError(.protocolError) }
+    guard payload.count >= 8 else { return connectionError(.frameSizeError) }
     goawayReceived = true
     return true
   }
 
   private func windowUpdate(_ stream: Int32, _ payload: UnsafeRawBufferPointer) -> Bool {
-    guard payload.count == 4 else { return connectionError(NGHTTP2_FRAME_SIZE_ERROR) }
+    guard payload.count == 4 else { return connectionError(.frameSizeError) }
     let increment = Int(
       (UInt32(payload[0]) << 24 | UInt32(payload[1]) << 16 | UInt32(payload[2]) << 8 | UInt32(payload[3]))
         & 0x7FFF_FFFF)
@@ -893,19 +892,19 @@ final class HTTP2Session {
     // nothing is being sent count.
     if sendingList.isEmpty { glitchesSeen += 1 }
     guard stream != 0 else {
-      guard increment > 0 else { return connectionError(NGHTTP2_PROTOCOL_ERROR) }
+      guard increment > 0 else { return connectionError(.protocolError) }
       sendWindow += increment
-      guard sendWindow <= Self.maxWindow else { return connectionError(NGHTTP2_FLOW_CONTROL_ERROR) }
+      guard sendWindow <= Self.maxWindow else { return connectionError(.flowControlError) }
       return true
     }
-    guard stream <= lastOpened else { return connectionError(NGHTTP2_PROTOCOL_ERROR) }  // idle
+    guard stream <= lastOpened else { return connectionError(.protocolError) }  // idle
     withRecord(stream) { entry in
       guard increment > 0 else {
-        streamError(entry, NGHTTP2_PROTOCOL_ERROR)
+        streamError(entry, .protocolError)
         return
       }
       entry.sendWindow += increment
-      if entry.sendWindow > Self.maxWindow { streamError(entry, NGHTTP2_FLOW_CONTROL_ERROR) }
+      if entry.sendWindow > Self.maxWindow { streamError(entry, .flowControlError) }
     }
     return true
   }
@@ -928,7 +927,7 @@ final class HTTP2Session {
   // MARK: errors and resets
 
   /// A stream error (§5.4.2): RST_STREAM with `code`; the stream is closed.
-  private func streamError(_ entry: HTTP2Stream, _ code: nghttp2_error_code) {
+  private func streamError(_ entry: HTTP2Stream, _ code: HTTP2Error) {
     entry.receiving = false
     entry.resetAfterAnswer = false
     glitchesSeen += 1
@@ -937,7 +936,7 @@ final class HTTP2Session {
 
   /// Sends RST_STREAM on `stream` and closes it (frames the client sent before it learns of it are
   /// ignored).
-  private func resetStream(_ stream: Int32, _ code: nghttp2_error_code) {
+  private func resetStream(_ stream: Int32, _ code: HTTP2Error) {
     frameHeader(length: 4, type: Frame.rstStream, flags: 0, stream: stream)
     appendUInt32(code.rawValue)
     frameGuard.reset(stream)
@@ -946,7 +945,7 @@ final class HTTP2Session {
   }
 
   /// Ends the connection: GOAWAY with `code`, no stream answered from now on.
-  func terminate(_ code: nghttp2_error_code) {
+  func terminate(_ code: HTTP2Error) {
     guard !failed else { return }
     failed = true
     events.removeAll()
@@ -1013,7 +1012,7 @@ final class HTTP2Session {
     guard !entry.resetWanted else { return }
     entry.resetWanted = true
     if entry.answerEnded {
-      resetStream(entry.id, NGHTTP2_NO_ERROR)
+      resetStream(entry.id, .noError)
     } else if entry.answered {
       entry.resetAfterAnswer = true
     }
@@ -1130,7 +1129,7 @@ final class HTTP2Session {
     if entry.resetAfterAnswer {
       entry.resetAfterAnswer = false
       // RFC 9113 §8.1: the answer is whole; the client may stop sending the request's body.
-      resetStream(entry.id, NGHTTP2_NO_ERROR)
+      resetStream(entry.id, .noError)
     } else if entry.remoteEnded {
       bothEnded(entry)
     }
@@ -1219,7 +1218,7 @@ final class HTTP2Session {
   /// Starts a graceful stop: GOAWAY with the last stream seen; streams in flight still finish.
   func drain() {
     guard goawayLastStream == nil, !failed else { return }
-    goaway(NGHTTP2_NO_ERROR.rawValue)
+    goaway(HTTP2Error.noError.rawValue)
   }
 
   /// Gives back what an idle connection does not need: its read and write buffers, the date it
