@@ -38,7 +38,9 @@ final class HTTP2Connection<Clock: EdgeClock> {
   /// opens a new connection for the next.
   private let dispatcher: Dispatcher
   private let clock: Clock
-  private let limits: Bounds
+  /// The limits it keeps to: the session's settings (a `Limits` is larger; each connection keeps
+  /// only these).
+  private var limits: HTTP2Session.Settings { session.settings }
   private let client: String
   private let secure: Bool
   private var inFlight: [Int32: InFlight] = [:]
@@ -95,7 +97,6 @@ final class HTTP2Connection<Clock: EdgeClock> {
   ) {
     self.clock = clock
     self.dispatcher = dispatcher
-    self.limits = Bounds(limits)
     self.client = client
     self.secure = secure
     session = HTTP2Session(settings: .init(limits), budget: budget)
@@ -138,7 +139,7 @@ final class HTTP2Connection<Clock: EdgeClock> {
   }
 
   /// Whether the loop should read from the socket now.
-  var wantsInput: Bool { !inputClosed && output.pending < limits.http2MaxQueuedBytes && !session.failed }
+  var wantsInput: Bool { !inputClosed && output.pending < limits.maxQueuedBytes && !session.failed }
 
   /// Bytes arrived from the peer.
   func received(_ bytes: UnsafeRawBufferPointer, context: inout ConnectionContext) -> Step {
@@ -240,7 +241,7 @@ final class HTTP2Connection<Clock: EdgeClock> {
     let announced = stream.value("content-length").flatMap { Int($0) }
     // A body answered on its head is read and dropped (its frames checked as on any open stream)
     // unless it announces more than the stream's window: that one is reset once answered.
-    let announcesMore = (announced ?? 0) > limits.http2InitialWindowBytes
+    let announcesMore = (announced ?? 0) > limits.initialWindowSize
     let id = stream.id
     let method = stream.requestMethod
     let path = stream.path(dispatcher.router)
@@ -279,7 +280,7 @@ final class HTTP2Connection<Clock: EdgeClock> {
   /// concurrency limit, so it never holds more than twice that (a client answering every stream's
   /// answer with its END_STREAM cannot grow it, nor the deadline's scan of it).
   private func drop(_ stream: Int32, now: Instant) {
-    if dropping.count >= limits.http2MaxConcurrentStreams {
+    if dropping.count >= limits.maxConcurrentStreams {
       dropping = dropping.filter { session.isReceiving($0.key) }
     }
     dropping[stream] = now.adding(limits.bodyTimeout)
@@ -481,29 +482,5 @@ final class HTTP2Connection<Clock: EdgeClock> {
     session.drain()
     flushSession()
     return output.isEmpty && drained
-  }
-
-  /// The limits a connection reads after it is made (a `Limits` is larger: each connection keeps
-  /// only these).
-  private struct Bounds {
-    let headTimeout: Duration
-    let bodyTimeout: Duration
-    let idleTimeout: Duration
-    let writeTimeout: Duration
-    let maxBodyBytes: Int
-    let http2InitialWindowBytes: Int
-    let http2MaxConcurrentStreams: Int
-    let http2MaxQueuedBytes: Int
-
-    init(_ limits: Limits) {
-      headTimeout = limits.headTimeout
-      bodyTimeout = limits.bodyTimeout
-      idleTimeout = limits.idleTimeout
-      writeTimeout = limits.writeTimeout
-      maxBodyBytes = limits.maxBodyBytes
-      http2InitialWindowBytes = limits.http2InitialWindowBytes
-      http2MaxConcurrentStreams = limits.http2MaxConcurrentStreams
-      http2MaxQueuedBytes = limits.http2MaxQueuedBytes
-    }
   }
 }

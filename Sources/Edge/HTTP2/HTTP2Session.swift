@@ -29,6 +29,13 @@ final class HTTP2Session {
     var glitchesPerSecond = 100
     /// Body bytes a stream may send unless its route says otherwise.
     var maxBodyBytes = 1 << 20
+    /// What the connection around the session keeps to: HTTP/1's deadlines per stream, and how
+    /// much output may wait before frames stop being read.
+    var headTimeout: Duration = .seconds(10)
+    var bodyTimeout: Duration = .seconds(10)
+    var idleTimeout: Duration = .seconds(60)
+    var writeTimeout: Duration = .seconds(30)
+    var maxQueuedBytes = 1 << 20
 
     init() {}
 
@@ -44,6 +51,11 @@ final class HTTP2Session {
       glitchBurst = limits.http2GlitchBurst
       glitchesPerSecond = limits.http2GlitchesPerSecond
       maxBodyBytes = limits.maxBodyBytes
+      headTimeout = limits.headTimeout
+      bodyTimeout = limits.bodyTimeout
+      idleTimeout = limits.idleTimeout
+      writeTimeout = limits.writeTimeout
+      maxQueuedBytes = limits.http2MaxQueuedBytes
     }
   }
 
@@ -88,7 +100,8 @@ final class HTTP2Session {
   private static let preface: StaticString = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
   private static let maxWindow = Int(Int32.max)
 
-  private let settings: Settings
+  /// What it announced and keeps (the connection reads its deadlines here too).
+  let settings: Settings
   /// The process-wide allowance for buffered request bodies (shared with HTTP/1); each open stream
   /// holds its part (`HTTP2Stream.reserved`).
   private let budget: RequestBudget?
