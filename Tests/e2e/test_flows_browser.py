@@ -13,12 +13,11 @@ import pytest
 
 from test_browser import VALID_LINK, Server, axe_violations, browser, tls_pki  # noqa: F401 (fixtures)
 from test_lifecycle_browser import follow, sign_in
-from test_people_browser import submit
+from test_people_browser import submit, submit_and_load
 from test_web_sign_in import PASSWORD, add_account
 
 pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.support.expected_conditions import staleness_of  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 SIZES = [(390, 844), (1280, 800)]
@@ -75,7 +74,11 @@ def refused(driver, field_id, message, path):
     message next to it, and the address bar holds the form's page, not another URL."""
     WebDriverWait(driver, 10).until(lambda d: d.find_elements(By.ID, "error-summary"))
     assert driver.title.startswith("Error: "), driver.title
-    assert driver.execute_script("return document.activeElement.id") == "error-summary"
+    # `autofocus` is applied at the page's next rendering, which may come after the summary is in
+    # the document: wait for it (a summary that never takes focus fails here after 10 s).
+    focused = "return document.activeElement && document.activeElement.id"
+    WebDriverWait(driver, 10).until(
+        lambda d: d.execute_script(focused) == "error-summary", "the error summary did not take focus")
     assert driver.current_url.split("?")[0].endswith(path), driver.current_url
     field = driver.find_element(By.ID, field_id)
     assert field.get_attribute("aria-invalid") == "true"
@@ -136,20 +139,20 @@ def test_10_refused_account_forms_keep_the_typing_and_point_at_the_field(browser
         # A malformed address: the address stays, the error is by it, the page is /account.
         browser.find_element(By.ID, "new-email").send_keys("ada at example")
         browser.find_element(By.ID, "email-password").send_keys(PASSWORD)
-        submit(browser, "form:has(#new-email)")
+        submit_and_load(browser, "form:has(#new-email)")
         refused(browser, "new-email", "Enter the new email address.", "/account")
         assert browser.find_element(By.ID, "new-email").get_attribute("value") == "ada at example"
         # A wrong current password when changing the password.
         browser.find_element(By.ID, "current-password").send_keys("not my password at all")
         browser.find_element(By.ID, "new-password").send_keys("a brand new long secret 9")
-        submit(browser, "form:has(#new-password)")
+        submit_and_load(browser, "form:has(#new-password)")
         refused(browser, "current-password", "Your current password is not right.", "/account")
         # A refused name (over 100 characters) keeps what was typed.
         long_name = "Ada " + "x" * 100
         browser.execute_script(
             "const name = document.getElementById('name'); name.value = arguments[0]; name.form.noValidate = true",
             long_name)
-        submit(browser, "form:has(#name)")
+        submit_and_load(browser, "form:has(#name)")
         refused(browser, "name", "Enter a name of 1 to 100 characters", "/account")
         assert browser.find_element(By.ID, "name").get_attribute("value") == long_name
     finally:
@@ -163,7 +166,7 @@ def test_10_sign_in_and_the_invitation_form_refuse_by_the_field(browser, mail_si
         browser.get(server.url("/sign-in"))
         browser.find_element(By.ID, "email").send_keys("ada@example.test")
         browser.find_element(By.ID, "password").send_keys("not the password")
-        submit(browser, "form")
+        submit_and_load(browser, "form")
         refused(browser, "email", "do not match an account", "/sign-in")
         assert browser.find_element(By.ID, "email").get_attribute("value") == "ada@example.test"
 
@@ -171,7 +174,7 @@ def test_10_sign_in_and_the_invitation_form_refuse_by_the_field(browser, mail_si
         people = f"/schools/{northfield}/people"
         sign_in(browser, server, "ada@example.test", people)
         browser.find_element(By.ID, "invite-email").send_keys("lee at example")
-        submit(browser, "form.form")
+        submit_and_load(browser, "form.form")
         refused(browser, "invite-email", "Enter the email address of the person to invite.", people)
         assert browser.find_element(By.ID, "invite-email").get_attribute("value") == "lee at example"
         browser.find_element(By.ID, "invite-email").clear()
@@ -187,7 +190,7 @@ def test_10_sign_in_and_the_invitation_form_refuse_by_the_field(browser, mail_si
         WebDriverWait(browser, 10).until(lambda d: d.current_url.endswith("/invitations/accept"))
         browser.find_element(By.ID, "name").send_keys("Lee Example")
         browser.find_element(By.ID, "password").send_keys("password1234")
-        submit(browser, "form")
+        submit_and_load(browser, "form")
         refused(browser, "password", "", "/invitations/accept")
         assert browser.find_element(By.ID, "name").get_attribute("value") == "Lee Example"
         assert browser.find_element(By.ID, "password").get_attribute("value") == ""
@@ -250,9 +253,7 @@ def test_12_invitations_and_removals(browser, mail_sink):
             Select(browser.find_element(By.ID, "invite-role")).select_by_value(role)
             # The page before may say "Invitation sent." already (a second invitation): wait for
             # the answer's page to replace it first, or its text is read from the old one.
-            before = browser.find_element(By.TAG_NAME, "main")
-            submit(browser, "form.form")
-            WebDriverWait(browser, 10).until(staleness_of(before))
+            submit_and_load(browser, "form.form")
             WebDriverWait(browser, 10).until(lambda d: "Invitation sent." in d.page_source)
 
         # Re-inviting says that the earlier invitation (and its role) is replaced.

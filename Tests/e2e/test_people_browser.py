@@ -12,6 +12,7 @@ from test_browser import Server, axe_violations, browser, scheme, tls_pki  # noq
 from test_web_sign_in import PASSWORD, add_account
 
 pytest.importorskip("selenium.webdriver")
+from selenium.common.exceptions import WebDriverException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
@@ -24,6 +25,20 @@ def accessible(driver):
 
 def submit(driver, form_selector):
     driver.find_element(By.CSS_SELECTOR, form_selector + " button[type=submit]").click()
+
+
+def submit_and_load(driver, form_selector):
+    """Submits the form and waits until the answer's page has replaced the form's and loaded, so
+    that what is checked next is never read from the page before (which may hold an earlier
+    refusal or notice). The old document is marked; a new one lacks the mark. WebDriver errors
+    while the navigation is under way (a node "not in the document", a context destroyed) are
+    retried rather than taken as the answer."""
+    driver.execute_script("document.bandEdgeFormPage = true")
+    submit(driver, form_selector)
+    WebDriverWait(driver, 10, ignored_exceptions=(WebDriverException,)).until(
+        lambda d: d.execute_script(
+            "return document.bandEdgeFormPage !== true && document.readyState === 'complete'"),
+        "the form's answer did not replace its page")
 
 
 def test_the_people_page_and_the_accept_flow(browser, mail_sink):
