@@ -13,8 +13,9 @@ public enum JWKSClient {
 
   /// The body of a GET of `url`, or why there is none.
   static func get(_ url: String) -> Result<[UInt8], KeySetError> {
-    guard let curl = curl_easy_init() else { return .failure(.unreachable("cannot start libcurl")) }
-    defer { curl_easy_cleanup(curl) }
+    if let failure = be_curl_load_failure() { return .failure(.unreachable(String(cString: failure))) }
+    guard let curl = be_curl_easy_init() else { return .failure(.unreachable("cannot start libcurl")) }
+    defer { be_curl_easy_cleanup(curl) }
     let sink = Sink()
     let options: [CURLcode] = [
       be_curl_setopt_string(curl, CURLOPT_URL, url),
@@ -30,12 +31,12 @@ public enum JWKSClient {
     ]
     if let refused = options.first(where: { $0 != CURLE_OK }) {
       return .failure(
-        .unreachable("libcurl refused an option: \(String(cString: curl_easy_strerror(refused)))"))
+        .unreachable("libcurl refused an option: \(String(cString: be_curl_easy_strerror(refused)))"))
     }
     // The sink is written through an unretained pointer until perform returns.
-    let result = withExtendedLifetime(sink) { curl_easy_perform(curl) }
+    let result = withExtendedLifetime(sink) { be_curl_easy_perform(curl) }
     guard result == CURLE_OK else {
-      return .failure(.unreachable("GET \(url): \(String(cString: curl_easy_strerror(result)))"))
+      return .failure(.unreachable("GET \(url): \(String(cString: be_curl_easy_strerror(result)))"))
     }
     var status = 0
     _ = withUnsafeMutablePointer(to: &status) { be_curl_getinfo_long(curl, CURLINFO_RESPONSE_CODE, $0) }

@@ -6,7 +6,7 @@ import CPostgres
 
 extension PostgresConnection {
   /// The server process serving this connection.
-  package var backendPID: Int { Int(PQbackendPID(handle)) }
+  package var backendPID: Int { Int(be_PQbackendPID(handle)) }
 
   /// Starts listening on `channel` (an identifier of letters and underscores, never client text).
   package func listen(_ channel: String) throws(StoreError) {
@@ -29,8 +29,8 @@ extension PostgresConnection {
     var heard = Heard()
     drainNotifications(into: &heard)
     guard heard == Heard() else { return heard }
-    let socket = PQsocket(handle)
-    guard socket >= 0, PQstatus(handle) == CONNECTION_OK else {
+    let socket = be_PQsocket(handle)
+    guard socket >= 0, be_PQstatus(handle) == CONNECTION_OK else {
       throw StoreError.outage("the PostgreSQL listening connection is closed")
     }
     var ready = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
@@ -39,7 +39,7 @@ extension PostgresConnection {
     guard polled > 0 || errno == EINTR else {
       throw StoreError.outage("waiting for PostgreSQL notifications failed")
     }
-    guard PQconsumeInput(handle) == 1, PQstatus(handle) == CONNECTION_OK else {
+    guard be_PQconsumeInput(handle) == 1, be_PQstatus(handle) == CONNECTION_OK else {
       throw StoreError.outage("the PostgreSQL listening connection was closed by the server")
     }
     drainNotifications(into: &heard)
@@ -48,9 +48,9 @@ extension PostgresConnection {
 
   /// Every notification received so far: a payload "sync <n>" is a marker, anything else a change.
   private func drainNotifications(into heard: inout Heard) {
-    while let notification = PQnotifies(handle) {
+    while let notification = be_PQnotifies(handle) {
       let payload = notification.pointee.extra.map { String(cString: $0) } ?? ""
-      PQfreemem(notification)
+      be_PQfreemem(notification)
       if payload.hasPrefix(PostgresDatabase.markerPrefix),
         let marker = Int64(payload.dropFirst(PostgresDatabase.markerPrefix.count))
       {

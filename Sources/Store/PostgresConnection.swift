@@ -39,6 +39,9 @@ public final class PostgresConnection {
     }
     self.settings = settings
     self.schedule = schedule ?? ReconnectSchedule(settings)
+    if let failure = be_pq_load_failure() {
+      throw StoreError.failed("PostgreSQL needs libpq: \(String(cString: failure))")
+    }
     // The URI comes second, so a connect_timeout it names wins over the default.
     let timeout = String(max(1, settings.connectTimeout.components.seconds))
     // TCP keepalives and a user timeout, so a connection to a server that vanished (a partition, a
@@ -50,36 +53,36 @@ public final class PostgresConnection {
     let made: OpaquePointer? = keywords.withCStrings {
       keywords in
       [timeout, name, "1", "10", "5", "2", "20000", uri].withCStrings { values in
-        PQconnectdbParams(keywords, values, 1)
+        be_PQconnectdbParams(keywords, values, 1)
       }
     }
     guard let handle = made else {
       throw StoreError.failed("cannot connect to PostgreSQL: out of memory")
     }
-    guard PQstatus(handle) == CONNECTION_OK else {
-      let message = Self.message(PQerrorMessage(handle))
-      PQfinish(handle)
+    guard be_PQstatus(handle) == CONNECTION_OK else {
+      let message = Self.message(be_PQerrorMessage(handle))
+      be_PQfinish(handle)
       throw StoreError.outage(
         "cannot connect to PostgreSQL at \(Self.maskedURI(uri)): \(Self.scrubbed(message, of: uri))")
     }
     self.handle = handle
     // NOTICEs (e.g. from DROP ... IF EXISTS) would go to stderr; errors arrive as results anyway.
-    PQsetNoticeProcessor(handle, { _, _ in }, nil)
+    be_PQsetNoticeProcessor(handle, { _, _ in }, nil)
     // Every property is set: if this throws, deinit runs and closes the handle (closing it here
     // too would free it twice).
     try prepareSession()
   }
 
-  deinit { PQfinish(handle) }
+  deinit { be_PQfinish(handle) }
 
   /// What each new or remade connection is set to: UTF-8, and the statement timeout.
   private func prepareSession() throws(StoreError) {
-    guard PQsetClientEncoding(handle, "UTF8") == 0 else {
+    guard be_PQsetClientEncoding(handle, "UTF8") == 0 else {
       throw StoreError.outage(
-        "cannot set the PostgreSQL client encoding to UTF8: \(Self.message(PQerrorMessage(handle)))")
+        "cannot set the PostgreSQL client encoding to UTF8: \(Self.message(be_PQerrorMessage(handle)))")
     }
     _ = try rows(
-      of: PQexec(
+      of: be_PQexec(
         handle, "SET statement_timeout = \(DatabaseSettings.milliseconds(settings.statementTimeout))"))
   }
 
@@ -96,14 +99,15 @@ public final class PostgresConnection {
     if listening {
       // Notifications arrive unasked: read them; a listening connection that went is never made
       // again silently (a new session would not be listening): its owner starts over.
-      guard PQstatus(handle) == CONNECTION_OK, PQconsumeInput(handle) == 1, PQstatus(handle) == CONNECTION_OK
+      guard be_PQstatus(handle) == CONNECTION_OK, be_PQconsumeInput(handle) == 1,
+        be_PQstatus(handle) == CONNECTION_OK
       else {
         throw StoreError.outage("the PostgreSQL listening connection is closed")
       }
       return
     }
-    if PQstatus(handle) == CONNECTION_OK, !lost {
-      var ready = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+    if be_PQstatus(handle) == CONNECTION_OK, !lost {
+      var ready = pollfd(fd: be_PQsocket(handle), events: Int16(POLLIN), revents: 0)
       guard poll(&ready, 1, 0) > 0 else { return }
     }
     lost = true
@@ -114,11 +118,11 @@ public final class PostgresConnection {
       throw StoreError.outage("the PostgreSQL connection went in the middle of a transaction")
     }
     try schedule.attempt { () throws(StoreError) in
-      PQreset(handle)
+      be_PQreset(handle)
       prepared.removeAll()
-      guard PQstatus(handle) == CONNECTION_OK else {
+      guard be_PQstatus(handle) == CONNECTION_OK else {
         throw StoreError.outage(
-          "PostgreSQL is out of reach: \(Self.message(PQerrorMessage(handle)))")
+          "PostgreSQL is out of reach: \(Self.message(be_PQerrorMessage(handle)))")
       }
       try prepareSession()
     }
@@ -132,7 +136,7 @@ public final class PostgresConnection {
   public func execute(_ sql: String) throws(StoreError) -> [[DatabaseValue]] {
     guard !sql.utf8.contains(0) else { throw StoreError.failed("SQL holds a NUL") }
     try reconnectIfLost()
-    return try rows(of: PQexec(handle, sql))
+    return try rows(of: be_PQexec(handle, sql))
   }
 
   /// Runs one statement with `parameters` bound to `$1...$n`, returning every row. Integers are
@@ -192,7 +196,7 @@ public final class PostgresConnection {
     }
     guard settings.preparedStatements else {
       return try rows(
-        of: PQexecParams(handle, sql, Int32(parameters.count), types, values, lengths, formats, 0))
+        of: be_PQexecParams(handle, sql, Int32(parameters.count), types, values, lengths, formats, 0))
     }
     // Each statement text is prepared once per connection (parsed and planned once, not at every
     // request); a connection made again has none, so the names are forgotten with it.
@@ -203,10 +207,10 @@ public final class PostgresConnection {
       name = known
     } else {
       name = "be_\(prepared.count + 1)"
-      _ = try rows(of: PQprepare(handle, name, sql, Int32(parameters.count), types))
+      _ = try rows(of: be_PQprepare(handle, name, sql, Int32(parameters.count), types))
       prepared[key] = name
     }
-    return try rows(of: PQexecPrepared(handle, name, Int32(parameters.count), values, lengths, formats, 0))
+    return try rows(of: be_PQexecPrepared(handle, name, Int32(parameters.count), values, lengths, formats, 0))
   }
 
   /// Rows changed (or returned) by the last command, from `PQcmdTuples`; 0 for commands that
@@ -238,28 +242,28 @@ public final class PostgresConnection {
   private func rows(of result: OpaquePointer?) throws(StoreError) -> [[DatabaseValue]] {
     lastSQLState = nil
     guard let result else {
-      throw StoreError.outage("PostgreSQL: \(Self.message(PQerrorMessage(handle)))")
+      throw StoreError.outage("PostgreSQL: \(Self.message(be_PQerrorMessage(handle)))")
     }
-    defer { PQclear(result) }
-    let status = PQresultStatus(result)
+    defer { be_PQclear(result) }
+    let status = be_PQresultStatus(result)
     guard status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK || status == PGRES_EMPTY_QUERY else {
       // PG_DIAG_SQLSTATE is the field code 'C'.
-      lastSQLState = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+      lastSQLState = be_PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
       // The primary message and SQLSTATE only: DETAIL lines quote row values (a duplicate key's
       // email, a digest), which must not reach a log.
-      let primary = PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) }
+      let primary = be_PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) }
       let message = "PostgreSQL \(lastSQLState ?? "error"): \(primary ?? "the statement failed")"
-      if Self.isUnavailable(lastSQLState) || PQstatus(handle) != CONNECTION_OK {
+      if Self.isUnavailable(lastSQLState) || be_PQstatus(handle) != CONNECTION_OK {
         throw StoreError.outage(message)
       }
       throw StoreError.failed(message)
     }
-    lastChanges = PQcmdTuples(result).flatMap { Int(String(cString: $0)) } ?? 0
-    let columns = PQnfields(result)
-    let types = (0..<columns).map { PQftype(result, $0) }
+    lastChanges = be_PQcmdTuples(result).flatMap { Int(String(cString: $0)) } ?? 0
+    let columns = be_PQnfields(result)
+    let types = (0..<columns).map { be_PQftype(result, $0) }
     var rows: [[DatabaseValue]] = []
-    rows.reserveCapacity(Int(PQntuples(result)))
-    for row in 0..<PQntuples(result) {
+    rows.reserveCapacity(Int(be_PQntuples(result)))
+    for row in 0..<be_PQntuples(result) {
       var values: [DatabaseValue] = []
       values.reserveCapacity(Int(columns))
       for column in 0..<columns {
@@ -274,9 +278,9 @@ public final class PostgresConnection {
   private func value(_ result: OpaquePointer, _ row: Int32, _ column: Int32, type: Oid) throws(StoreError)
     -> DatabaseValue
   {
-    if PQgetisnull(result, row, column) == 1 { return .null }
-    guard let field = PQgetvalue(result, row, column) else { return .null }
-    let count = Int(PQgetlength(result, row, column))
+    if be_PQgetisnull(result, row, column) == 1 { return .null }
+    guard let field = be_PQgetvalue(result, row, column) else { return .null }
+    let count = Int(be_PQgetlength(result, row, column))
     switch type {
     case Self.int2, Self.int4, Self.int8:
       guard let n = Int64(String(cString: field)) else {
@@ -286,11 +290,12 @@ public final class PostgresConnection {
     case Self.bytea:
       // The text form (hex, or the older escape form): libpq decodes both.
       var length = 0
-      guard let bytes = PQunescapeBytea(UnsafeRawPointer(field).assumingMemoryBound(to: UInt8.self), &length)
+      guard
+        let bytes = be_PQunescapeBytea(UnsafeRawPointer(field).assumingMemoryBound(to: UInt8.self), &length)
       else {
         throw StoreError.failed("PostgreSQL sent bytea that cannot be decoded")
       }
-      defer { PQfreemem(bytes) }
+      defer { be_PQfreemem(bytes) }
       return .blob(Array(UnsafeBufferPointer(start: bytes, count: length)))
     default:
       let bytes = UnsafeRawBufferPointer(start: field, count: count)

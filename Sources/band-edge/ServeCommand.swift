@@ -412,6 +412,11 @@ enum ServeCommand {
           "\(deployment.environment.rawValue) needs mail: set \"mail\": {\"smtp\", \"from\"} in the configuration "
             + "(or --smtp URL); people recover their accounts by mail"))
     }
+    // Mail is sent by libcurl, loaded only when there is mail to send: a relay without it is
+    // refused at start, not at the first message.
+    if let failure = SMTPSender.libraryFailure {
+      return .failure(UsageError("mail needs libcurl: \(failure)"))
+    }
     guard let from = deployment.mail.from else {
       if deployment.environment == .development {
         return .success(SMTPSettings(url: url, from: "Band Licence <no-reply@example.test>"))

@@ -60,15 +60,19 @@ public struct SMTPSettings: Sendable, Equatable {
 /// Delivers one message through libcurl's SMTP client (RFC 5321): `MAIL FROM`, one `RCPT TO`, the
 /// message as `DATA`, with STARTTLS required as `SMTPSettings.requiresTLS` says.
 public enum SMTPSender {
+  /// Nil once libcurl is loaded (this loads it); else why it cannot be.
+  public static var libraryFailure: String? { be_curl_load_failure().map { String(cString: $0) } }
+
   /// Sends `message` to `recipient`; nil when the relay accepted it, else one line saying why
   /// (curl's reason and the relay's answer; never the message).
   public static func send(_ message: [UInt8], to recipient: String, settings: SMTPSettings) -> String? {
-    guard let curl = curl_easy_init() else { return "cannot start libcurl" }
-    defer { curl_easy_cleanup(curl) }
+    if let failure = be_curl_load_failure() { return String(cString: failure) }
+    guard let curl = be_curl_easy_init() else { return "cannot start libcurl" }
+    defer { be_curl_easy_cleanup(curl) }
     let source = MessageSource(message)
     var recipients: UnsafeMutablePointer<curl_slist>? = nil
-    recipients = curl_slist_append(recipients, "<\(recipient)>")
-    defer { curl_slist_free_all(recipients) }
+    recipients = be_curl_slist_append(recipients, "<\(recipient)>")
+    defer { be_curl_slist_free_all(recipients) }
     // Allocated, not an array: curl writes into it during perform, after any closure would end.
     let failure = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
     failure.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
@@ -97,15 +101,15 @@ public enum SMTPSender {
     if let password = settings.password { set(be_curl_setopt_string(curl, CURLOPT_PASSWORD, password)) }
     set(be_curl_setopt_pointer(curl, CURLOPT_ERRORBUFFER, failure))
     guard status == CURLE_OK else {
-      return "libcurl refused an option: \(String(cString: curl_easy_strerror(status)))"
+      return "libcurl refused an option: \(String(cString: be_curl_easy_strerror(status)))"
     }
     // The source is read through an unretained pointer until perform returns.
-    let result = withExtendedLifetime(source) { curl_easy_perform(curl) }
+    let result = withExtendedLifetime(source) { be_curl_easy_perform(curl) }
     guard result == CURLE_OK else {
       let detail = String(cString: failure)
       var code = 0
       _ = withUnsafeMutablePointer(to: &code) { be_curl_getinfo_long(curl, CURLINFO_RESPONSE_CODE, $0) }
-      let reason = detail.isEmpty ? String(cString: curl_easy_strerror(result)) : detail
+      let reason = detail.isEmpty ? String(cString: be_curl_easy_strerror(result)) : detail
       return "SMTP delivery failed: \(reason)\(code > 0 ? " (server answered \(code))" : "")"
     }
     return nil
